@@ -1,0 +1,1 @@
+// Builds the WebAssembly DSP kernels from their sources (none yet).

@@ -1,0 +1,86 @@
+/**
+ * Assembles one bridge instance: a single HTTP server carrying the REST control plane and the
+ * media WebSocket endpoint.
+ */
+import Fastify, { type FastifyBaseLogger, type FastifyInstance } from 'fastify';
+import type { Config } from './config.js';
+import type { BridgeContext } from './context.js';
+import { registerHealthRoutes } from './control/health.js';
+import { BridgeError, isBridgeError } from './errors.js';
+import { createLogger, type Logger } from './log.js';
+import { createMetrics } from './metrics.js';
+import { MemorySessionRegistry, MemoryTenantStore } from './state/memory.js';
+
+export interface BridgeOptions {
+  /** A logger to use instead of one made from `config.logLevel` (tests capture logs this way). */
+  readonly log?: Logger;
+}
+
+export interface Bridge {
+  readonly app: FastifyInstance;
+  readonly ctx: BridgeContext;
+  /** Listens on `config.host`:`config.port`; resolves to the bound address, e.g. `http://127.0.0.1:8080`. */
+  listen(): Promise<string>;
+  /** Graceful stop: readiness false, live sessions drained up to `drainTimeoutMs`, then closed. */
+  close(): Promise<void>;
+}
+
+export async function createBridge(config: Config, options: BridgeOptions = {}): Promise<Bridge> {
+  const log = options.log ?? createLogger(config.logLevel);
+  const ctx: BridgeContext = {
+    config,
+    log,
+    metrics: createMetrics(),
+    sessions: new MemorySessionRegistry(),
+    tenants: new MemoryTenantStore({ default: config.mediaSecret }),
+    draining: false,
+  };
+
+  const app = Fastify({
+    loggerInstance: log as FastifyBaseLogger,
+    disableRequestLogging: true,
+    // The consult route blocks up to the provider's 20 s + 5 s: the server must outlast the client bound.
+    requestTimeout: config.requestTimeoutMs,
+    connectionTimeout: 0,
+    keepAliveTimeout: 72_000,
+    bodyLimit: 64 * 1024,
+  });
+
+  app.setErrorHandler((err, req, reply) => {
+    if (isBridgeError(err)) return reply.code(err.status).send(err.toBody());
+    const e = err as { validation?: unknown; statusCode?: number; message: string; code?: string };
+    if (e.validation !== undefined) {
+      return reply.code(400).send(new BridgeError('bad_request', e.message).toBody());
+    }
+    if (e.statusCode === 413)
+      return reply.code(413).send(new BridgeError('payload_too_large', e.message).toBody());
+    if (e.statusCode !== undefined && e.statusCode >= 400 && e.statusCode < 500) {
+      return reply.code(e.statusCode).send(new BridgeError('bad_request', e.message).toBody());
+    }
+    req.log.error({ err }, 'request failed');
+    return reply.code(500).send(new BridgeError('internal', 'internal error').toBody());
+  });
+  app.setNotFoundHandler((req, reply) =>
+    reply
+      .code(404)
+      .send(new BridgeError('not_found', `no route ${req.method} ${req.url.split('?')[0]}`).toBody()),
+  );
+
+  registerHealthRoutes(app, ctx);
+
+  return {
+    app,
+    ctx,
+    async listen() {
+      await app.listen({ port: config.port, host: config.host });
+      const addr = app.server.address();
+      if (addr === null || typeof addr === 'string') return String(addr);
+      const host = addr.family === 'IPv6' ? `[${addr.address}]` : addr.address;
+      return `http://${host}:${addr.port}`;
+    },
+    async close() {
+      ctx.draining = true;
+      await app.close();
+    },
+  };
+}

@@ -1,0 +1,199 @@
+/**
+ * The one validated, frozen configuration. Read once at start-up from the environment (and `--flag`
+ * twins); every problem is reported in one message, one line per variable, naming what it accepts.
+ */
+import { availableParallelism } from 'node:os';
+import { RESAMPLER_RATES } from './audio/format.js';
+
+/** Development-only secrets, used when none is configured outside production. */
+export const DEV_MEDIA_SECRET = 'voicebridge-dev-media-secret';
+export const DEV_AUTH_JWT_SECRET = 'voicebridge-dev-auth-secret';
+
+export interface Config {
+  readonly port: number;
+  readonly host: string;
+  readonly nodeEnv: string;
+  readonly production: boolean;
+  readonly logLevel: string;
+  readonly mediaAuth: 'jwt' | 'none';
+  /** Initial media secret of tenant `default`. */
+  readonly mediaSecret: string;
+  /** True when `mediaSecret` is the built-in development secret. */
+  readonly mediaSecretIsDev: boolean;
+  readonly authJwtSecret: string | undefined;
+  readonly authJwksUrl: string | undefined;
+  readonly authSecretIsDev: boolean;
+  readonly providerBaseUrl: string | undefined;
+  readonly providerToken: string | undefined;
+  readonly botUrl: string;
+  readonly botSampleRate: number;
+  /** Worker threads for the audio pipeline; 0 runs the DSP inline on the main thread. */
+  readonly dspWorkers: number;
+  readonly stateStore: string;
+
+  // Tunables, units in the names.
+  /** Largest WebSocket message accepted: 200 ms of 16 kHz PCM16 as base64 JSON is ~8.6 KB. */
+  readonly maxPayloadBytes: number;
+  /** How far ahead of real time outbound audio may be sent. */
+  readonly paceLeadMs: number;
+  /** Bot audio buffered ahead of playout before the oldest is shed. */
+  readonly outboundBufferMs: number;
+  /** A provider socket with more than this buffered sheds stale audio. */
+  readonly socketHighWaterBytes: number;
+  readonly heartbeatIntervalMs: number;
+  readonly drainTimeoutMs: number;
+  /** Delay of the `builtin:echo` bot. */
+  readonly echoDelayMs: number;
+  readonly providerConnectTimeoutMs: number;
+  /** Client read timeout for provider calls; the provider's consult blocks up to 20 s + 5 s. */
+  readonly providerReadTimeoutMs: number;
+  /** Server request timeout; above the provider read timeout so the bridge answers 504 itself. */
+  readonly requestTimeoutMs: number;
+}
+
+type Env = Readonly<Record<string, string | undefined>>;
+
+/** Thrown when configuration is invalid; its message has one line per bad variable. */
+export class ConfigError extends Error {
+  constructor(readonly problems: readonly string[]) {
+    super(problems.join('\n'));
+    this.name = 'ConfigError';
+  }
+}
+
+/** `--port 9000` and `--port=9000` become `PORT=9000`; flags win over the environment. */
+export function flagsToEnv(argv: readonly string[]): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (let i = 0; i < argv.length; i++) {
+    const arg = argv[i]!;
+    if (!arg.startsWith('--')) continue;
+    const eq = arg.indexOf('=');
+    const name = (eq === -1 ? arg.slice(2) : arg.slice(2, eq)).replaceAll('-', '_').toUpperCase();
+    const next = argv[i + 1];
+    if (eq !== -1) out[name] = arg.slice(eq + 1);
+    else if (next !== undefined && !next.startsWith('--')) {
+      out[name] = next;
+      i++;
+    } else out[name] = 'true';
+  }
+  return out;
+}
+
+export function loadConfig(env: Env = process.env, argv: readonly string[] = []): Config {
+  const e: Env = { ...env, ...flagsToEnv(argv) };
+  const problems: string[] = [];
+
+  const int = (name: string, dflt: number, min: number, max: number): number => {
+    const raw = e[name];
+    if (raw === undefined || raw === '') return dflt;
+    const n = Number(raw);
+    if (!Number.isInteger(n) || n < min || n > max) {
+      problems.push(`${name} must be an integer from ${min} to ${max}, got ${JSON.stringify(raw)}`);
+      return dflt;
+    }
+    return n;
+  };
+  const oneOf = <T extends string>(name: string, allowed: readonly T[], dflt: T): T => {
+    const raw = e[name];
+    if (raw === undefined || raw === '') return dflt;
+    if (!(allowed as readonly string[]).includes(raw)) {
+      problems.push(`${name} must be one of ${allowed.join(', ')}, got ${JSON.stringify(raw)}`);
+      return dflt;
+    }
+    return raw as T;
+  };
+  const url = (name: string, protocols: readonly string[]): string | undefined => {
+    const raw = e[name];
+    if (raw === undefined || raw === '') return undefined;
+    try {
+      const u = new URL(raw);
+      if (protocols.includes(u.protocol)) return raw;
+    } catch {}
+    problems.push(`${name} must be a ${protocols.join(' or ')} URL, got ${JSON.stringify(raw)}`);
+    return undefined;
+  };
+
+  const nodeEnv = e.NODE_ENV ?? 'development';
+  const production = nodeEnv === 'production';
+  const mediaAuth = oneOf('MEDIA_AUTH', ['jwt', 'none'] as const, 'jwt');
+  if (mediaAuth === 'none' && production) {
+    problems.push('MEDIA_AUTH must be "jwt" when NODE_ENV=production ("none" is for local development only)');
+  }
+
+  let mediaSecret = e.MEDIA_SECRET ?? '';
+  const mediaSecretIsDev = mediaSecret === '';
+  if (mediaSecretIsDev) {
+    if (production && mediaAuth === 'jwt') {
+      problems.push(
+        'MEDIA_SECRET must be set when NODE_ENV=production (the media secret of tenant "default")',
+      );
+    }
+    mediaSecret = DEV_MEDIA_SECRET;
+  }
+
+  let authJwtSecret = e.AUTH_JWT_SECRET || undefined;
+  const authJwksUrl = url('AUTH_JWKS_URL', ['https:', 'http:']);
+  const authSecretIsDev = authJwtSecret === undefined && authJwksUrl === undefined;
+  if (authSecretIsDev) {
+    if (production) problems.push('AUTH_JWT_SECRET or AUTH_JWKS_URL must be set when NODE_ENV=production');
+    authJwtSecret = DEV_AUTH_JWT_SECRET;
+  }
+
+  const botUrl = e.BOT_URL || 'builtin:echo';
+  if (!/^(wss?:\/\/.+|builtin:echo|builtin:tone(:\d+)?|builtin:wav:.+)$/.test(botUrl)) {
+    problems.push(
+      `BOT_URL must be ws://…, wss://…, builtin:echo, builtin:tone[:hz] or builtin:wav:<path>, got ${JSON.stringify(botUrl)}`,
+    );
+  }
+  const botSampleRate = int('BOT_SAMPLE_RATE', 16000, 8000, 48000);
+  if (!(RESAMPLER_RATES as readonly number[]).includes(botSampleRate)) {
+    problems.push(`BOT_SAMPLE_RATE must be one of ${RESAMPLER_RATES.join(', ')}, got ${botSampleRate}`);
+  }
+
+  const stateStore = e.STATE_STORE || 'memory';
+  if (stateStore !== 'memory' && !/^rediss?:\/\/.+/.test(stateStore)) {
+    problems.push(`STATE_STORE must be "memory" or a redis://… URL, got ${JSON.stringify(stateStore)}`);
+  }
+
+  const providerReadTimeoutMs = int('PROVIDER_READ_TIMEOUT_MS', 30_000, 30_000, 600_000);
+  const config: Config = {
+    port: int('PORT', 8080, 0, 65535),
+    host: e.HOST || '0.0.0.0',
+    nodeEnv,
+    production,
+    logLevel: oneOf(
+      'LOG_LEVEL',
+      ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const,
+      'info',
+    ),
+    mediaAuth,
+    mediaSecret,
+    mediaSecretIsDev,
+    authJwtSecret,
+    authJwksUrl,
+    authSecretIsDev,
+    providerBaseUrl: url('PROVIDER_BASE_URL', ['https:', 'http:']),
+    providerToken: e.PROVIDER_TOKEN || undefined,
+    botUrl,
+    botSampleRate,
+    dspWorkers: int('DSP_WORKERS', Math.max(1, availableParallelism() - 1), 0, 64),
+    stateStore,
+    maxPayloadBytes: int('MAX_PAYLOAD_BYTES', 64 * 1024, 1024, 16 * 1024 * 1024),
+    paceLeadMs: int('PACE_LEAD_MS', 40, 0, 60),
+    outboundBufferMs: int('OUTBOUND_BUFFER_MS', 60_000, 1000, 600_000),
+    socketHighWaterBytes: int('SOCKET_HIGH_WATER_BYTES', 64 * 1024, 4096, 16 * 1024 * 1024),
+    heartbeatIntervalMs: int('HEARTBEAT_INTERVAL_MS', 15_000, 1000, 300_000),
+    drainTimeoutMs: int('DRAIN_TIMEOUT_MS', 30_000, 0, 3_600_000),
+    echoDelayMs: int('ECHO_DELAY_MS', 200, 0, 10_000),
+    providerConnectTimeoutMs: int('PROVIDER_CONNECT_TIMEOUT_MS', 5_000, 100, 60_000),
+    providerReadTimeoutMs,
+    requestTimeoutMs: int('REQUEST_TIMEOUT_MS', providerReadTimeoutMs + 5_000, 1_000, 3_600_000),
+  };
+  if (config.requestTimeoutMs <= config.providerReadTimeoutMs) {
+    problems.push(
+      `REQUEST_TIMEOUT_MS must be above PROVIDER_READ_TIMEOUT_MS (${config.providerReadTimeoutMs}), got ${config.requestTimeoutMs}`,
+    );
+  }
+  if (problems.length > 0) throw new ConfigError(problems);
+  return Object.freeze(config);
+}

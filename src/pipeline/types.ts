@@ -1,0 +1,46 @@
+/**
+ * The audio pipeline between the media sockets and the DSP core. Each session has two directions:
+ *
+ *   caller -> bot:  provider codec bytes at the caller's rate -> decode -> resample -> PCM16 LE at bot rate
+ *   bot -> caller:  PCM16 LE at bot rate -> resample -> encode -> provider codec bytes at the output rate
+ *
+ * The DSP runs in worker threads (or inline with 0 workers). Per session and direction, chunks come out
+ * in the order they went in. Re-chunking to `chunk_bytes` and real-time pacing happen after the
+ * pipeline, on the main thread, next to the socket.
+ */
+import type { Codec } from '../audio/format.js';
+
+export interface PipelineSessionSpec {
+  /** What the provider sends: codec and `input_sample_rate`. */
+  readonly callerIn: { readonly codec: Codec; readonly sampleRate: number };
+  /** What the provider receives: codec and `output_sample_rate`. */
+  readonly callerOut: { readonly codec: Codec; readonly sampleRate: number };
+  /** The bot's rate; the bot leg is always PCM16 LE mono. */
+  readonly botRate: number;
+}
+
+/** Where a session's processed audio goes. One object per session, not one closure per chunk. */
+export interface PipelineSink {
+  /** PCM16 LE at the bot's rate. The sink owns `pcm` (it is not reused by the pipeline). */
+  toBot(pcm: Uint8Array): void;
+  /** Encoded audio in the `callerOut` format, any length; the sink owns it. */
+  toCaller(encoded: Uint8Array): void;
+  /** The session's DSP state was lost (its worker died and was replaced); audio goes on. */
+  onGap?(reason: string): void;
+}
+
+export interface PipelineSession {
+  /** Provider audio in the `callerIn` codec, a whole number of samples. The pipeline may keep `data`. */
+  fromCaller(data: Uint8Array): void;
+  /** Bot audio, PCM16 LE at the bot rate, a whole number of samples. The pipeline may keep `data`. */
+  fromBot(data: Uint8Array): void;
+  /** Frees the session's DSP state; no more sink calls after this. */
+  close(): void;
+}
+
+export interface AudioPipeline {
+  readonly workers: number;
+  open(spec: PipelineSessionSpec, sink: PipelineSink): PipelineSession;
+  /** Stops the workers. */
+  close(): Promise<void>;
+}

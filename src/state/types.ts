@@ -1,0 +1,46 @@
+/**
+ * The shared state of the bridge, behind narrow async interfaces: in memory for one instance, and
+ * replaceable by a networked store for several. The media path never waits on these for audio.
+ */
+import type { Codec, Encoding } from '../audio/format.js';
+
+/** A live call as the control plane shows it (field names are the contract's). */
+export interface SessionInfo {
+  readonly session_id: string;
+  readonly tenant: string;
+  readonly customer_phone: string | undefined;
+  readonly direction: 'inbound' | 'outbound' | undefined;
+  readonly started_at: string;
+  readonly conferenceNumbers: readonly string[];
+}
+
+export interface SessionRegistry {
+  /** Registers a live session; resolves false (and changes nothing) when the id is already live. */
+  add(session: SessionInfo): Promise<boolean>;
+  remove(tenant: string, sessionId: string): Promise<void>;
+  get(tenant: string, sessionId: string): Promise<SessionInfo | undefined>;
+  list(tenant: string): Promise<SessionInfo[]>;
+  setConferenceNumbers(tenant: string, sessionId: string, numbers: readonly string[]): Promise<void>;
+  /** Number of live sessions across tenants. */
+  count(): number;
+}
+
+/** A tenant's registered media stream (the provider's MediaStreamConfig, without the secret). */
+export interface MediaStreamConfig {
+  readonly tenant: string;
+  readonly media_ws_url: string;
+  readonly codec: Codec;
+  readonly input_sample_rate: 8000 | 16000;
+  readonly output_sample_rate: 8000 | 16000;
+  readonly channels: 1;
+  readonly encoding: Encoding;
+  readonly chunk_bytes: number;
+}
+
+export interface TenantStore {
+  getMediaStream(tenant: string): Promise<MediaStreamConfig | undefined>;
+  /** The secret media tokens of the tenant are verified with; undefined when none is set. */
+  getMediaSecret(tenant: string): Promise<string | undefined>;
+  /** Stores the config, and the secret when given (a secret is kept until replaced). */
+  putMediaStream(config: MediaStreamConfig, secret: string | undefined): Promise<void>;
+}

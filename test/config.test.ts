@@ -1,0 +1,51 @@
+import { describe, expect, it } from 'vitest';
+import { ConfigError, DEV_MEDIA_SECRET, flagsToEnv, loadConfig } from '../src/config.js';
+
+describe('config', () => {
+  it('has embedded defaults for development', () => {
+    const c = loadConfig({});
+    expect(c.port).toBe(8080);
+    expect(c.mediaAuth).toBe('jwt');
+    expect(c.botUrl).toBe('builtin:echo');
+    expect(c.botSampleRate).toBe(16000);
+    expect(c.mediaSecret).toBe(DEV_MEDIA_SECRET);
+    expect(c.requestTimeoutMs).toBeGreaterThan(c.providerReadTimeoutMs);
+    expect(c.providerReadTimeoutMs).toBeGreaterThanOrEqual(30_000);
+    expect(Object.isFrozen(c)).toBe(true);
+  });
+
+  it('reports every bad variable in one error, naming what each accepts', () => {
+    let err: unknown;
+    try {
+      loadConfig({ PORT: 'eighty', BOT_SAMPLE_RATE: '11025', MEDIA_AUTH: 'maybe', STATE_STORE: 'mongo://x' });
+    } catch (e) {
+      err = e;
+    }
+    expect(err).toBeInstanceOf(ConfigError);
+    const lines = (err as ConfigError).problems;
+    expect(lines).toHaveLength(4);
+    expect(lines.join('\n')).toMatch(/PORT must be an integer from 0 to 65535, got "eighty"/);
+    expect(lines.join('\n')).toMatch(/BOT_SAMPLE_RATE must be one of 8000, 16000, 22050, 24000, 44100, 48000/);
+    expect(lines.join('\n')).toMatch(/MEDIA_AUTH must be one of jwt, none, got "maybe"/);
+    expect(lines.join('\n')).toMatch(/STATE_STORE must be "memory" or a redis/);
+  });
+
+  it('refuses development shortcuts in production', () => {
+    expect(() => loadConfig({ NODE_ENV: 'production', MEDIA_AUTH: 'none', AUTH_JWT_SECRET: 'x' })).toThrow(
+      /MEDIA_AUTH must be "jwt" when NODE_ENV=production/,
+    );
+    expect(() => loadConfig({ NODE_ENV: 'production', AUTH_JWT_SECRET: 'x' })).toThrow(/MEDIA_SECRET must be set/);
+    expect(() => loadConfig({ NODE_ENV: 'production', MEDIA_SECRET: 's' })).toThrow(/AUTH_JWT_SECRET or AUTH_JWKS_URL/);
+    const ok = loadConfig({ NODE_ENV: 'production', MEDIA_SECRET: 's', AUTH_JWT_SECRET: 'a' });
+    expect(ok.mediaSecretIsDev).toBe(false);
+  });
+
+  it('takes --flag twins over the environment', () => {
+    expect(flagsToEnv(['--port', '9001', '--bot-url=builtin:tone', '--dsp-workers', '0'])).toEqual({
+      PORT: '9001',
+      BOT_URL: 'builtin:tone',
+      DSP_WORKERS: '0',
+    });
+    expect(loadConfig({ PORT: '1' }, ['--port', '9001']).port).toBe(9001);
+  });
+});
