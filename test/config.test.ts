@@ -25,7 +25,9 @@ describe('config', () => {
     const lines = (err as ConfigError).problems;
     expect(lines).toHaveLength(4);
     expect(lines.join('\n')).toMatch(/PORT must be an integer from 0 to 65535, got "eighty"/);
-    expect(lines.join('\n')).toMatch(/BOT_SAMPLE_RATE must be one of 8000, 16000, 22050, 24000, 44100, 48000/);
+    expect(lines.join('\n')).toMatch(
+      /BOT_SAMPLE_RATE must be one of 8000, 16000, 22050, 24000, 44100, 48000/,
+    );
     expect(lines.join('\n')).toMatch(/MEDIA_AUTH must be one of jwt, none, got "maybe"/);
     expect(lines.join('\n')).toMatch(/STATE_STORE must be "memory" or a redis/);
   });
@@ -34,8 +36,12 @@ describe('config', () => {
     expect(() => loadConfig({ NODE_ENV: 'production', MEDIA_AUTH: 'none', AUTH_JWT_SECRET: 'x' })).toThrow(
       /MEDIA_AUTH must be "jwt" when NODE_ENV=production/,
     );
-    expect(() => loadConfig({ NODE_ENV: 'production', AUTH_JWT_SECRET: 'x' })).toThrow(/MEDIA_SECRET must be set/);
-    expect(() => loadConfig({ NODE_ENV: 'production', MEDIA_SECRET: 's' })).toThrow(/AUTH_JWT_SECRET or AUTH_JWKS_URL/);
+    expect(() => loadConfig({ NODE_ENV: 'production', AUTH_JWT_SECRET: 'x' })).toThrow(
+      /MEDIA_SECRET must be set/,
+    );
+    expect(() => loadConfig({ NODE_ENV: 'production', MEDIA_SECRET: 's' })).toThrow(
+      /AUTH_JWT_SECRET or AUTH_JWKS_URL/,
+    );
     const ok = loadConfig({ NODE_ENV: 'production', MEDIA_SECRET: 's', AUTH_JWT_SECRET: 'a' });
     expect(ok.mediaSecretIsDev).toBe(false);
   });
