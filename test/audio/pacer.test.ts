@@ -1,0 +1,93 @@
+import { describe, expect, it } from 'vitest';
+import { PaceClock } from '../../src/audio/pacer.js';
+
+/** Simulates a pacing loop ticking every `tickMs` with `chunks` queued; returns send times. */
+function run(clock: PaceClock, chunks: number, tickMs: number, start = 1000): number[] {
+  const sent: number[] = [];
+  for (let now = start; sent.length < chunks; now += tickMs) {
+    while (sent.length < chunks && clock.isDue(now)) {
+      clock.sent(now);
+      sent.push(now);
+    }
+  }
+  return sent;
+}
+
+describe('PaceClock', () => {
+  it('sends the lead at once, then one chunk per chunk duration', () => {
+    const c = new PaceClock(20, 40);
+    const sent = run(c, 153, 1);
+    expect(sent.slice(0, 3)).toEqual([1000, 1000, 1000]); // 40 ms lead = two chunks ahead
+    for (let i = 3; i < sent.length; i++) expect(sent[i]).toBe(1000 + i * 20 - 40);
+  });
+
+  it('does not drift with a coarse, uneven tick', () => {
+    const c = new PaceClock(20, 0);
+    // 7.3 ms ticks never line up with 20 ms chunks; the schedule still holds over 3000 chunks (60 s).
+    const sent = run(c, 3000, 7.3);
+    const last = sent[sent.length - 1]!;
+    const ideal = 1000 + 2999 * 20;
+    expect(last - ideal).toBeGreaterThanOrEqual(0);
+    expect(last - ideal).toBeLessThan(7.3);
+    // A sleep-based loop would be 3000 * (tick rounding) late by now; check spacing never compounds.
+    for (let i = 1; i < sent.length; i++) expect(sent[i]! - (1000 + i * 20)).toBeLessThan(7.3);
+  });
+
+  it('keeps the schedule when a chunk is a little late (within one chunk of grace)', () => {
+    const c = new PaceClock(20, 0);
+    c.sent(0);
+    expect(c.sent(35)).toBe(15); // chunk 1 was due at 20
+    expect(c.nextDueAt()).toBe(40); // still on the run that started at 0
+  });
+
+  it('reports lateness against the schedule', () => {
+    const c = new PaceClock(20, 10);
+    expect(c.sent(100)).toBe(0);
+    expect(c.nextDueAt()).toBe(110);
+    expect(c.sent(115)).toBe(5);
+    expect(c.nextDueAt()).toBe(130);
+  });
+
+  it('restarts after an underrun without a burst of catch-up chunks', () => {
+    const c = new PaceClock(20, 40);
+    run(c, 10, 1, 0); // chunks 0..9 of a run that started at 0
+    expect(c.running).toBe(true);
+    // The queue stays empty over a chunk past the next chunk's playout time (200 + 20 ms): the run ends.
+    c.idle(150);
+    expect(c.running).toBe(true); // not yet: the far end still has audio
+    c.idle(215);
+    expect(c.running).toBe(true); // within one chunk of grace
+    c.idle(221);
+    expect(c.running).toBe(false);
+    // Audio comes back at 1000: a new run with the lead, then real time; no chunks "owed" since 200.
+    const sent = run(c, 10, 1, 1000);
+    expect(sent.slice(0, 3)).toEqual([1000, 1000, 1000]);
+    expect(sent[3]).toBe(1020);
+    expect(sent[9]).toBe(1140);
+  });
+
+  it('restarts when a chunk leaves after its playout time (a stall), instead of bursting', () => {
+    const c = new PaceClock(20, 20);
+    c.sent(0); // run starts at 0; chunk 1 due at 0 (lead), playout at 20
+    c.sent(0);
+    // The loop stalls until 300: chunk 2's playout time (40) is long past.
+    expect(c.isDue(300)).toBe(true);
+    expect(c.sent(300)).toBe(280);
+    // Only the lead may follow at once, not the 13 chunks "owed".
+    let burst = 0;
+    while (c.isDue(300)) {
+      c.sent(300);
+      burst++;
+    }
+    expect(burst).toBe(1);
+  });
+
+  it('reset() ends the run (after a clear)', () => {
+    const c = new PaceClock(20, 0);
+    c.sent(0);
+    expect(c.isDue(5)).toBe(false);
+    c.reset();
+    expect(c.isDue(5)).toBe(true);
+    expect(c.nextDueAt()).toBe(-Infinity);
+  });
+});
