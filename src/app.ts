@@ -2,7 +2,7 @@
  * Assembles one bridge instance: a single HTTP server carrying the REST control plane and the
  * media WebSocket endpoint.
  */
-import Fastify, { type FastifyBaseLogger, type FastifyInstance } from 'fastify';
+import Fastify, { type FastifyBaseLogger, type FastifyInstance, LogController } from 'fastify';
 import type { Config } from './config.js';
 import type { BridgeContext } from './context.js';
 import { registerHealthRoutes } from './control/health.js';
@@ -38,7 +38,7 @@ export async function createBridge(config: Config, options: BridgeOptions = {}):
 
   const app = Fastify({
     loggerInstance: log as FastifyBaseLogger,
-    disableRequestLogging: true,
+    logController: new LogController({ disableRequestLogging: true }),
     // The consult route blocks up to the provider's 20 s + 5 s: the server must outlast the client bound.
     requestTimeout: config.requestTimeoutMs,
     connectionTimeout: 0,
