@@ -44,6 +44,15 @@ export interface Config {
   readonly drainTimeoutMs: number;
   /** Delay of the `builtin:echo` bot. */
   readonly echoDelayMs: number;
+  /** Period of the one pacing timer shared by all sessions; bounds how late a chunk leaves, not the rate. */
+  readonly paceTickMs: number;
+  /** Redials of a ws bot that cannot be reached or drops, before the call goes on without it. */
+  readonly botRetries: number;
+  /** First redial delay; doubles per failure up to 5 s. */
+  readonly botRetryBaseMs: number;
+  readonly botConnectTimeoutMs: number;
+  /** Largest frame accepted from a ws bot: a whole utterance may come at once (4 MiB is 2 min at 16 kHz). */
+  readonly botMaxPayloadBytes: number;
   readonly providerConnectTimeoutMs: number;
   /** Client read timeout for provider calls; the provider's consult blocks up to 20 s + 5 s. */
   readonly providerReadTimeoutMs: number;
@@ -185,6 +194,11 @@ export function loadConfig(env: Env = process.env, argv: readonly string[] = [])
     heartbeatIntervalMs: int('HEARTBEAT_INTERVAL_MS', 15_000, 1000, 300_000),
     drainTimeoutMs: int('DRAIN_TIMEOUT_MS', 30_000, 0, 3_600_000),
     echoDelayMs: int('ECHO_DELAY_MS', 200, 0, 10_000),
+    paceTickMs: int('PACE_TICK_MS', 5, 1, 20),
+    botRetries: int('BOT_RETRIES', 5, 0, 100),
+    botRetryBaseMs: int('BOT_RETRY_BASE_MS', 250, 10, 60_000),
+    botConnectTimeoutMs: int('BOT_CONNECT_TIMEOUT_MS', 5_000, 100, 60_000),
+    botMaxPayloadBytes: int('BOT_MAX_PAYLOAD_BYTES', 4 * 1024 * 1024, 1024, 64 * 1024 * 1024),
     providerConnectTimeoutMs: int('PROVIDER_CONNECT_TIMEOUT_MS', 5_000, 100, 60_000),
     providerReadTimeoutMs,
     requestTimeoutMs: int('REQUEST_TIMEOUT_MS', providerReadTimeoutMs + 5_000, 1_000, 3_600_000),

@@ -1,0 +1,79 @@
+/**
+ * Picks the bot leg from `BOT_URL`: a ws bot, or one of the built-ins.
+ */
+import type { BridgeContext } from '../../context.js';
+import { BridgeError, isBridgeError } from '../../errors.js';
+import type { Logger } from '../../log.js';
+import type { PacingLoop } from '../pacing-loop.js';
+import { EchoBot, ToneBot } from './builtin.js';
+import type { BotCall, BotHandler, BotLeg } from './types.js';
+import { loadWav, WavBot } from './wav.js';
+import { WsBot } from './ws-bot.js';
+
+export interface BotDeps {
+  readonly ctx: BridgeContext;
+  readonly loop: PacingLoop;
+  readonly log: Logger;
+}
+
+export const DEFAULT_TONE_HZ = 440;
+
+export function createBotLeg(call: BotCall, handler: BotHandler, deps: BotDeps): BotLeg {
+  const { config, metrics } = deps.ctx;
+  const url = config.botUrl;
+  const rate = config.botSampleRate;
+  if (url.startsWith('ws://') || url.startsWith('wss://')) {
+    return new WsBot(call, handler, {
+      url,
+      botRate: rate,
+      retries: config.botRetries,
+      retryBaseMs: config.botRetryBaseMs,
+      connectTimeoutMs: config.botConnectTimeoutMs,
+      maxPayloadBytes: config.botMaxPayloadBytes,
+      highWaterBytes: config.socketHighWaterBytes,
+      metrics,
+      log: deps.log,
+    });
+  }
+  if (url === 'builtin:echo') return new EchoBot(handler, deps.loop, config.echoDelayMs);
+  if (url.startsWith('builtin:tone')) {
+    const hz =
+      url.length > 'builtin:tone:'.length ? Number(url.slice('builtin:tone:'.length)) : DEFAULT_TONE_HZ;
+    return new ToneBot(handler, deps.loop, rate, hz);
+  }
+  if (url.startsWith('builtin:wav:'))
+    return new PendingWavBot(url.slice('builtin:wav:'.length), handler, deps);
+  // Config validation admits nothing else.
+  throw new Error(`unsupported BOT_URL ${url}`);
+}
+
+/** A WAV bot while its file loads (once per path and rate; cached after). */
+class PendingWavBot implements BotLeg {
+  #bot: BotLeg | undefined;
+  #ended = false;
+
+  constructor(path: string, handler: BotHandler, deps: BotDeps) {
+    const rate = deps.ctx.config.botSampleRate;
+    loadWav(path, rate).then(
+      (samples) => {
+        if (!this.#ended) this.#bot = new WavBot(handler, deps.loop, rate, samples);
+      },
+      (err: unknown) => {
+        if (this.#ended) return;
+        deps.ctx.metrics.botConnects.labels('failed').inc();
+        const e = isBridgeError(err)
+          ? err
+          : new BridgeError('bot_unavailable', `cannot play ${path}: ${(err as Error).message}`);
+        handler.botFailed(e);
+      },
+    );
+  }
+
+  audio(): void {}
+  dtmf(): void {}
+  mark(): void {}
+  end(reason: string): void {
+    this.#ended = true;
+    this.#bot?.end(reason);
+  }
+}

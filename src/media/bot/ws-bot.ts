@@ -1,0 +1,180 @@
+/**
+ * A bot behind a WebSocket (`ws://` or `wss://`): dialled on session_start, told `session_start` with
+ * `media` at the bot's rate, sent caller audio as binary frames; bot audio comes back as binary frames
+ * plus mark, clear, dtmf and session_end events.
+ *
+ * A bot that cannot be reached, or drops mid-call, is redialled with bounded exponential backoff. The
+ * call stays up meanwhile: caller audio is dropped (the bot hears a gap), the caller hears silence, and
+ * the provider gets one `error` event when the bot is lost and one when the bridge gives up on it.
+ */
+import WebSocket from 'ws';
+import { BridgeError, isBridgeError } from '../../errors.js';
+import type { Logger } from '../../log.js';
+import type { Metrics } from '../../metrics.js';
+import { errorFrame, parseBotEvent } from '../protocol.js';
+import { type BotCall, type BotHandler, type BotLeg, botSessionStart } from './types.js';
+
+export interface WsBotOptions {
+  readonly url: string;
+  readonly botRate: number;
+  readonly retries: number;
+  readonly retryBaseMs: number;
+  readonly connectTimeoutMs: number;
+  readonly maxPayloadBytes: number;
+  readonly highWaterBytes: number;
+  readonly metrics: Metrics;
+  readonly log: Logger;
+}
+
+/** Longest wait between redials. */
+const RETRY_MAX_MS = 5_000;
+
+export class WsBot implements BotLeg {
+  readonly #o: WsBotOptions;
+  readonly #call: BotCall;
+  readonly #handler: BotHandler;
+  readonly #framesOut;
+  readonly #bytesOut;
+  readonly #shed;
+  #ws: WebSocket | undefined;
+  #failures = 0;
+  #retryTimer: NodeJS.Timeout | undefined;
+  #ended = false;
+  /** True once the provider has been told the bot is lost, until it is back. */
+  #reported = false;
+
+  constructor(call: BotCall, handler: BotHandler, o: WsBotOptions) {
+    this.#o = o;
+    this.#call = call;
+    this.#handler = handler;
+    this.#framesOut = o.metrics.framesOut.labels('bot');
+    this.#bytesOut = o.metrics.bytesOut.labels('bot');
+    this.#shed = o.metrics.shedChunks.labels('bot_backpressure');
+    this.#dial();
+  }
+
+  audio(pcm: Uint8Array): void {
+    const ws = this.#ws;
+    if (ws === undefined || ws.readyState !== WebSocket.OPEN) return;
+    if (ws.bufferedAmount > this.#o.highWaterBytes) {
+      this.#shed.inc();
+      return;
+    }
+    ws.send(pcm);
+    this.#framesOut.inc();
+    this.#bytesOut.inc(pcm.byteLength);
+  }
+
+  dtmf(digit: string): void {
+    this.#sendText(JSON.stringify({ event: 'dtmf', digit }));
+  }
+
+  mark(name: string): void {
+    this.#sendText(JSON.stringify({ event: 'mark', name }));
+  }
+
+  end(reason: string): void {
+    if (this.#ended) return;
+    this.#ended = true;
+    if (this.#retryTimer !== undefined) clearTimeout(this.#retryTimer);
+    const ws = this.#ws;
+    if (ws === undefined) return;
+    if (ws.readyState === WebSocket.OPEN) {
+      ws.send(JSON.stringify({ event: 'session_end', reason }));
+      ws.close(1000, 'session ended');
+      // A bot that never answers the close handshake is cut off rather than held on to.
+      setTimeout(() => ws.terminate(), 2_000).unref();
+    } else ws.terminate();
+  }
+
+  #sendText(text: string): void {
+    const ws = this.#ws;
+    if (ws !== undefined && ws.readyState === WebSocket.OPEN) ws.send(text);
+  }
+
+  #dial(): void {
+    const ws = new WebSocket(this.#o.url, {
+      handshakeTimeout: this.#o.connectTimeoutMs,
+      // Bots may send a whole utterance in one frame: a bound well above a provider frame's.
+      maxPayload: this.#o.maxPayloadBytes,
+      perMessageDeflate: false,
+    });
+    this.#ws = ws;
+    let opened = false;
+    ws.on('open', () => {
+      opened = true;
+      this.#failures = 0;
+      this.#o.metrics.botConnects.labels('ok').inc();
+      this.#o.log.info({ bot: this.#o.url }, 'bot connected');
+      if (this.#reported) this.#reported = false;
+      ws.send(botSessionStart(this.#call, this.#o.botRate));
+    });
+    ws.on('message', (data: Buffer, isBinary: boolean) => this.#onMessage(ws, data, isBinary));
+    ws.on('error', (err) => {
+      this.#o.log.warn({ bot: this.#o.url, err: err.message }, 'bot socket error');
+    });
+    ws.on('close', (code: number) => {
+      if (this.#ended || this.#ws !== ws) return;
+      this.#lost(opened ? `dropped the connection (close code ${code})` : 'could not be reached');
+    });
+  }
+
+  #onMessage(ws: WebSocket, data: Buffer, isBinary: boolean): void {
+    if (this.#ended || this.#ws !== ws) return;
+    if (isBinary) {
+      if ((data.byteLength & 1) !== 0) {
+        this.#badFrame(
+          ws,
+          new BridgeError(
+            'odd_length',
+            `bot audio must be PCM16 (an even byte count), got ${data.byteLength}`,
+          ),
+        );
+        return;
+      }
+      this.#handler.botAudio(data);
+      return;
+    }
+    try {
+      this.#handler.botEvent(parseBotEvent(data.toString('utf8')));
+    } catch (err) {
+      if (!isBridgeError(err)) throw err;
+      this.#badFrame(ws, err);
+    }
+  }
+
+  #badFrame(ws: WebSocket, err: BridgeError): void {
+    this.#o.metrics.badFrames.labels(err.code).inc();
+    this.#o.log.warn({ code: err.code, msg: err.message }, 'bad frame from bot');
+    if (ws.readyState === WebSocket.OPEN) ws.send(errorFrame(err));
+  }
+
+  #lost(what: string): void {
+    this.#failures++;
+    this.#o.metrics.botConnects.labels('failed').inc();
+    const giveUp = this.#failures > this.#o.retries;
+    this.#o.log.warn({ bot: this.#o.url, failures: this.#failures, giveUp }, `bot ${what}`);
+    if (giveUp) {
+      this.#handler.botFailed(
+        new BridgeError(
+          'bot_unavailable',
+          `bot ${this.#o.url} ${what}; gave up after ${this.#failures} attempts, the call continues without a bot`,
+        ),
+      );
+      this.#ws = undefined;
+      return;
+    }
+    if (!this.#reported) {
+      this.#reported = true;
+      this.#handler.botFailed(
+        new BridgeError('bot_unavailable', `bot ${this.#o.url} ${what}; retrying (the caller hears silence)`),
+      );
+    }
+    const delay = Math.min(RETRY_MAX_MS, this.#o.retryBaseMs * 2 ** (this.#failures - 1));
+    this.#retryTimer = setTimeout(() => {
+      this.#retryTimer = undefined;
+      if (!this.#ended) this.#dial();
+    }, delay);
+    this.#retryTimer.unref();
+  }
+}

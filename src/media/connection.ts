@@ -1,0 +1,230 @@
+/**
+ * One provider socket from upgrade to close. Before its `session_start` it is only a connection: the
+ * first frame must be a valid `session_start` (else 4400), whose `session_id` must not be live (else
+ * 4409, the live one untouched) and whose optional `tenant` must be the token's (else 1008). Frames that
+ * arrive while the session is being set up (an async registry) are held, in order, and replayed.
+ */
+import WebSocket from 'ws';
+import type { BridgeContext } from '../context.js';
+import { BridgeError, isBridgeError } from '../errors.js';
+import type { AudioPipeline } from '../pipeline/types.js';
+import type { SessionInfo } from '../state/types.js';
+import type { MediaAuth } from './endpoint.js';
+import { resolveFormat } from './format.js';
+import type { PacingLoop } from './pacing-loop.js';
+import { errorFrame, parseSessionStart, type SessionStartEvent } from './protocol.js';
+import { MediaSession } from './session.js';
+
+export interface ConnectionDeps {
+  readonly ctx: BridgeContext;
+  readonly pipeline: AudioPipeline;
+  readonly loop: PacingLoop;
+  readonly forget: (conn: ProviderConnection) => void;
+}
+
+/** Frames held while a session is being set up; a provider does not send more than this in that time. */
+const MAX_HELD_FRAMES = 256;
+/** setTimeout's longest delay (about 24.8 days). */
+const MAX_TIMER_MS = 2 ** 31 - 1;
+
+type State = 'awaiting_start' | 'starting' | 'live' | 'closed';
+
+export class ProviderConnection {
+  readonly #ws: WebSocket;
+  readonly #auth: MediaAuth;
+  readonly #deps: ConnectionDeps;
+  #state: State = 'awaiting_start';
+  #alive = true;
+  #session: MediaSession | undefined;
+  #held: { data: Buffer; isBinary: boolean }[] = [];
+  #expiry: NodeJS.Timeout | undefined;
+
+  constructor(ws: WebSocket, auth: MediaAuth, deps: ConnectionDeps) {
+    this.#ws = ws;
+    this.#auth = auth;
+    this.#deps = deps;
+    ws.on('message', (data: Buffer, isBinary: boolean) => this.#onMessage(data, isBinary));
+    ws.on('pong', () => {
+      this.#alive = true;
+    });
+    ws.on('error', (err) => deps.ctx.log.debug({ err: err.message }, 'provider socket error'));
+    ws.on('close', (code: number) => this.#onClose(code));
+    if (auth.exp !== undefined) {
+      // The token's lifetime bounds the call's: an expired token ends it with 1008.
+      const ms = Math.min(MAX_TIMER_MS, Math.max(0, auth.exp * 1000 - Date.now()));
+      this.#expiry = setTimeout(() => this.#expired(), ms);
+      this.#expiry.unref();
+    }
+  }
+
+  get session(): MediaSession | undefined {
+    return this.#session;
+  }
+
+  /** Called by the shared heartbeat timer: ends a peer that did not answer the last ping. */
+  heartbeat(): void {
+    if (!this.#alive) {
+      this.#deps.ctx.log.info(
+        { session_id: this.#session?.info.session_id },
+        'provider socket unresponsive; ended',
+      );
+      this.terminate();
+      return;
+    }
+    this.#alive = false;
+    if (this.#ws.readyState === WebSocket.OPEN) this.#ws.ping();
+  }
+
+  /** Shutdown: the bot is told `session_end`, the provider socket closed with 1001. */
+  shutdown(): void {
+    if (this.#session !== undefined) this.#session.end(1001, 'bridge shutting down', 'shutdown');
+    else this.#close(1001, 'bridge shutting down');
+  }
+
+  terminate(): void {
+    this.#session?.end(1006, 'terminated', 'provider_lost');
+    this.#ws.terminate();
+    this.#onClose(1006);
+  }
+
+  #onMessage(data: Buffer, isBinary: boolean): void {
+    switch (this.#state) {
+      case 'live': {
+        const s = this.#session!;
+        if (isBinary) s.onBinary(data);
+        else s.onText(data.toString('utf8'));
+        return;
+      }
+      case 'awaiting_start':
+        this.#start(data, isBinary);
+        return;
+      case 'starting':
+        if (this.#held.length < MAX_HELD_FRAMES) this.#held.push({ data, isBinary });
+        return;
+      case 'closed':
+        return;
+    }
+  }
+
+  #start(data: Buffer, isBinary: boolean): void {
+    let ev: SessionStartEvent;
+    try {
+      if (isBinary) {
+        throw new BridgeError(
+          'bad_session_start',
+          'the first frame must be a session_start event (a JSON text frame), got a binary frame',
+        );
+      }
+      ev = parseSessionStart(data.toString('utf8'));
+      if (ev.tenant !== undefined && this.#auth.exp !== undefined && ev.tenant !== this.#auth.tenant) {
+        throw new BridgeError(
+          'tenant_mismatch',
+          `session_start names tenant "${ev.tenant}" but the media token is for tenant "${this.#auth.tenant}"`,
+        );
+      }
+    } catch (err) {
+      if (!isBridgeError(err)) throw err;
+      this.#fail(err);
+      return;
+    }
+    this.#state = 'starting';
+    this.#setUp(ev).catch((err: unknown) => {
+      this.#deps.ctx.log.error({ err }, 'session set-up failed');
+      this.#fail(
+        isBridgeError(err) ? err : new BridgeError('internal', 'internal error setting up the session'),
+      );
+    });
+  }
+
+  async #setUp(ev: SessionStartEvent): Promise<void> {
+    const { ctx } = this.#deps;
+    // With MEDIA_AUTH=none there is no token: the session_start may name the tenant.
+    const tenant = this.#auth.exp === undefined && ev.tenant !== undefined ? ev.tenant : this.#auth.tenant;
+    const stored = await ctx.tenants.getMediaStream(tenant);
+    const format = resolveFormat(ev.media, stored);
+    const info: SessionInfo = {
+      session_id: ev.session_id,
+      tenant,
+      customer_phone: ev.customer_phone,
+      direction: ev.direction,
+      started_at: ev.started_at ?? new Date().toISOString(),
+      conferenceNumbers: [],
+    };
+    if (this.#state !== 'starting') return; // closed meanwhile
+    if (ctx.draining) throw new BridgeError('not_ready', 'the bridge is shutting down; no new sessions');
+    if (!(await ctx.sessions.add(info))) {
+      throw new BridgeError(
+        'session_live',
+        `session_id "${ev.session_id}" is already live on this bridge; each call needs its own session_id`,
+      );
+    }
+    if (this.#state !== 'starting') {
+      // The socket closed while the registry answered.
+      await ctx.sessions.remove(tenant, ev.session_id);
+      return;
+    }
+    ctx.metrics.sessions.set(ctx.sessions.count());
+    ctx.metrics.sessionsTotal.inc();
+    this.#session = new MediaSession(this.#ws, info, format, {
+      ctx,
+      pipeline: this.#deps.pipeline,
+      loop: this.#deps.loop,
+      onEnded: (s) => this.#sessionEnded(s),
+    });
+    this.#state = 'live';
+    const held = this.#held;
+    this.#held = [];
+    for (const f of held) this.#onMessage(f.data, f.isBinary);
+  }
+
+  #sessionEnded(s: MediaSession): void {
+    const { ctx } = this.#deps;
+    ctx.sessions.remove(s.info.tenant, s.info.session_id).then(
+      () => ctx.metrics.sessions.set(ctx.sessions.count()),
+      (err: unknown) => ctx.log.error({ err }, 'session registry remove failed'),
+    );
+  }
+
+  #expired(): void {
+    const err = new BridgeError(
+      'token_expired',
+      'the media token expired during the call; reconnect with a fresh token',
+    );
+    if (this.#ws.readyState === WebSocket.OPEN) this.#ws.send(errorFrame(err));
+    if (this.#session !== undefined) this.#session.end(err.close!, 'media token expired', 'token_expired');
+    else this.#close(err.close!, 'media token expired');
+  }
+
+  /** Reports `err` to the provider and closes with its close code. */
+  #fail(err: BridgeError): void {
+    this.#deps.ctx.metrics.badFrames.labels(err.code).inc();
+    if (this.#ws.readyState === WebSocket.OPEN) this.#ws.send(errorFrame(err));
+    this.#close(err.close ?? 1011, closeReason(err.message));
+  }
+
+  #close(code: number, reason: string): void {
+    if (this.#ws.readyState === WebSocket.OPEN || this.#ws.readyState === WebSocket.CONNECTING) {
+      this.#ws.close(code, reason);
+    }
+  }
+
+  #onClose(code: number): void {
+    if (this.#state === 'closed') return;
+    this.#state = 'closed';
+    this.#held = [];
+    if (this.#expiry !== undefined) clearTimeout(this.#expiry);
+    this.#session?.end(
+      code === 1000 ? 1000 : 1001,
+      'closed',
+      code === 1000 ? 'provider_closed' : 'provider_lost',
+    );
+    this.#deps.forget(this);
+  }
+}
+
+/** A close reason is at most 123 bytes. */
+function closeReason(text: string): string {
+  let s = text.length > 120 ? text.slice(0, 120) : text;
+  while (Buffer.byteLength(s) > 123) s = s.slice(0, -1);
+  return s;
+}

@@ -1,0 +1,161 @@
+/**
+ * `GET /v1/media`: the provider's WebSocket, on the same HTTP server as the REST routes. The token is
+ * checked before the upgrade (a refusal is a plain HTTP 401, no socket); then the first frame must be a
+ * valid `session_start`, which makes the connection a session. One heartbeat timer pings every socket
+ * and ends those that did not answer the previous ping.
+ */
+import type { IncomingMessage, Server } from 'node:http';
+import type { Duplex } from 'node:stream';
+import { WebSocketServer } from 'ws';
+import { DEFAULT_TENANT, verifyMediaToken } from '../auth/jwt.js';
+import type { BridgeContext } from '../context.js';
+import { BridgeError, isBridgeError } from '../errors.js';
+import type { AudioPipeline } from '../pipeline/types.js';
+import { ProviderConnection } from './connection.js';
+import { PacingLoop } from './pacing-loop.js';
+
+export const MEDIA_PATH = '/v1/media';
+
+export interface MediaEndpoint {
+  /** Connections open now (sessions and sockets still before their session_start). */
+  readonly connections: number;
+  /**
+   * Graceful stop: new upgrades are refused (503) already (ctx.draining), live calls get up to
+   * `drainTimeoutMs` to end, then are closed with 1001 and their bots told `session_end`.
+   */
+  close(): Promise<void>;
+}
+
+export function attachMediaEndpoint(
+  server: Server,
+  ctx: BridgeContext,
+  pipeline: AudioPipeline,
+): MediaEndpoint {
+  const { config, log } = ctx;
+  const wss = new WebSocketServer({
+    noServer: true,
+    // ws accepts 100 MiB by default; a provider frame is a few KB (config MAX_PAYLOAD_BYTES). Over it: 1009.
+    maxPayload: config.maxPayloadBytes,
+    perMessageDeflate: false,
+    clientTracking: false,
+  });
+  const loop = new PacingLoop(config.paceTickMs);
+  const conns = new Set<ProviderConnection>();
+
+  const heartbeat = setInterval(() => {
+    for (const c of conns) c.heartbeat();
+  }, config.heartbeatIntervalMs);
+  heartbeat.unref();
+
+  const onUpgrade = (req: IncomingMessage, socket: Duplex, head: Buffer): void => {
+    // Errors on a socket that is being refused must not become uncaught exceptions.
+    socket.on('error', noop);
+    const url = new URL(req.url ?? '/', 'http://localhost');
+    if (url.pathname !== MEDIA_PATH) {
+      refuse(
+        socket,
+        new BridgeError('not_found', `no WebSocket endpoint at ${url.pathname}; use ${MEDIA_PATH}`),
+      );
+      return;
+    }
+    if (ctx.draining) {
+      refuse(
+        socket,
+        new BridgeError('not_ready', 'the bridge is shutting down; connect to another instance'),
+      );
+      return;
+    }
+    authenticate(ctx, req, url).then(
+      (auth) => {
+        if (ctx.draining) {
+          refuse(
+            socket,
+            new BridgeError('not_ready', 'the bridge is shutting down; connect to another instance'),
+          );
+          return;
+        }
+        socket.removeListener('error', noop);
+        wss.handleUpgrade(req, socket, head, (ws) => {
+          const conn = new ProviderConnection(ws, auth, {
+            ctx,
+            pipeline,
+            loop,
+            forget: (c) => conns.delete(c),
+          });
+          conns.add(conn);
+        });
+      },
+      (err: unknown) => {
+        if (!isBridgeError(err)) log.error({ err }, 'media auth failed');
+        refuse(socket, isBridgeError(err) ? err : new BridgeError('internal', 'internal error'));
+      },
+    );
+  };
+  server.on('upgrade', onUpgrade);
+
+  return {
+    get connections() {
+      return conns.size;
+    },
+    async close() {
+      const deadline = Date.now() + config.drainTimeoutMs;
+      if (conns.size > 0)
+        log.info({ calls: conns.size, drainTimeoutMs: config.drainTimeoutMs }, 'draining calls');
+      while (conns.size > 0 && Date.now() < deadline) await sleep(Math.min(50, deadline - Date.now()));
+      for (const c of conns) c.shutdown();
+      // Give the close handshakes a moment, then cut what is left.
+      const cut = Date.now() + 1_000;
+      while (conns.size > 0 && Date.now() < cut) await sleep(20);
+      for (const c of conns) c.terminate();
+      conns.clear();
+      clearInterval(heartbeat);
+      loop.stop();
+      server.removeListener('upgrade', onUpgrade);
+      wss.close();
+    },
+  };
+}
+
+interface Auth {
+  readonly tenant: string;
+  /** Token expiry, seconds since the epoch; undefined without auth. */
+  readonly exp: number | undefined;
+}
+
+export type { Auth as MediaAuth };
+
+async function authenticate(ctx: BridgeContext, req: IncomingMessage, url: URL): Promise<Auth> {
+  if (ctx.config.mediaAuth === 'none') return { tenant: DEFAULT_TENANT, exp: undefined };
+  const header = req.headers.authorization;
+  const m = header === undefined ? null : /^Bearer[ ]+([^ ]+)[ ]*$/i.exec(header);
+  const token = m?.[1] ?? url.searchParams.get('token') ?? undefined;
+  const claims = await verifyMediaToken(token, (tenant) => ctx.tenants.getMediaSecret(tenant));
+  return { tenant: claims.tenant, exp: claims.exp };
+}
+
+const STATUS_TEXT: Readonly<Record<number, string>> = {
+  401: 'Unauthorized',
+  403: 'Forbidden',
+  404: 'Not Found',
+  500: 'Internal Server Error',
+  503: 'Service Unavailable',
+};
+
+/** Answers an upgrade request with a plain HTTP error (the contract's body) and closes the socket. */
+function refuse(socket: Duplex, err: BridgeError): void {
+  if (socket.destroyed) return;
+  const body = JSON.stringify(err.toBody());
+  socket.end(
+    `HTTP/1.1 ${err.status} ${STATUS_TEXT[err.status] ?? 'Error'}\r\n` +
+      'Content-Type: application/json\r\n' +
+      `Content-Length: ${Buffer.byteLength(body)}\r\n` +
+      'Connection: close\r\n\r\n' +
+      body,
+  );
+}
+
+function noop(): void {}
+
+function sleep(ms: number): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, Math.max(1, ms)));
+}

@@ -1,0 +1,165 @@
+/**
+ * Audio to the provider: re-chunked to exactly `chunk_bytes`, paced at real time, with marks queued
+ * behind the audio they follow and `clear` dropping what is queued. Served by the shared pacing loop.
+ *
+ * Memory is bounded twice: the queue holds at most `bufferMs` of audio (the oldest is shed beyond it),
+ * and a socket whose `bufferedAmount` is past the high-water mark gets no more audio: the chunk that
+ * was due is shed (it would be stale by the time the socket drains) and the schedule moves on, so a
+ * slow provider socket never holds up the loop or the other sessions.
+ */
+import { performance } from 'node:perf_hooks';
+import WebSocket from 'ws';
+import { PaceClock } from '../audio/pacer.js';
+import { Rechunker } from '../audio/rechunker.js';
+import type { Metrics } from '../metrics.js';
+import type { SessionFormat } from './format.js';
+import type { Paced } from './pacing-loop.js';
+
+export interface OutboundOptions {
+  readonly format: SessionFormat;
+  readonly leadMs: number;
+  readonly bufferMs: number;
+  readonly highWaterBytes: number;
+  readonly metrics: Metrics;
+}
+
+interface PendingMark {
+  readonly name: string;
+  /** Stream position (bytes written) the mark follows. */
+  readonly at: number;
+}
+
+/** Marks waiting for their audio; beyond this a bot is not using marks as marks. */
+const MAX_MARKS = 1024;
+
+export class OutboundQueue implements Paced {
+  readonly #ws: WebSocket;
+  readonly #format: SessionFormat;
+  readonly #highWater: number;
+  readonly #chunks: Rechunker;
+  readonly #clock: PaceClock;
+  readonly #marks: PendingMark[] = [];
+  /** Base64 mode encodes from here; binary mode needs a fresh buffer per send (ws may hold it). */
+  readonly #scratch: Buffer;
+  readonly #framesOut;
+  readonly #bytesOut;
+  readonly #shedFull;
+  readonly #shedBackpressure;
+  readonly #shedClear;
+  readonly #late;
+  readonly #lateness;
+  #onDrained: (() => void) | undefined;
+
+  constructor(ws: WebSocket, o: OutboundOptions) {
+    this.#ws = ws;
+    this.#format = o.format;
+    this.#highWater = o.highWaterBytes;
+    const maxChunks = Math.max(1, Math.ceil(o.bufferMs / o.format.chunkMs));
+    this.#chunks = new Rechunker(o.format.chunkBytes, maxChunks);
+    this.#clock = new PaceClock(o.format.chunkMs, o.leadMs);
+    this.#scratch = Buffer.alloc(o.format.chunkBytes);
+    // Labelled children once per session, not a label lookup per chunk.
+    this.#framesOut = o.metrics.framesOut.labels('caller');
+    this.#bytesOut = o.metrics.bytesOut.labels('caller');
+    this.#shedFull = o.metrics.shedChunks.labels('buffer_full');
+    this.#shedBackpressure = o.metrics.shedChunks.labels('backpressure');
+    this.#shedClear = o.metrics.shedChunks.labels('clear');
+    this.#late = o.metrics.lateChunks;
+    this.#lateness = o.metrics.paceLatenessMs;
+  }
+
+  /** Audio bytes queued and not yet sent. */
+  get queuedBytes(): number {
+    return this.#chunks.size;
+  }
+
+  /** Nothing left to send: no audio, no marks. */
+  get empty(): boolean {
+    return this.#chunks.size === 0 && this.#marks.length === 0;
+  }
+
+  /** Encoded audio in the session's output format, any length. */
+  push(encoded: Uint8Array): void {
+    const shed = this.#chunks.push(encoded);
+    if (shed > 0) this.#shedFull.inc(Math.ceil(shed / this.#format.chunkBytes));
+    // Send at once what is already due (the start of a run) rather than wait for the next tick.
+    this.service(performance.now());
+  }
+
+  /** A mark from the bot: delivered once the audio queued before it has been sent. */
+  mark(name: string): void {
+    // Close a partial chunk with silence so the audio before the mark can leave whole.
+    this.#chunks.pad(this.#format.silenceByte);
+    if (this.#marks.length >= MAX_MARKS) this.#marks.shift();
+    this.#marks.push({ name, at: this.#chunks.written });
+    this.service(performance.now());
+  }
+
+  /**
+   * Drops queued audio at once and tells the provider `clear`. Marks still waiting are sent right after,
+   * so the provider reports them back and the bot learns its marks will not be reached by audio.
+   */
+  clear(): void {
+    const dropped = this.#chunks.clear();
+    if (dropped > 0) this.#shedClear.inc(Math.ceil(dropped / this.#format.chunkBytes));
+    this.#clock.reset();
+    this.#sendText('{"event":"clear"}');
+    this.#deliverMarks();
+  }
+
+  /** Lets what is queued leave whole (pads a partial chunk), then calls `done` once all is sent. */
+  drain(done: () => void): void {
+    this.#chunks.pad(this.#format.silenceByte);
+    this.#onDrained = done;
+    this.service(performance.now());
+  }
+
+  service(now: number): void {
+    const ws = this.#ws;
+    const chunks = this.#chunks;
+    if (ws.readyState !== WebSocket.OPEN) return;
+    while (chunks.chunks > 0 && this.#clock.isDue(now)) {
+      const lateness = this.#clock.sent(now);
+      this.#lateness.observe(lateness);
+      if (lateness > this.#format.chunkMs) this.#late.inc();
+      if (ws.bufferedAmount > this.#highWater) {
+        // The provider is not reading: this chunk would be stale before it left. Shed it.
+        chunks.take(this.#scratch);
+        this.#shedBackpressure.inc();
+      } else if (this.#format.encoding === 'binary') {
+        const buf = Buffer.allocUnsafe(chunks.chunkBytes);
+        chunks.take(buf);
+        ws.send(buf);
+        this.#framesOut.inc();
+        this.#bytesOut.inc(buf.length);
+      } else {
+        chunks.take(this.#scratch);
+        ws.send(`{"event":"media","payload":"${this.#scratch.toString('base64')}"}`);
+        this.#framesOut.inc();
+        this.#bytesOut.inc(this.#scratch.length);
+      }
+      if (this.#marks.length > 0) this.#deliverMarks();
+    }
+    if (chunks.chunks === 0) {
+      if (this.#marks.length > 0) this.#deliverMarks();
+      this.#clock.idle(now);
+      if (this.#onDrained !== undefined && this.empty) {
+        const done = this.#onDrained;
+        this.#onDrained = undefined;
+        done();
+      }
+    }
+  }
+
+  #deliverMarks(): void {
+    const consumed = this.#chunks.consumed;
+    while (this.#marks.length > 0 && this.#marks[0]!.at <= consumed) {
+      const m = this.#marks.shift()!;
+      this.#sendText(JSON.stringify({ event: 'mark', name: m.name }));
+    }
+  }
+
+  #sendText(text: string): void {
+    if (this.#ws.readyState === WebSocket.OPEN) this.#ws.send(text);
+  }
+}

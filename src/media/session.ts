@@ -1,0 +1,219 @@
+/**
+ * One live call: the provider socket after a valid `session_start`, its DSP session, its bot leg and its
+ * outbound queue. Frames arrive here already split into binary (audio) and text (events); every bad frame
+ * gets an `error` event and a metric and is skipped, and the call goes on.
+ */
+import WebSocket from 'ws';
+import { fromBase64 } from '../audio/codec.js';
+import type { BridgeContext } from '../context.js';
+import { BridgeError, isBridgeError } from '../errors.js';
+import type { Logger } from '../log.js';
+import type { AudioPipeline, PipelineSession, PipelineSink } from '../pipeline/types.js';
+import type { SessionInfo } from '../state/types.js';
+import { createBotLeg } from './bot/index.js';
+import type { BotHandler, BotLeg } from './bot/types.js';
+import type { SessionFormat } from './format.js';
+import { OutboundQueue } from './outbound.js';
+import type { PacingLoop } from './pacing-loop.js';
+import { type BotEvent, errorFrame, parseProviderEvent } from './protocol.js';
+
+export interface SessionDeps {
+  readonly ctx: BridgeContext;
+  readonly pipeline: AudioPipeline;
+  readonly loop: PacingLoop;
+  /** Called once the session is over (socket closed or closing), to forget it. */
+  readonly onEnded: (session: MediaSession) => void;
+}
+
+/** How long a bot-initiated hang-up may wait for queued audio to play out. */
+const HANGUP_PLAYOUT_MAX_MS = 60_000;
+
+export class MediaSession implements PipelineSink, BotHandler {
+  readonly info: SessionInfo;
+  readonly format: SessionFormat;
+  readonly log: Logger;
+  readonly #ws: WebSocket;
+  readonly #deps: SessionDeps;
+  readonly #dsp: PipelineSession;
+  readonly #out: OutboundQueue;
+  readonly #bot: BotLeg;
+  readonly #framesIn;
+  readonly #bytesIn;
+  readonly #botFramesIn;
+  readonly #botBytesIn;
+  #ended = false;
+
+  constructor(ws: WebSocket, info: SessionInfo, format: SessionFormat, deps: SessionDeps) {
+    const { ctx } = deps;
+    this.#ws = ws;
+    this.info = info;
+    this.format = format;
+    this.#deps = deps;
+    this.log = ctx.log.child({ session_id: info.session_id, tenant: info.tenant });
+    this.#framesIn = ctx.metrics.framesIn.labels('caller');
+    this.#bytesIn = ctx.metrics.bytesIn.labels('caller');
+    this.#botFramesIn = ctx.metrics.framesIn.labels('bot');
+    this.#botBytesIn = ctx.metrics.bytesIn.labels('bot');
+    this.#out = new OutboundQueue(ws, {
+      format,
+      leadMs: ctx.config.paceLeadMs,
+      bufferMs: ctx.config.outboundBufferMs,
+      highWaterBytes: ctx.config.socketHighWaterBytes,
+      metrics: ctx.metrics,
+    });
+    deps.loop.add(this.#out);
+    this.#dsp = deps.pipeline.open(
+      {
+        callerIn: { codec: format.codec, sampleRate: format.inputRate },
+        callerOut: { codec: format.codec, sampleRate: format.outputRate },
+        botRate: ctx.config.botSampleRate,
+      },
+      this,
+    );
+    this.#bot = createBotLeg(info, this, { ctx, loop: deps.loop, log: this.log });
+    this.log.info({ format }, 'session started');
+  }
+
+  get ended(): boolean {
+    return this.#ended;
+  }
+
+  /** Audio from the provider (a binary frame). */
+  onBinary(data: Buffer): void {
+    if (this.#ended) return;
+    if (this.format.codec === 'slin' && (data.byteLength & 1) !== 0) {
+      this.#reject(
+        new BridgeError(
+          'odd_length',
+          `slin audio must be whole 16-bit samples (an even byte count), got ${data.byteLength} bytes`,
+        ),
+      );
+      return;
+    }
+    this.#callerAudio(data);
+  }
+
+  /** An event from the provider (a text frame). */
+  onText(text: string): void {
+    if (this.#ended) return;
+    try {
+      const ev = parseProviderEvent(text);
+      switch (ev.event) {
+        case 'media': {
+          const audio = fromBase64(ev.payload);
+          if (this.format.codec === 'slin' && (audio.byteLength & 1) !== 0) {
+            throw new BridgeError(
+              'odd_length',
+              `slin audio must be whole 16-bit samples (an even byte count), got ${audio.byteLength} bytes`,
+            );
+          }
+          this.#callerAudio(audio);
+          return;
+        }
+        case 'dtmf':
+          this.#bot.dtmf(ev.digit);
+          return;
+        case 'mark':
+          this.#bot.mark(ev.name);
+          return;
+        case 'session_end':
+          this.log.info({ reason: ev.reason }, 'provider ended the session');
+          this.end(1000, 'session ended', ev.reason ?? 'provider');
+          return;
+        case 'session_start':
+          throw new BridgeError(
+            'duplicate_session_start',
+            `session ${this.info.session_id} has already started; session_start is accepted once, as the first frame`,
+          );
+      }
+    } catch (err) {
+      if (!isBridgeError(err)) throw err;
+      this.#reject(err);
+    }
+  }
+
+  // PipelineSink
+  toBot(pcm: Uint8Array): void {
+    if (!this.#ended) this.#bot.audio(pcm);
+  }
+  toCaller(encoded: Uint8Array): void {
+    if (!this.#ended) this.#out.push(encoded);
+  }
+  onGap(reason: string): void {
+    this.log.warn({ reason }, 'DSP state lost and rebuilt; audio goes on');
+  }
+
+  // BotHandler
+  botAudio(pcm: Uint8Array): void {
+    if (this.#ended) return;
+    this.#botFramesIn.inc();
+    this.#botBytesIn.inc(pcm.byteLength);
+    this.#dsp.fromBot(pcm);
+  }
+  botEvent(ev: BotEvent): void {
+    if (this.#ended) return;
+    switch (ev.event) {
+      case 'mark':
+        this.#out.mark(ev.name);
+        return;
+      case 'clear':
+        this.#out.clear();
+        return;
+      case 'dtmf':
+        this.#send(JSON.stringify({ event: 'dtmf', digit: ev.digit }));
+        return;
+      case 'session_end': {
+        // The bot hangs up: what it said plays out first, then the provider is told and the socket closes.
+        this.log.info({ reason: ev.reason }, 'bot ended the session');
+        const reason = ev.reason ?? 'bot';
+        const timer = setTimeout(() => this.end(1000, 'session ended', reason), HANGUP_PLAYOUT_MAX_MS);
+        timer.unref();
+        this.#out.drain(() => {
+          clearTimeout(timer);
+          this.#send(JSON.stringify({ event: 'session_end', reason }));
+          this.end(1000, 'session ended', reason);
+        });
+        return;
+      }
+    }
+  }
+  botFailed(err: BridgeError): void {
+    if (this.#ended) return;
+    this.log.warn({ code: err.code, msg: err.message }, 'bot failure');
+    this.#send(errorFrame(err));
+  }
+
+  /**
+   * Ends the call: the bot is told `session_end`, DSP state freed, the socket closed with `code`.
+   * Idempotent; also called when the provider socket closes.
+   */
+  end(code: number, closeReason: string, botReason: string): void {
+    if (this.#ended) return;
+    this.#ended = true;
+    this.#deps.loop.delete(this.#out);
+    this.#bot.end(botReason);
+    this.#dsp.close();
+    if (this.#ws.readyState === WebSocket.OPEN || this.#ws.readyState === WebSocket.CONNECTING) {
+      this.#ws.close(code, closeReason);
+    }
+    this.log.info({ code, reason: botReason }, 'session ended');
+    this.#deps.onEnded(this);
+  }
+
+  /** Sends an `error` event to the provider and counts the bad frame; the frame is skipped. */
+  #reject(err: BridgeError): void {
+    this.#deps.ctx.metrics.badFrames.labels(err.code).inc();
+    this.log.debug({ code: err.code }, 'bad frame skipped');
+    this.#send(errorFrame(err));
+  }
+
+  #callerAudio(data: Uint8Array): void {
+    this.#framesIn.inc();
+    this.#bytesIn.inc(data.byteLength);
+    this.#dsp.fromCaller(data);
+  }
+
+  #send(text: string): void {
+    if (this.#ws.readyState === WebSocket.OPEN) this.#ws.send(text);
+  }
+}

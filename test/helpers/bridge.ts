@@ -1,0 +1,47 @@
+/**
+ * A real bridge on 127.0.0.1, port 0, for tests.
+ */
+import { type Bridge, createBridge } from '../../src/app.js';
+import { mintToken } from '../../src/auth/jwt.js';
+import { DEV_AUTH_JWT_SECRET, DEV_MEDIA_SECRET, loadConfig } from '../../src/config.js';
+
+export interface TestBridge {
+  readonly bridge: Bridge;
+  readonly http: string;
+  readonly mediaUrl: string;
+  /** A media token for `tenant` (default: tenant "default") signed with the development media secret. */
+  mediaToken(options?: { tenant?: string; ttlSeconds?: number; secret?: string }): Promise<string>;
+  restToken(scopes: string[], tenant?: string): Promise<string>;
+  close(): Promise<void>;
+}
+
+export async function startBridge(env: Record<string, string> = {}): Promise<TestBridge> {
+  const config = loadConfig({
+    PORT: '0',
+    HOST: '127.0.0.1',
+    LOG_LEVEL: 'silent',
+    DSP_WORKERS: '0',
+    ...env,
+  });
+  const bridge = await createBridge(config);
+  const http = await bridge.listen();
+  let closed = false;
+  return {
+    bridge,
+    http,
+    mediaUrl: `${http.replace('http', 'ws')}/v1/media`,
+    mediaToken: (o = {}) =>
+      mintToken({
+        secret: o.secret ?? DEV_MEDIA_SECRET,
+        ttlSeconds: o.ttlSeconds ?? 600,
+        ...(o.tenant !== undefined ? { tenant: o.tenant } : {}),
+      }),
+    restToken: (scopes, tenant) =>
+      mintToken({ secret: DEV_AUTH_JWT_SECRET, scopes, ...(tenant !== undefined ? { tenant } : {}) }),
+    async close() {
+      if (closed) return;
+      closed = true;
+      await bridge.close();
+    },
+  };
+}
