@@ -3,17 +3,24 @@
  * media WebSocket endpoint.
  */
 import Fastify, { type FastifyBaseLogger, type FastifyInstance, LogController } from 'fastify';
+import { createRestVerifier } from './auth/jwt.js';
 import type { Config } from './config.js';
 import type { BridgeContext } from './context.js';
+import { registerCallRoutes } from './control/calls.js';
+import { registerDocs } from './control/docs.js';
 import { registerHealthRoutes } from './control/health.js';
+import { registerMediaStreamRoutes } from './control/media-stream.js';
 import { BridgeError, isBridgeError } from './errors.js';
 import { createLogger, type Logger } from './log.js';
 import { createMetrics } from './metrics.js';
+import { createProviderClient, type ProviderClient } from './provider/client.js';
 import { MemorySessionRegistry, MemoryTenantStore } from './state/memory.js';
 
 export interface BridgeOptions {
   /** A logger to use instead of one made from `config.logLevel` (tests capture logs this way). */
   readonly log?: Logger;
+  /** A provider client to use instead of one made from `config.providerBaseUrl`. */
+  readonly provider?: ProviderClient;
 }
 
 export interface Bridge {
@@ -27,10 +34,24 @@ export interface Bridge {
 
 export async function createBridge(config: Config, options: BridgeOptions = {}): Promise<Bridge> {
   const log = options.log ?? createLogger(config.logLevel);
+  const metrics = createMetrics();
+  const provider =
+    options.provider ??
+    (config.providerBaseUrl === undefined
+      ? undefined
+      : createProviderClient({
+          baseUrl: config.providerBaseUrl,
+          token: config.providerToken,
+          connectTimeoutMs: config.providerConnectTimeoutMs,
+          readTimeoutMs: config.providerReadTimeoutMs,
+          metrics,
+        }));
   const ctx: BridgeContext = {
     config,
     log,
-    metrics: createMetrics(),
+    metrics,
+    provider,
+    verifyRest: createRestVerifier({ secret: config.authJwtSecret, jwksUrl: config.authJwksUrl }),
     sessions: new MemorySessionRegistry(),
     tenants: new MemoryTenantStore({ default: config.mediaSecret }),
     draining: false,
@@ -66,7 +87,11 @@ export async function createBridge(config: Config, options: BridgeOptions = {}):
       .send(new BridgeError('not_found', `no route ${req.method} ${req.url.split('?')[0]}`).toBody()),
   );
 
+  // The OpenAPI generator collects routes as they are added: register it first.
+  await registerDocs(app);
   registerHealthRoutes(app, ctx);
+  registerMediaStreamRoutes(app, ctx, ctx.verifyRest);
+  registerCallRoutes(app, ctx, ctx.verifyRest);
 
   return {
     app,
@@ -81,6 +106,7 @@ export async function createBridge(config: Config, options: BridgeOptions = {}):
     async close() {
       ctx.draining = true;
       await app.close();
+      await provider?.close();
     },
   };
 }

@@ -1,9 +1,11 @@
 /**
  * What the I/O shells of one bridge instance share.
  */
+import type { RestVerifier } from './auth/jwt.js';
 import type { Config } from './config.js';
 import type { Logger } from './log.js';
 import type { Metrics } from './metrics.js';
+import type { ProviderClient } from './provider/client.js';
 import type { SessionRegistry, TenantStore } from './state/types.js';
 
 export interface BridgeContext {
@@ -12,6 +14,10 @@ export interface BridgeContext {
   readonly metrics: Metrics;
   readonly sessions: SessionRegistry;
   readonly tenants: TenantStore;
+  /** The provider's voice API; undefined when none is configured (call control then answers 503). */
+  readonly provider: ProviderClient | undefined;
+  /** Verifies REST bearer tokens (one instance, so a remote JWKS is fetched and cached once). */
+  readonly verifyRest: RestVerifier;
   /** Set once shutdown begins: readiness turns false and no new sessions are accepted. */
   draining: boolean;
 }

@@ -1,0 +1,121 @@
+/**
+ * Test-signal helpers: tone generation and tone SNR. Pure, synchronous, no I/O; used by the synthetic
+ * caller, the load generator and the tests to check audio by measurement.
+ */
+
+/** A sine of `hz` at `rate`, `amplitude` a fraction of full scale, starting at `phase` radians. */
+export function generateTone(
+  hz: number,
+  rate: number,
+  samples: number,
+  amplitude = 0.5,
+  phase = 0,
+): Int16Array {
+  const out = new Int16Array(samples);
+  const w = (2 * Math.PI * hz) / rate;
+  const a = amplitude * 32767;
+  for (let i = 0; i < samples; i++) out[i] = Math.round(a * Math.sin(w * i + phase));
+  return out;
+}
+
+export interface ToneFit {
+  /** Power of the fitted tone over power of what is left, in dB. */
+  readonly snrDb: number;
+  /** Amplitude of the fitted tone, a fraction of full scale. */
+  readonly amplitude: number;
+  readonly samples: number;
+}
+
+/**
+ * Least-squares fit of `a·cos(wn) + b·sin(wn) + c` at the known frequency: the SNR is the fitted tone's
+ * power over the residual's. A single fit over the whole signal also charges phase jumps (a lost or
+ * repeated chunk) to the noise, which is what a listener would hear.
+ */
+export function fitTone(x: Int16Array, hz: number, rate: number): ToneFit {
+  const n = x.length;
+  if (n === 0) return { snrDb: Number.NEGATIVE_INFINITY, amplitude: 0, samples: 0 };
+  const w = (2 * Math.PI * hz) / rate;
+  // Normal equations of the 3-parameter fit, accumulated in doubles.
+  let cc = 0;
+  let ss = 0;
+  let cs = 0;
+  let c1 = 0;
+  let s1 = 0;
+  let xc = 0;
+  let xs = 0;
+  let x1 = 0;
+  for (let i = 0; i < n; i++) {
+    const c = Math.cos(w * i);
+    const s = Math.sin(w * i);
+    const v = x[i]!;
+    cc += c * c;
+    ss += s * s;
+    cs += c * s;
+    c1 += c;
+    s1 += s;
+    xc += v * c;
+    xs += v * s;
+    x1 += v;
+  }
+  const [a, b, d] = solve3(
+    [
+      [cc, cs, c1],
+      [cs, ss, s1],
+      [c1, s1, n],
+    ],
+    [xc, xs, x1],
+  );
+  let sig = 0;
+  let res = 0;
+  for (let i = 0; i < n; i++) {
+    const t = a * Math.cos(w * i) + b * Math.sin(w * i);
+    const r = x[i]! - t - d;
+    sig += t * t;
+    res += r * r;
+  }
+  const snrDb = res === 0 ? Number.POSITIVE_INFINITY : 10 * Math.log10(sig / res);
+  return { snrDb, amplitude: Math.hypot(a, b) / 32767, samples: n };
+}
+
+/** Solves a 3x3 linear system by Cramer's rule; zeros when it is singular. */
+function solve3(m: number[][], y: number[]): [number, number, number] {
+  const det = (q: number[][]): number =>
+    q[0]![0]! * (q[1]![1]! * q[2]![2]! - q[1]![2]! * q[2]![1]!) -
+    q[0]![1]! * (q[1]![0]! * q[2]![2]! - q[1]![2]! * q[2]![0]!) +
+    q[0]![2]! * (q[1]![0]! * q[2]![1]! - q[1]![1]! * q[2]![0]!);
+  const d = det(m);
+  if (Math.abs(d) < 1e-12) return [0, 0, 0];
+  const col = (k: number): number[][] => m.map((row, i) => row.map((v, j) => (j === k ? y[i]! : v)));
+  return [det(col(0)) / d, det(col(1)) / d, det(col(2)) / d];
+}
+
+/**
+ * The span from the first to the last 10 ms block louder than `thresholdDbfs`: echoes start late and
+ * end early, and leading or trailing silence is not part of the tone being measured.
+ */
+export function trimSilence(x: Int16Array, rate: number, thresholdDbfs = -40): Int16Array {
+  const block = Math.max(1, Math.round(rate / 100));
+  const limit = 32767 ** 2 * 10 ** (thresholdDbfs / 10);
+  const loud = (start: number): boolean => {
+    let e = 0;
+    const end = Math.min(x.length, start + block);
+    for (let i = start; i < end; i++) e += x[i]! * x[i]!;
+    return e / Math.max(1, end - start) > limit;
+  };
+  let first = -1;
+  for (let s = 0; s < x.length; s += block) {
+    if (loud(s)) {
+      first = s;
+      break;
+    }
+  }
+  if (first === -1) return x.subarray(0, 0);
+  let last = first;
+  for (let s = Math.floor((x.length - 1) / block) * block; s > first; s -= block) {
+    if (loud(s)) {
+      last = s;
+      break;
+    }
+  }
+  return x.subarray(first, Math.min(x.length, last + block));
+}

@@ -1,0 +1,179 @@
+/**
+ * `GET/PUT /v1/media-stream` (scope `media:manage`): the tenant's registered media stream.
+ *
+ * `media_secret` is write-only: it is stored, forwarded to the provider, and used from then on to verify
+ * the tenant's media tokens, but never returned or logged; reads show `secret_hint` only. A PUT changes
+ * local state only after the provider (when one is configured) has accepted the upsert, so the bridge and
+ * the provider never disagree about the secret the provider signs with.
+ */
+import type { FastifyInstance } from 'fastify';
+import {
+  bytesForMs,
+  CHUNK_BYTES_MAX,
+  CHUNK_BYTES_MIN,
+  CODEC_NAMES_ACCEPTED,
+  parseChunkBytes,
+  parseCodec,
+  parseEncoding,
+  parseTelephonyRate,
+} from '../audio/format.js';
+import type { RestVerifier } from '../auth/jwt.js';
+import type { BridgeContext } from '../context.js';
+import { BridgeError, invalidField } from '../errors.js';
+import type { MediaStreamUpsert } from '../provider/types.js';
+import type { MediaStreamConfig } from '../state/types.js';
+import { principal, scopeGuard } from './guard.js';
+import { BEARER, errorResponses } from './schemas.js';
+import { rejectUnknownFields, useUniformValidation } from './validation.js';
+
+const WS_URL_ACCEPTS = 'a ws:// or wss:// URL';
+
+const UPSERT_SCHEMA = {
+  type: 'object',
+  properties: {
+    media_ws_url: { type: 'string', pattern: '^wss?://.+', maxLength: 2048, description: WS_URL_ACCEPTS },
+    codec: { type: 'string', maxLength: 32, description: CODEC_NAMES_ACCEPTED },
+    input_sample_rate: { type: 'integer', enum: [8000, 16000], description: '8000 or 16000' },
+    output_sample_rate: { type: 'integer', enum: [8000, 16000], description: '8000 or 16000' },
+    channels: { type: 'integer', enum: [1], description: '1 (mono)' },
+    encoding: { type: 'string', enum: ['binary', 'base64'], description: '"binary" or "base64"' },
+    chunk_bytes: {
+      type: 'integer',
+      minimum: CHUNK_BYTES_MIN,
+      maximum: CHUNK_BYTES_MAX,
+      multipleOf: 2,
+      description: `an even integer from ${CHUNK_BYTES_MIN} to ${CHUNK_BYTES_MAX}`,
+    },
+    media_secret: {
+      type: 'string',
+      minLength: 8,
+      maxLength: 512,
+      writeOnly: true,
+      description: 'a string of 8 to 512 characters (write-only)',
+    },
+  },
+  required: ['media_ws_url'],
+} as const;
+
+const UPSERT_FIELDS = Object.keys(UPSERT_SCHEMA.properties);
+
+const CONFIG_SCHEMA = {
+  type: 'object',
+  description: 'The registered media stream; never the secret',
+  properties: {
+    tenant: { type: 'string' },
+    media_ws_url: { type: 'string' },
+    codec: { type: 'string' },
+    input_sample_rate: { type: 'integer' },
+    output_sample_rate: { type: 'integer' },
+    channels: { type: 'integer' },
+    encoding: { type: 'string' },
+    chunk_bytes: { type: 'integer' },
+    secret_hint: { type: 'string', description: 'the last 2 characters of the secret at most' },
+  },
+} as const;
+
+/** At most the last 2 characters, and none of a short secret, behind a mask that hides the length. */
+export function secretHint(secret: string | undefined): string | undefined {
+  if (secret === undefined) return undefined;
+  return secret.length >= 12 ? `****${secret.slice(-2)}` : '****';
+}
+
+/** The stored config of an upsert: fields left out take the contract's defaults (slin, 8000, binary, 20 ms). */
+export function configFromUpsert(tenant: string, body: Record<string, unknown>): MediaStreamConfig {
+  const url = body.media_ws_url;
+  try {
+    const u = new URL(String(url));
+    if (u.protocol !== 'ws:' && u.protocol !== 'wss:') throw new Error('scheme');
+  } catch {
+    throw invalidField('media_ws_url', WS_URL_ACCEPTS, url);
+  }
+  const codec = body.codec === undefined ? 'slin' : parseCodec(body.codec);
+  const input =
+    body.input_sample_rate === undefined
+      ? 8000
+      : parseTelephonyRate(body.input_sample_rate, 'input_sample_rate');
+  const output =
+    body.output_sample_rate === undefined
+      ? input
+      : parseTelephonyRate(body.output_sample_rate, 'output_sample_rate');
+  const encoding = body.encoding === undefined ? 'binary' : parseEncoding(body.encoding);
+  const chunk =
+    body.chunk_bytes === undefined ? bytesForMs(codec, output, 20) : parseChunkBytes(body.chunk_bytes);
+  return {
+    tenant,
+    media_ws_url: String(url),
+    codec,
+    input_sample_rate: input,
+    output_sample_rate: output,
+    channels: 1,
+    encoding,
+    chunk_bytes: chunk,
+  };
+}
+
+export function registerMediaStreamRoutes(
+  app: FastifyInstance,
+  ctx: BridgeContext,
+  verify: RestVerifier,
+): void {
+  app.register(async (scope) => {
+    useUniformValidation(scope);
+    const guard = scopeGuard(verify, 'media:manage');
+
+    scope.get(
+      '/v1/media-stream',
+      {
+        onRequest: guard,
+        schema: {
+          tags: ['media-stream'],
+          summary: "The token tenant's registered media stream",
+          security: BEARER,
+          response: { 200: CONFIG_SCHEMA, ...errorResponses(401, 403, 404) },
+        },
+      },
+      async (req) => {
+        const { tenant } = principal(req);
+        const config = await ctx.tenants.getMediaStream(tenant);
+        if (config === undefined) {
+          throw new BridgeError(
+            'not_found',
+            `tenant "${tenant}" has no media stream registered: PUT /v1/media-stream first`,
+          );
+        }
+        return { ...config, secret_hint: secretHint(await ctx.tenants.getMediaSecret(tenant)) };
+      },
+    );
+
+    scope.put(
+      '/v1/media-stream',
+      {
+        onRequest: guard,
+        preValidation: rejectUnknownFields(UPSERT_FIELDS),
+        schema: {
+          tags: ['media-stream'],
+          summary: 'Register or update the media stream; forwarded to the provider when one is configured',
+          security: BEARER,
+          body: UPSERT_SCHEMA,
+          response: { 200: CONFIG_SCHEMA, ...errorResponses(400, 401, 403, 502, 503, 504) },
+        },
+      },
+      async (req) => {
+        const { tenant } = principal(req);
+        const body = req.body as Record<string, unknown>;
+        const config = configFromUpsert(tenant, body);
+        const secret = typeof body.media_secret === 'string' ? body.media_secret : undefined;
+        if (ctx.provider !== undefined) {
+          // Forward what the caller wrote (the provider applies its own defaults and codec names).
+          await ctx.provider.putMediaStream(body as unknown as MediaStreamUpsert);
+        }
+        await ctx.tenants.putMediaStream(config, secret);
+        req.log.info(
+          { tenant, media_ws_url: config.media_ws_url, secret_changed: secret !== undefined },
+          'media stream registered',
+        );
+        return { ...config, secret_hint: secretHint(await ctx.tenants.getMediaSecret(tenant)) };
+      },
+    );
+  });
+}

@@ -1,0 +1,269 @@
+/**
+ * Typed client of the provider's voice REST API (shared/provider-api/voice.md), on undici.
+ *
+ * Failure mapping, each message naming the provider call that failed:
+ * - no answer within the read bound -> 504 upstream_timeout
+ * - connection refused, unknown host, connect timeout -> 503 upstream_unavailable (also a provider 503)
+ * - malformed JSON, wrong shape, unexpected status -> 502 upstream_bad_answer
+ * - provider 400/404/409 -> passed through with the provider's message
+ * - provider 500 ("could not place the call") -> retried once, then 502
+ */
+import { Agent, request, errors as undiciErrors } from 'undici';
+import { BridgeError, type ErrorCode } from '../errors.js';
+import type { Metrics } from '../metrics.js';
+import {
+  type CheckedCall,
+  type ConferenceRequest,
+  type ConferenceResult,
+  type ConsultRequest,
+  type ConsultResult,
+  checkConferenceResult,
+  checkConsultResult,
+  checkMediaStreamConfig,
+  checkSession,
+  checkSessionList,
+  type MediaStreamUpsert,
+  type ProviderMediaStreamConfig,
+  type ProviderSession,
+} from './types.js';
+
+export interface ProviderClientOptions {
+  /** Base address including the version segment, e.g. `https://voice.example/v1`. */
+  readonly baseUrl: string;
+  readonly token: string | undefined;
+  /** TCP (and TLS) connect bound: a provider that cannot be reached fails fast with 503. */
+  readonly connectTimeoutMs: number;
+  /**
+   * Bound on one whole call, both attempts included. The provider's consult blocks up to 20 s + 5 s,
+   * so this is at least 30 s in production (config enforces it); tests pass a short one.
+   */
+  readonly readTimeoutMs: number;
+  /** Pause before the one retry of a provider 500. */
+  readonly retryDelayMs?: number;
+  readonly metrics?: Metrics;
+}
+
+export interface ProviderClient {
+  getMediaStream(): Promise<ProviderMediaStreamConfig>;
+  putMediaStream(upsert: MediaStreamUpsert): Promise<ProviderMediaStreamConfig>;
+  listSessions(): Promise<ProviderSession[]>;
+  getSession(sessionId: string): Promise<ProviderSession>;
+  consult(sessionId: string, body: ConsultRequest): Promise<ConsultResult>;
+  conference(sessionId: string, body: ConferenceRequest): Promise<ConferenceResult>;
+  close(): Promise<void>;
+}
+
+/** Statuses whose provider message reaches the bridge's caller unchanged. */
+const PASS_THROUGH: Readonly<Record<number, ErrorCode>> = {
+  400: 'bad_request',
+  404: 'not_found',
+  409: 'conflict',
+};
+
+/** Error codes of a refused or failed TCP connection: the provider is unreachable. */
+const UNREACHABLE = new Set(['ECONNREFUSED', 'ENOTFOUND', 'EHOSTUNREACH', 'ENETUNREACH', 'EAI_AGAIN']);
+
+/** Largest provider answer read; every documented answer is a few hundred bytes. */
+const MAX_ANSWER_BYTES = 1024 * 1024;
+
+export function createProviderClient(options: ProviderClientOptions): ProviderClient {
+  const base = options.baseUrl.replace(/\/+$/, '');
+  const retryDelayMs = options.retryDelayMs ?? 250;
+  const agent = new Agent({
+    connect: { timeout: options.connectTimeoutMs },
+    // Library defaults are 300 s; the provider's slowest documented answer is 25 s.
+    headersTimeout: options.readTimeoutMs,
+    bodyTimeout: options.readTimeoutMs,
+    keepAliveTimeout: 4_000,
+  });
+
+  async function call<T>(c: CheckedCall, method: string, path: string, body?: unknown): Promise<T> {
+    const started = performance.now();
+    const deadline = started + options.readTimeoutMs;
+    let outcome = 'ok';
+    try {
+      for (let attempt = 1; ; attempt++) {
+        const result = await attemptOnce(c, method, path, body, deadline);
+        if (result.kind === 'value') return result.value as T;
+        // A provider 500: retry once if there is time left for it.
+        if (attempt === 1 && deadline - performance.now() > retryDelayMs) {
+          await new Promise((r) => setTimeout(r, retryDelayMs));
+          continue;
+        }
+        throw new BridgeError(
+          'upstream_bad_answer',
+          `provider ${c.name} failed twice with status 500${result.message ? `: ${result.message}` : ''}`,
+        );
+      }
+    } catch (err) {
+      outcome = err instanceof BridgeError ? err.code : 'error';
+      throw err;
+    } finally {
+      options.metrics?.upstreamSeconds.observe(
+        { call: c.name, outcome },
+        (performance.now() - started) / 1000,
+      );
+    }
+  }
+
+  type Attempt = { kind: 'value'; value: unknown } | { kind: 'retry'; message: string };
+
+  async function attemptOnce(
+    c: CheckedCall,
+    method: string,
+    path: string,
+    body: unknown,
+    deadline: number,
+  ): Promise<Attempt> {
+    const remaining = Math.max(1, Math.round(deadline - performance.now()));
+    const headers: Record<string, string> = { accept: 'application/json' };
+    if (options.token !== undefined) headers.authorization = `Bearer ${options.token}`;
+    if (body !== undefined) headers['content-type'] = 'application/json';
+    let res: Awaited<ReturnType<typeof request>>;
+    try {
+      res = await request(`${base}${path}`, {
+        method: method as 'GET',
+        headers,
+        body: body === undefined ? null : JSON.stringify(body),
+        dispatcher: agent,
+        headersTimeout: remaining,
+        bodyTimeout: remaining,
+        // The whole call, retry included, ends at the bound even if the provider trickles bytes.
+        signal: AbortSignal.timeout(remaining),
+      });
+    } catch (err) {
+      throw transportError(c, err, options);
+    }
+    let text: string;
+    try {
+      text = await readLimited(res.body);
+    } catch (err) {
+      throw transportError(c, err, options);
+    }
+    const status = res.statusCode;
+    if (status >= 200 && status < 300) {
+      let value: unknown;
+      try {
+        value = JSON.parse(text);
+      } catch {
+        throw new BridgeError('upstream_bad_answer', `provider ${c.name} answered with malformed JSON`);
+      }
+      const why = c.check(value);
+      if (why !== undefined) {
+        throw new BridgeError(
+          'upstream_bad_answer',
+          `provider ${c.name} answered with a bad ${c.shape}: ${why}`,
+        );
+      }
+      return { kind: 'value', value };
+    }
+    const message = providerMessage(text);
+    if (status === 500) return { kind: 'retry', message };
+    const passCode = PASS_THROUGH[status];
+    if (passCode !== undefined) {
+      throw new BridgeError(passCode, message || `provider ${c.name} answered ${status}`);
+    }
+    if (status === 503) {
+      throw new BridgeError(
+        'upstream_unavailable',
+        `provider ${c.name} is unavailable (503)${message ? `: ${message}` : ''}`,
+      );
+    }
+    if (status === 401 || status === 403) {
+      throw new BridgeError(
+        'upstream_bad_answer',
+        `provider ${c.name} refused the bridge's credentials (${status}): check PROVIDER_TOKEN`,
+      );
+    }
+    throw new BridgeError(
+      'upstream_bad_answer',
+      `provider ${c.name} answered an unexpected status ${status}`,
+    );
+  }
+
+  const enc = encodeURIComponent;
+  return {
+    getMediaStream: () => call(MEDIA_GET, 'GET', '/media-stream'),
+    putMediaStream: (upsert) => call(MEDIA_PUT, 'PUT', '/media-stream', upsert),
+    listSessions: () => call(SESSIONS, 'GET', '/sessions'),
+    getSession: (id) => call(SESSION, 'GET', `/sessions/${enc(id)}`),
+    consult: (id, body) => call(CONSULT, 'POST', `/sessions/${enc(id)}/consult`, body),
+    conference: (id, body) => call(CONFERENCE, 'POST', `/sessions/${enc(id)}/conference`, body),
+    close: () => agent.close(),
+  };
+}
+
+const MEDIA_GET: CheckedCall = {
+  name: 'media-stream read',
+  shape: 'MediaStreamConfig',
+  check: checkMediaStreamConfig,
+};
+const MEDIA_PUT: CheckedCall = {
+  name: 'media-stream upsert',
+  shape: 'MediaStreamConfig',
+  check: checkMediaStreamConfig,
+};
+const SESSIONS: CheckedCall = { name: 'session list', shape: 'Session list', check: checkSessionList };
+const SESSION: CheckedCall = { name: 'session read', shape: 'Session', check: checkSession };
+const CONSULT: CheckedCall = { name: 'consult', shape: 'ConsultResult', check: checkConsultResult };
+const CONFERENCE: CheckedCall = {
+  name: 'conference',
+  shape: 'ConferenceResult',
+  check: checkConferenceResult,
+};
+
+/** The `message` of a provider error body, if it has one. */
+function providerMessage(text: string): string {
+  try {
+    const v = JSON.parse(text) as { message?: unknown };
+    if (typeof v.message === 'string') return v.message;
+  } catch {}
+  return '';
+}
+
+async function readLimited(body: AsyncIterable<Buffer>): Promise<string> {
+  const parts: Buffer[] = [];
+  let size = 0;
+  for await (const chunk of body) {
+    size += chunk.length;
+    if (size > MAX_ANSWER_BYTES) throw new Error('answer larger than 1 MiB');
+    parts.push(chunk);
+  }
+  return Buffer.concat(parts).toString('utf8');
+}
+
+function transportError(c: CheckedCall, err: unknown, options: ProviderClientOptions): BridgeError {
+  if (err instanceof BridgeError) return err;
+  const e = err as { code?: string; name?: string; cause?: { code?: string } };
+  const code = e.code ?? e.cause?.code;
+  if (
+    err instanceof undiciErrors.HeadersTimeoutError ||
+    err instanceof undiciErrors.BodyTimeoutError ||
+    e.name === 'TimeoutError' ||
+    e.name === 'AbortError' ||
+    err instanceof undiciErrors.RequestAbortedError
+  ) {
+    return new BridgeError(
+      'upstream_timeout',
+      `provider ${c.name} did not answer within ${options.readTimeoutMs} ms`,
+      { cause: err },
+    );
+  }
+  if (err instanceof undiciErrors.ConnectTimeoutError) {
+    return new BridgeError(
+      'upstream_unavailable',
+      `provider ${c.name} is unreachable: no connection within ${options.connectTimeoutMs} ms`,
+      { cause: err },
+    );
+  }
+  if (code !== undefined && UNREACHABLE.has(code)) {
+    return new BridgeError('upstream_unavailable', `provider ${c.name} is unreachable (${code})`, {
+      cause: err,
+    });
+  }
+  return new BridgeError(
+    'upstream_bad_answer',
+    `provider ${c.name} failed: ${err instanceof Error ? err.message : String(err)}`,
+    { cause: err },
+  );
+}
