@@ -1,0 +1,96 @@
+/**
+ * `workers: 0`: the DSP runs synchronously on the calling thread; the sink is called before
+ * `fromCaller`/`fromBot` returns. For development, tests, and machines where a hop costs more than the
+ * work (see bench/README.md).
+ */
+import type { Logger } from '../log.js';
+import type { Metrics } from '../metrics.js';
+import { SessionDsp } from './dsp.js';
+import type { DspPipeline } from './index.js';
+import type { PipelineSession, PipelineSessionSpec, PipelineSink } from './types.js';
+
+/** DSP seconds are summed here and added to the Prometheus counter every this many chunks. */
+const METRIC_EVERY_CHUNKS = 512;
+
+class InlineSession implements PipelineSession {
+  private closed = false;
+
+  constructor(
+    private readonly owner: InlinePipeline,
+    private readonly dsp: SessionDsp,
+    private readonly sink: PipelineSink,
+  ) {}
+
+  fromCaller(data: Uint8Array): void {
+    if (this.closed) return;
+    const t0 = performance.now();
+    // A pooled Buffer (8-aligned, so the DSP can view it as Int16Array); the sink owns it.
+    const out = Buffer.allocUnsafe(this.dsp.botBytesFor(data.byteLength));
+    const n = this.dsp.callerToBot(data, out, 0);
+    this.owner.account(performance.now() - t0);
+    this.sink.toBot(n === out.byteLength ? out : out.subarray(0, n));
+  }
+
+  fromBot(data: Uint8Array): void {
+    if (this.closed) return;
+    const t0 = performance.now();
+    const out = Buffer.allocUnsafe(this.dsp.callerBytesFor(data.byteLength));
+    const n = this.dsp.botToCaller(data, out, 0);
+    this.owner.account(performance.now() - t0);
+    this.sink.toCaller(n === out.byteLength ? out : out.subarray(0, n));
+  }
+
+  close(): void {
+    if (this.closed) return;
+    this.closed = true;
+    this.dsp.free();
+    this.owner.sessions--;
+  }
+}
+
+export class InlinePipeline implements DspPipeline {
+  readonly workers = 0;
+  sessions = 0;
+  private dspMs = 0;
+  private chunks = 0;
+
+  constructor(
+    private readonly log: Logger | undefined,
+    private readonly metrics: Metrics | undefined,
+  ) {}
+
+  open(spec: PipelineSessionSpec, sink: PipelineSink): PipelineSession {
+    const session = new InlineSession(this, new SessionDsp(spec), sink);
+    this.sessions++;
+    return session;
+  }
+
+  /** @internal */
+  account(ms: number): void {
+    this.dspMs += ms;
+    if (++this.chunks >= METRIC_EVERY_CHUNKS) this.flushMetrics();
+  }
+
+  workerOf(_session: PipelineSession): number {
+    return -1;
+  }
+
+  injectWorkerFault(): void {
+    throw new Error('an inline pipeline has no workers to fault');
+  }
+
+  stats() {
+    return { sessions: this.sessions, dropped: 0, replaced: 0, perWorker: [] };
+  }
+
+  async close(): Promise<void> {
+    this.flushMetrics();
+    this.log?.debug({ sessions: this.sessions }, 'inline dsp pipeline closed');
+  }
+
+  private flushMetrics(): void {
+    this.metrics?.dspSeconds.inc(this.dspMs / 1000);
+    this.dspMs = 0;
+    this.chunks = 0;
+  }
+}

@@ -1,0 +1,133 @@
+/** Shared helpers of the pipeline tests: signals, measurements, collecting sinks, polling. */
+import { bytesFor, decodeInto, encodeInto } from '../../src/audio/codec.js';
+import type { Codec } from '../../src/audio/format.js';
+import { createResampler } from '../../src/audio/resampler.js';
+import type { PipelineSessionSpec, PipelineSink } from '../../src/pipeline/types.js';
+
+export function tone(freq: number, rate: number, n: number, amp: number, phase = 0): Int16Array {
+  const out = new Int16Array(n);
+  for (let i = 0; i < n; i++) out[i] = Math.round(amp * Math.sin((2 * Math.PI * freq * i) / rate + phase));
+  return out;
+}
+
+/**
+ * SNR of a tone of `freq` in `x` (from sample `skip` on): the best-fitting sinusoid (least squares on
+ * sin and cos, so any delay or phase is allowed) against everything else.
+ */
+export function toneSnrDb(x: Int16Array, freq: number, rate: number, skip: number): number {
+  let ss = 0;
+  let sc = 0;
+  let cc = 0;
+  let xs = 0;
+  let xc = 0;
+  const w = (2 * Math.PI * freq) / rate;
+  for (let i = skip; i < x.length; i++) {
+    const s = Math.sin(w * i);
+    const c = Math.cos(w * i);
+    ss += s * s;
+    cc += c * c;
+    sc += s * c;
+    xs += x[i]! * s;
+    xc += x[i]! * c;
+  }
+  const det = ss * cc - sc * sc;
+  const a = (xs * cc - xc * sc) / det;
+  const b = (xc * ss - xs * sc) / det;
+  let sig = 0;
+  let err = 0;
+  for (let i = skip; i < x.length; i++) {
+    const fit = a * Math.sin(w * i) + b * Math.cos(w * i);
+    sig += fit * fit;
+    err += (x[i]! - fit) ** 2;
+  }
+  return 10 * Math.log10(sig / err);
+}
+
+export function asBytes(pcm: Int16Array): Uint8Array {
+  return new Uint8Array(pcm.buffer, pcm.byteOffset, pcm.byteLength);
+}
+
+export function pcmOf(bytes: Uint8Array): Int16Array {
+  const copy = new Uint8Array(bytes);
+  return new Int16Array(copy.buffer, 0, copy.byteLength >> 1);
+}
+
+export function concat(parts: readonly Uint8Array[]): Uint8Array {
+  const out = new Uint8Array(parts.reduce((n, p) => n + p.byteLength, 0));
+  let at = 0;
+  for (const p of parts) {
+    out.set(p, at);
+    at += p.byteLength;
+  }
+  return out;
+}
+
+export function encode(codec: Codec, pcm: Int16Array): Uint8Array {
+  const out = new Uint8Array(bytesFor(codec, pcm.length));
+  encodeInto(codec, pcm, out);
+  return out;
+}
+
+export function decode(codec: Codec, bytes: Uint8Array): Int16Array {
+  const out = new Int16Array(codec === 'slin' ? bytes.byteLength >> 1 : bytes.byteLength);
+  decodeInto(codec, bytes, out);
+  return out;
+}
+
+/** A sink that keeps every output (copied, so nothing depends on buffer ownership). */
+export class Collector implements PipelineSink {
+  readonly bot: Uint8Array[] = [];
+  readonly caller: Uint8Array[] = [];
+  readonly gaps: string[] = [];
+  toBot(pcm: Uint8Array): void {
+    this.bot.push(new Uint8Array(pcm));
+  }
+  toCaller(encoded: Uint8Array): void {
+    this.caller.push(new Uint8Array(encoded));
+  }
+  onGap(reason: string): void {
+    this.gaps.push(reason);
+  }
+}
+
+/**
+ * What the pipeline must produce, computed without it: the same codec and resampler calls, chunk by
+ * chunk, on the test's thread.
+ */
+export function reference(
+  spec: PipelineSessionSpec,
+  callerChunks: readonly Uint8Array[],
+  botChunks: readonly Uint8Array[],
+): { bot: Uint8Array; caller: Uint8Array } {
+  const up = createResampler(spec.callerIn.sampleRate, spec.botRate);
+  const down = createResampler(spec.botRate, spec.callerOut.sampleRate);
+  const bot: Uint8Array[] = [];
+  for (const c of callerChunks) {
+    const pcm = decode(spec.callerIn.codec, c);
+    const out = new Int16Array(up.maxOutput(pcm.length));
+    const n = up.process(pcm, out);
+    bot.push(asBytes(out.slice(0, n)));
+  }
+  const caller: Uint8Array[] = [];
+  for (const c of botChunks) {
+    const pcm = pcmOf(c);
+    const out = new Int16Array(down.maxOutput(pcm.length));
+    const n = down.process(pcm, out);
+    caller.push(encode(spec.callerOut.codec, out.subarray(0, n)));
+  }
+  up.free();
+  down.free();
+  return { bot: concat(bot), caller: concat(caller) };
+}
+
+/** Polls `cond` every few ms until it holds or `ms` pass; returns whether it held. */
+export async function until(cond: () => boolean, ms = 10_000): Promise<boolean> {
+  const deadline = Date.now() + ms;
+  while (!cond()) {
+    if (Date.now() > deadline) return false;
+    await new Promise((r) => setTimeout(r, 5));
+  }
+  return true;
+}
+
+export const tick = (): Promise<void> => new Promise((r) => setImmediate(r));

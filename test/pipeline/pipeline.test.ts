@@ -1,0 +1,316 @@
+import { afterEach, describe, expect, it } from 'vitest';
+import type { Codec } from '../../src/audio/format.js';
+import { createPipeline, type DspPipeline } from '../../src/pipeline/index.js';
+import type { PipelineSession, PipelineSessionSpec } from '../../src/pipeline/types.js';
+import {
+  asBytes,
+  Collector,
+  concat,
+  decode,
+  encode,
+  pcmOf,
+  reference,
+  tick,
+  tone,
+  toneSnrDb,
+  until,
+} from './helpers.js';
+
+const open: DspPipeline[] = [];
+function pipeline(workers: number): DspPipeline {
+  const p = createPipeline({ workers });
+  open.push(p);
+  return p;
+}
+afterEach(async () => {
+  await Promise.all(open.splice(0).map((p) => p.close()));
+});
+
+function spec(inCodec: Codec, inRate: number, outCodec: Codec, outRate: number, botRate: number) {
+  return {
+    callerIn: { codec: inCodec, sampleRate: inRate },
+    callerOut: { codec: outCodec, sampleRate: outRate },
+    botRate,
+  } satisfies PipelineSessionSpec;
+}
+
+/** Splits `pcm` into chunks of `sizes` samples, cycling through the sizes. */
+function chunks(pcm: Int16Array, sizes: readonly number[]): Int16Array[] {
+  const out: Int16Array[] = [];
+  for (let at = 0, k = 0; at < pcm.length; k++) {
+    const n = Math.min(sizes[k % sizes.length]!, pcm.length - at);
+    out.push(pcm.slice(at, at + n));
+    at += n;
+  }
+  return out;
+}
+
+/** Deterministic speech-like signal: tones plus noise from a fixed LCG. */
+function signal(rate: number, n: number, seed: number): Int16Array {
+  const out = new Int16Array(n);
+  let s = seed >>> 0 || 1;
+  for (let i = 0; i < n; i++) {
+    s = (Math.imul(s, 1664525) + 1013904223) >>> 0;
+    const t = i / rate;
+    const v =
+      6000 * Math.sin(2 * Math.PI * (200 + seed) * t) +
+      3000 * Math.sin(2 * Math.PI * 1700 * t) +
+      ((s >>> 16) - 32768) / 16;
+    out[i] = Math.round(v);
+  }
+  return out;
+}
+
+describe.each([0, 2])('pipeline with %i workers', (workers) => {
+  it('carries a tone caller -> bot (8k slin -> 16k) at high SNR, and through µ-law at G.711 SNR', async () => {
+    const p = pipeline(workers);
+    const slin = new Collector();
+    const ulaw = new Collector();
+    const a = p.open(spec('slin', 8000, 'slin', 8000, 16000), slin);
+    const b = p.open(spec('pcmu', 8000, 'pcmu', 8000, 16000), ulaw);
+    const pcm = tone(1000, 8000, 8000, 12000);
+    for (const c of chunks(pcm, [160])) {
+      a.fromCaller(asBytes(c));
+      b.fromCaller(encode('pcmu', c));
+    }
+    expect(await until(() => slin.bot.length === 50 && ulaw.bot.length === 50)).toBe(true);
+    const out = pcmOf(concat(slin.bot));
+    expect(out.length).toBe(16000);
+    expect(toneSnrDb(out, 1000, 16000, 160)).toBeGreaterThan(70);
+    const outU = pcmOf(concat(ulaw.bot));
+    const snrU = toneSnrDb(outU, 1000, 16000, 160);
+    expect(snrU).toBeGreaterThan(33);
+    expect(snrU).toBeLessThan(45);
+  });
+
+  it('carries a tone bot -> caller (16k -> 8k A-law) at G.711 SNR', async () => {
+    const p = pipeline(workers);
+    const sink = new Collector();
+    const s = p.open(spec('slin', 8000, 'pcma', 8000, 16000), sink);
+    for (const c of chunks(tone(700, 16000, 16000, 12000), [320])) s.fromBot(asBytes(c));
+    expect(await until(() => sink.caller.length === 50)).toBe(true);
+    const out = decode('pcma', concat(sink.caller));
+    expect(out.length).toBe(8000);
+    expect(toneSnrDb(out, 700, 8000, 80)).toBeGreaterThan(33);
+  });
+
+  it('gives exact sample counts at any whole-sample chunking', async () => {
+    const p = pipeline(workers);
+    const cases = [
+      { spec: spec('slin', 8000, 'slin', 8000, 16000), inSamples: 8000, sizes: [160, 7, 333, 1, 80] },
+      { spec: spec('pcmu', 8000, 'pcma', 16000, 24000), inSamples: 8000, sizes: [160, 13] },
+      { spec: spec('slin', 16000, 'pcmu', 8000, 48000), inSamples: 16000, sizes: [320, 5, 640] },
+    ];
+    const sinks = cases.map(() => new Collector());
+    const sessions = cases.map((c, i) => p.open(c.spec, sinks[i]!));
+    let expectBot = 0;
+    let expectCaller = 0;
+    cases.forEach((c, i) => {
+      const s = sessions[i]!;
+      const callerPcm = signal(c.spec.callerIn.sampleRate, c.inSamples, i + 1);
+      const parts = chunks(callerPcm, c.sizes);
+      for (const part of parts) s.fromCaller(encode(c.spec.callerIn.codec, part));
+      // One second of bot audio at the bot's rate, in odd-sized pieces.
+      const botPcm = signal(c.spec.botRate, c.spec.botRate, i + 7);
+      const botParts = chunks(botPcm, [c.spec.botRate / 50, 3, 101]);
+      for (const part of botParts) s.fromBot(asBytes(part));
+      expectBot += parts.length;
+      expectCaller += botParts.length;
+    });
+    const count = () => sinks.reduce((n, k) => n + k.bot.length + k.caller.length, 0);
+    expect(await until(() => count() === expectBot + expectCaller)).toBe(true);
+    cases.forEach((c, i) => {
+      const k = sinks[i]!;
+      const botSamples = concat(k.bot).byteLength / 2;
+      const wantBot = Math.floor((c.inSamples * c.spec.botRate) / c.spec.callerIn.sampleRate);
+      expect(botSamples - wantBot, `case ${i} bot`).toBeGreaterThanOrEqual(0);
+      expect(botSamples - wantBot, `case ${i} bot`).toBeLessThanOrEqual(1);
+      const outCodec = c.spec.callerOut.codec;
+      const callerSamples = concat(k.caller).byteLength / (outCodec === 'slin' ? 2 : 1);
+      const wantCaller = c.spec.callerOut.sampleRate; // one second of bot audio in
+      expect(callerSamples - wantCaller, `case ${i} caller`).toBeGreaterThanOrEqual(0);
+      expect(callerSamples - wantCaller, `case ${i} caller`).toBeLessThanOrEqual(1);
+    });
+  });
+
+  it('keeps per-session order both ways across hundreds of sessions under load', async () => {
+    const p = pipeline(workers);
+    const N = 300;
+    const CHUNKS = 30;
+    // 8 kHz everywhere: no resampling, so each chunk's stamp (session, sequence) comes back verbatim.
+    const sinks = Array.from({ length: N }, () => new Collector());
+    const sessions = sinks.map((k) => p.open(spec('slin', 8000, 'slin', 8000, 8000), k));
+    const chunk = new Int16Array(160);
+    for (let seq = 0; seq < CHUNKS; seq++) {
+      for (let i = 0; i < N; i++) {
+        chunk.fill(seq);
+        chunk[1] = i;
+        sessions[i]!.fromCaller(asBytes(chunk));
+        chunk[0] = 10_000 + seq;
+        sessions[i]!.fromBot(asBytes(chunk));
+        // Yield at irregular points so batches split mid-tick and mid-session.
+        if ((i * 7 + seq) % 97 === 0) await tick();
+      }
+    }
+    const total = () => sinks.reduce((n, k) => n + k.bot.length + k.caller.length, 0);
+    expect(await until(() => total() === N * CHUNKS * 2)).toBe(true);
+    sinks.forEach((k, i) => {
+      const bot = k.bot.map((b) => pcmOf(b));
+      const caller = k.caller.map((b) => pcmOf(b));
+      expect(bot.map((x) => [x[0], x[1], x.length])).toEqual(
+        Array.from({ length: CHUNKS }, (_, seq) => [seq, i, 160]),
+      );
+      expect(caller.map((x) => [x[0], x[1]])).toEqual(
+        Array.from({ length: CHUNKS }, (_, seq) => [10_000 + seq, i]),
+      );
+    });
+  });
+
+  it('refuses half a PCM16 sample synchronously', () => {
+    const p = pipeline(workers);
+    const s = p.open(spec('slin', 8000, 'pcmu', 8000, 16000), new Collector());
+    expect(() => s.fromCaller(new Uint8Array(321))).toThrow(/even byte count/);
+    expect(() => s.fromBot(new Uint8Array(3))).toThrow(/even byte count/);
+    s.fromCaller(new Uint8Array(320));
+  });
+
+  it('calls no sink after a session is closed', async () => {
+    const p = pipeline(workers);
+    const closed = new Collector();
+    const live = new Collector();
+    const a = p.open(spec('slin', 8000, 'slin', 8000, 16000), closed);
+    const b = p.open(spec('slin', 8000, 'slin', 8000, 16000), live);
+    if (workers > 0) {
+      a.fromCaller(new Uint8Array(320));
+      a.close();
+    } else {
+      a.close();
+      a.fromCaller(new Uint8Array(320));
+    }
+    b.fromCaller(new Uint8Array(320));
+    expect(await until(() => live.bot.length === 1)).toBe(true);
+    await new Promise((r) => setTimeout(r, 20));
+    expect(closed.bot.length).toBe(0);
+  });
+});
+
+describe('inline and worker modes', () => {
+  it('give identical bytes, equal to the codec and resampler applied directly', async () => {
+    const specs = [
+      spec('slin', 8000, 'slin', 8000, 16000),
+      spec('pcmu', 8000, 'pcmu', 8000, 16000),
+      spec('pcma', 8000, 'pcma', 8000, 16000),
+      spec('slin', 16000, 'pcmu', 8000, 24000),
+      spec('pcmu', 8000, 'slin', 16000, 48000),
+      spec('slin', 16000, 'slin', 16000, 16000),
+      spec('pcma', 16000, 'pcma', 16000, 22050),
+    ];
+    const sessionsPer = 3;
+    type Run = { sinks: Collector[]; sessions: PipelineSession[] };
+    const runs: Run[] = [0, 2].map((w) => {
+      const p = pipeline(w);
+      const sinks: Collector[] = [];
+      const sessions: PipelineSession[] = [];
+      for (let r = 0; r < sessionsPer; r++) {
+        for (const sp of specs) {
+          const k = new Collector();
+          sinks.push(k);
+          sessions.push(p.open(sp, k));
+        }
+      }
+      return { sinks, sessions };
+    });
+    const inputs = runs[0]!.sessions.map((_, i) => {
+      const sp = specs[i % specs.length]!;
+      const caller = chunks(signal(sp.callerIn.sampleRate, sp.callerIn.sampleRate / 2, i + 3), [
+        sp.callerIn.sampleRate / 50,
+        sp.callerIn.sampleRate / 100,
+        37,
+      ]).map((c) => encode(sp.callerIn.codec, c));
+      const bot = chunks(signal(sp.botRate, sp.botRate / 2, i + 11), [sp.botRate / 50, 41]).map(asBytes);
+      return { sp, caller, bot };
+    });
+    for (const run of runs) {
+      // Interleave sessions chunk by chunk, as live calls do.
+      const most = Math.max(...inputs.map((x) => Math.max(x.caller.length, x.bot.length)));
+      for (let c = 0; c < most; c++) {
+        inputs.forEach((x, i) => {
+          const s = run.sessions[i]!;
+          const a = x.caller[c];
+          const b = x.bot[c];
+          if (a !== undefined) s.fromCaller(a);
+          if (b !== undefined) s.fromBot(b);
+        });
+        if (c % 5 === 0) await tick();
+      }
+    }
+    const want = inputs.reduce((n, x) => n + x.caller.length + x.bot.length, 0);
+    const got = (run: Run) => run.sinks.reduce((n, k) => n + k.bot.length + k.caller.length, 0);
+    expect(await until(() => runs.every((r) => got(r) === want))).toBe(true);
+    inputs.forEach((x, i) => {
+      const ref = reference(x.sp, x.caller, x.bot);
+      for (const run of runs) {
+        const k = run.sinks[i]!;
+        expect(Buffer.from(concat(k.bot)).equals(Buffer.from(ref.bot)), `session ${i} bot`).toBe(true);
+        expect(Buffer.from(concat(k.caller)).equals(Buffer.from(ref.caller)), `session ${i} caller`).toBe(
+          true,
+        );
+      }
+    });
+  });
+});
+
+describe('worker pipeline lifecycle', () => {
+  it('assigns sessions to the least-loaded worker', () => {
+    const p = pipeline(2);
+    const s = Array.from({ length: 5 }, () =>
+      p.open(spec('slin', 8000, 'slin', 8000, 16000), new Collector()),
+    );
+    expect(p.stats().perWorker).toEqual([3, 2]);
+    s[0]!.close();
+    s[2]!.close();
+    expect(p.stats().perWorker).toEqual([1, 2]);
+    p.open(spec('slin', 8000, 'slin', 8000, 16000), new Collector());
+    expect(p.stats().perWorker).toEqual([2, 2]);
+  });
+
+  it('close() terminates the workers and leaves no handles behind', async () => {
+    const count = (type: string) => process.getActiveResourcesInfo().filter((r) => r === type).length;
+    const ports = count('MessagePort');
+    const timers = count('Timeout');
+    const p = createPipeline({ workers: 2 });
+    const sink = new Collector();
+    const s = p.open(spec('pcmu', 8000, 'pcmu', 8000, 16000), sink);
+    s.fromCaller(new Uint8Array(160));
+    expect(await until(() => sink.bot.length === 1)).toBe(true);
+    expect(count('MessagePort')).toBe(ports + 2);
+    await p.close();
+    expect(count('MessagePort')).toBe(ports);
+    expect(count('Timeout')).toBeLessThanOrEqual(timers);
+  });
+
+  it('lets a process exit on its own after close(), with sessions still open', async () => {
+    const { spawn } = await import('node:child_process');
+    const fixture = new URL('./exit-fixture.ts', import.meta.url);
+    const child = spawn(process.execPath, ['--import', 'tsx', fixture.pathname], { stdio: 'pipe' });
+    let out = '';
+    child.stdout.on('data', (d: Buffer) => {
+      out += d.toString();
+    });
+    child.stderr.on('data', (d: Buffer) => {
+      out += d.toString();
+    });
+    const code = await new Promise<number | null>((resolve) => {
+      const timer = setTimeout(() => {
+        child.kill('SIGKILL');
+        resolve(-1);
+      }, 20_000);
+      child.on('exit', (c) => {
+        clearTimeout(timer);
+        resolve(c);
+      });
+    });
+    expect(out).toContain('fixture: processed 2 chunks');
+    expect(code, out).toBe(0);
+  });
+});
