@@ -1,0 +1,170 @@
+#!/usr/bin/env node
+/**
+ * `npm run load -- --url ws://127.0.0.1:8080/v1/media --calls N --seconds S [options]`
+ * N concurrent synthetic calls paced at real time; reports round-trip latency through the bot, lost
+ * markers, audio returned, chunk jitter, and the CPU of the generator and of the target.
+ */
+import { writeFile } from 'node:fs/promises';
+import { parseArgs } from 'node:util';
+import { parseCodec, parseEncoding, parseTelephonyRate } from '../audio/format.js';
+import { mintToken } from '../auth/jwt.js';
+import { DEV_MEDIA_SECRET } from '../config.js';
+import { parseAudioSpec, renderAudio } from '../emulator/audio-source.js';
+import { asBackground } from '../load/markers.js';
+import { forkChild, orchestrate } from '../load/orchestrator.js';
+import { buildReport, type LoadReport, progressText, summaryText } from '../load/report.js';
+import type { RunOptions } from '../load/runner.js';
+
+const USAGE = `usage: npm run load -- --url ws://127.0.0.1:8080/v1/media --calls N --seconds S
+  [--ramp R] [--rate 8000|16000] [--encoding binary|base64] [--codec slin|pcmu|pcma]
+  [--token T | --secret S] [--tenant T] [--audio tone:<hz>|wav:<path>|speech:<text>|silence]
+  [--procs P] [--marker-every-ms 1000] [--json FILE|-] [--against-echo]
+Only loopback targets are accepted unless --allow-remote is given.`;
+
+function fail(message: string): never {
+  process.stderr.write(`voicebridge load: ${message}\n${USAGE}\n`);
+  process.exit(2);
+}
+
+function positiveInt(name: string, raw: string | undefined, dflt: number, min = 1, max = 100_000): number {
+  if (raw === undefined) return dflt;
+  const n = Number(raw);
+  if (!Number.isInteger(n) || n < min || n > max)
+    fail(`--${name} must be a whole number from ${min} to ${max}, got ${JSON.stringify(raw)}`);
+  return n;
+}
+
+const LOOPBACK = /^(127\.\d+\.\d+\.\d+|localhost|\[::1\])$/;
+
+async function main(): Promise<void> {
+  const { values } = parseArgs({
+    options: {
+      url: { type: 'string' },
+      calls: { type: 'string', default: '10' },
+      seconds: { type: 'string', default: '10' },
+      ramp: { type: 'string' },
+      rate: { type: 'string', default: '8000' },
+      encoding: { type: 'string', default: 'binary' },
+      codec: { type: 'string', default: 'slin' },
+      token: { type: 'string' },
+      secret: { type: 'string' },
+      tenant: { type: 'string' },
+      audio: { type: 'string', default: 'tone:440' },
+      procs: { type: 'string', default: '1' },
+      'marker-every-ms': { type: 'string', default: '1000' },
+      json: { type: 'string' },
+      'against-echo': { type: 'boolean', default: false },
+      'allow-remote': { type: 'boolean', default: false },
+      help: { type: 'boolean', default: false },
+    },
+  });
+  if (values.help) {
+    process.stdout.write(`${USAGE}\n`);
+    return;
+  }
+  if (values.url === undefined && !values['against-echo'])
+    fail('--url is required (or --against-echo alone)');
+  if (values.url !== undefined) {
+    let host: string;
+    try {
+      host = new URL(values.url).hostname;
+    } catch {
+      fail(`--url must be a ws:// or wss:// URL, got ${JSON.stringify(values.url)}`);
+    }
+    if (!LOOPBACK.test(host) && !values['allow-remote'])
+      fail(`--url must be a loopback address, got ${host}`);
+  }
+  const calls = positiveInt('calls', values.calls, 10);
+  const seconds = positiveInt('seconds', values.seconds, 10, 1, 86_400);
+  let rate: 8000 | 16000;
+  let codec: RunOptions['codec'];
+  let encoding: RunOptions['encoding'];
+  try {
+    rate = parseTelephonyRate(Number(values.rate), '--rate');
+    codec = parseCodec(values.codec, '--codec');
+    encoding = parseEncoding(values.encoding, '--encoding');
+  } catch (err) {
+    fail((err as Error).message);
+  }
+  const rampSeconds = positiveInt('ramp', values.ramp, Math.min(10, Math.ceil(calls / 100)), 0, 3600);
+  const procs = positiveInt('procs', values.procs, 1, 1, 64);
+  const secret = values.secret ?? process.env.MEDIA_SECRET ?? DEV_MEDIA_SECRET;
+  const token =
+    values.token ??
+    (await mintToken({
+      secret,
+      ttlSeconds: rampSeconds + seconds + 3600,
+      ...(values.tenant !== undefined ? { tenant: values.tenant } : {}),
+    }));
+  let background: Int16Array;
+  try {
+    // Ten seconds of the source, looped under the markers.
+    background = asBackground(await renderAudio(parseAudioSpec(values.audio, '--audio'), rate, 10));
+  } catch (err) {
+    fail((err as Error).message);
+  }
+
+  const base: Omit<RunOptions, 'url'> = {
+    calls,
+    seconds,
+    rampSeconds,
+    rate,
+    codec,
+    encoding,
+    token,
+    background,
+    chunkMs: 20,
+    markerEveryMs: positiveInt('marker-every-ms', values['marker-every-ms'], 1000, 100, 60_000),
+    markerBurstMs: 60,
+    drainMs: 2_000,
+    markerTimeoutMs: 5_000,
+    idPrefix: `load-${process.pid}`,
+  };
+
+  const reports: LoadReport[] = [];
+  const runOne = async (target: string, url: string) => {
+    const options: RunOptions = { ...base, url };
+    const tty = process.stderr.isTTY;
+    const result = await orchestrate(options, procs, (p) => {
+      const line = progressText(target, p, calls);
+      process.stderr.write(tty ? `\r\u001b[2K${line}` : `${line}\n`);
+    });
+    if (tty) process.stderr.write('\n');
+    const report = buildReport(target, options, result);
+    reports.push(report);
+    process.stdout.write(`${summaryText(report)}\n`);
+  };
+
+  if (values.url !== undefined) await runOne('bridge', values.url);
+  if (values['against-echo']) {
+    const echo = forkChild();
+    const url = await new Promise<string>((resolve, reject) => {
+      echo.on('message', (m: { type: string; url?: string; message?: string }) => {
+        if (m.type === 'echo' && m.url !== undefined) resolve(m.url);
+        else if (m.type === 'failed') reject(new Error(m.message));
+      });
+      echo.send({ type: 'echo' });
+    });
+    try {
+      await runOne('echo', url);
+    } finally {
+      echo.send({ type: 'stop' });
+    }
+  }
+  if (reports.length === 2) {
+    const [b, e] = reports as [LoadReport, LoadReport];
+    if (b.server !== null && e.server !== null && e.server.cpuMsPerCallSecond > 0) {
+      process.stdout.write(
+        `bridge / echo: CPU per call ${round2(b.server.cpuMsPerCallSecond / e.server.cpuMsPerCallSecond)}x, ` +
+          `round-trip p99 ${b.roundTripMs.p99} vs ${e.roundTripMs.p99} ms\n`,
+      );
+    }
+  }
+  const json = JSON.stringify(reports.length === 1 ? reports[0] : { runs: reports }, null, 2);
+  if (values.json === '-') process.stdout.write(`${json}\n`);
+  else if (values.json !== undefined) await writeFile(values.json, `${json}\n`);
+}
+
+const round2 = (v: number) => Math.round(v * 100) / 100;
+
+await main();

@@ -1,0 +1,205 @@
+/**
+ * Spreads a load run over child processes (so the generator's own CPU limit shows and can be raised),
+ * watches the target's CPU and RSS through its `/metrics`, and merges what the children measured.
+ */
+import { type ChildProcess, fork } from 'node:child_process';
+import { performance } from 'node:perf_hooks';
+import { fileURLToPath } from 'node:url';
+import type { Progress, RunOptions, RunResult } from './runner.js';
+import { Histogram } from './stats.js';
+
+const here = import.meta.url;
+const CHILD = fileURLToPath(new URL(`./child${here.endsWith('.ts') ? '.ts' : '.js'}`, here));
+
+/** Forks the child entry; from TypeScript sources it runs through tsx. */
+export function forkChild(): ChildProcess {
+  return fork(CHILD, [], {
+    execArgv: here.endsWith('.ts') ? ['--import', 'tsx'] : [],
+    serialization: 'advanced',
+    stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
+  });
+}
+
+export interface ServerSample {
+  readonly cpuSeconds: number;
+  readonly rssBytes: number;
+  readonly at: number;
+}
+
+/** Reads `process_cpu_seconds_total` and `process_resident_memory_bytes` from a /metrics URL. */
+export async function sampleServer(metricsUrl: string): Promise<ServerSample | undefined> {
+  try {
+    const res = await fetch(metricsUrl, { signal: AbortSignal.timeout(2_000) });
+    if (!res.ok) return undefined;
+    const text = await res.text();
+    const cpu = /^process_cpu_seconds_total(?:\{[^}]*\})? ([0-9.e+-]+)$/m.exec(text);
+    const rss = /^process_resident_memory_bytes(?:\{[^}]*\})? ([0-9.e+-]+)$/m.exec(text);
+    if (cpu === null || rss === null) return undefined;
+    return { cpuSeconds: Number(cpu[1]), rssBytes: Number(rss[1]), at: performance.now() };
+  } catch {
+    return undefined;
+  }
+}
+
+/** `ws://h:p/v1/media?x` -> `http://h:p/metrics` */
+export function metricsUrlOf(mediaUrl: string): string {
+  const u = new URL(mediaUrl);
+  u.protocol = u.protocol === 'wss:' ? 'https:' : 'http:';
+  u.pathname = '/metrics';
+  u.search = '';
+  return u.toString();
+}
+
+export interface OrchestratedResult {
+  readonly result: RunResult;
+  readonly rtt: Histogram;
+  readonly interArrival: Histogram;
+  /** Target CPU (share of one core) and RSS over the full-load window; undefined without /metrics. */
+  readonly server: { cpuShare: number; rssBytes: number; rssPeakBytes: number } | undefined;
+  readonly processes: number;
+}
+
+export interface ProgressLine {
+  readonly elapsedS: number;
+  readonly connected: number;
+  readonly failed: number;
+  readonly markersReturned: number;
+  readonly markersLost: number;
+  readonly recentRtt: Histogram;
+  readonly server: ServerSample | undefined;
+  readonly serverCpuShare: number | undefined;
+}
+
+export async function orchestrate(
+  options: RunOptions,
+  processes: number,
+  onProgress: (line: ProgressLine) => void,
+): Promise<OrchestratedResult> {
+  const procs = Math.max(1, Math.min(processes, options.calls));
+  const children: ChildProcess[] = [];
+  const progress: Progress[] = [];
+  const results: RunResult[] = [];
+  const metricsUrl = metricsUrlOf(options.url);
+  const t0 = performance.now();
+  const loadFrom = t0 + options.rampSeconds * 1000;
+  const loadTo = loadFrom + options.seconds * 1000;
+  let windowStart: ServerSample | undefined;
+  let windowEnd: ServerSample | undefined;
+  let last: ServerSample | undefined;
+  let rssPeak = 0;
+  let recent = new Histogram(10_000);
+  let finished = false;
+
+  const done = new Promise<void>((resolve, reject) => {
+    let left = procs;
+    for (let p = 0; p < procs; p++) {
+      const calls = Math.floor(options.calls / procs) + (p < options.calls % procs ? 1 : 0);
+      const child = forkChild();
+      children.push(child);
+      progress.push({ connected: 0, failed: 0, markersReturned: 0, markersLost: 0, recentRttMs: [] });
+      child.on(
+        'message',
+        (msg: { type: string; progress?: Progress; result?: RunResult; message?: string }) => {
+          if (msg.type === 'progress' && msg.progress !== undefined) {
+            progress[p] = msg.progress;
+            for (const v of msg.progress.recentRttMs) recent.add(v);
+          } else if (msg.type === 'result' && msg.result !== undefined) {
+            results.push(msg.result);
+            child.send({ type: 'stop' });
+            if (--left === 0) resolve();
+          } else if (msg.type === 'failed') reject(new Error(`load process failed: ${msg.message}`));
+        },
+      );
+      child.on('exit', (code) => {
+        if (results.length < procs && code !== 0) reject(new Error(`load process exited with ${code}`));
+      });
+      child.send({
+        type: 'run',
+        options: {
+          ...options,
+          calls,
+          idPrefix: `${options.idPrefix}-p${p}`,
+          rampSeconds: options.rampSeconds,
+        },
+      });
+    }
+  });
+
+  const ticker = setInterval(() => {
+    void sampleServer(metricsUrl).then((s) => {
+      if (finished) return;
+      const now = performance.now();
+      let share: number | undefined;
+      if (s !== undefined) {
+        if (last !== undefined && s.at > last.at)
+          share = (s.cpuSeconds - last.cpuSeconds) / ((s.at - last.at) / 1000);
+        last = s;
+        if (windowStart === undefined && now >= loadFrom) windowStart = s;
+        if (now <= loadTo + 1000) {
+          if (now >= loadFrom) windowEnd = s;
+          rssPeak = Math.max(rssPeak, s.rssBytes);
+        }
+      }
+      const sum = progress.reduce(
+        (a, b) => ({
+          connected: a.connected + b.connected,
+          failed: a.failed + b.failed,
+          markersReturned: a.markersReturned + b.markersReturned,
+          markersLost: a.markersLost + b.markersLost,
+        }),
+        { connected: 0, failed: 0, markersReturned: 0, markersLost: 0 },
+      );
+      onProgress({
+        elapsedS: (now - t0) / 1000,
+        ...sum,
+        recentRtt: recent,
+        server: s,
+        serverCpuShare: share,
+      });
+      recent = new Histogram(10_000);
+    });
+  }, 1000);
+
+  try {
+    await done;
+  } finally {
+    finished = true;
+    clearInterval(ticker);
+    for (const c of children) if (c.connected) c.send({ type: 'stop' });
+  }
+
+  const rtt = new Histogram(10_000);
+  const gaps = new Histogram(2_000);
+  const merged: RunResult = { ...results[0]!, failures: {} };
+  for (const key of [
+    'callsStarted',
+    'callsConnected',
+    'callsFailed',
+    'callsDropped',
+    'markersSent',
+    'markersReturned',
+    'markersLost',
+    'markersUnmatched',
+    'errorEvents',
+    'samplesSent',
+    'samplesReceived',
+    'cpuMs',
+  ] as const) {
+    merged[key] = results.reduce((a, r) => a + r[key], 0);
+  }
+  merged.wallMs = Math.max(...results.map((r) => r.wallMs));
+  for (const r of results) {
+    rtt.merge(r.rtt);
+    gaps.merge(r.interArrival);
+    for (const [k, v] of Object.entries(r.failures)) merged.failures[k] = (merged.failures[k] ?? 0) + v;
+  }
+  let server: OrchestratedResult['server'];
+  if (windowStart !== undefined && windowEnd !== undefined && windowEnd.at > windowStart.at) {
+    server = {
+      cpuShare: (windowEnd.cpuSeconds - windowStart.cpuSeconds) / ((windowEnd.at - windowStart.at) / 1000),
+      rssBytes: windowEnd.rssBytes,
+      rssPeakBytes: rssPeak,
+    };
+  }
+  return { result: merged, rtt, interArrival: gaps, server, processes: procs };
+}

@@ -1,0 +1,82 @@
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { afterEach, describe, expect, it } from 'vitest';
+import { generateTone } from '../../src/audio/tone.js';
+import { type EchoServer, startEchoServer } from '../../src/load/echo-server.js';
+import { asBackground } from '../../src/load/markers.js';
+import { orchestrate } from '../../src/load/orchestrator.js';
+import { buildReport } from '../../src/load/report.js';
+import type { RunOptions } from '../../src/load/runner.js';
+
+const base = (url: string): RunOptions => ({
+  url,
+  calls: 6,
+  seconds: 2,
+  rampSeconds: 0,
+  rate: 8000,
+  codec: 'slin',
+  encoding: 'binary',
+  token: undefined,
+  background: asBackground(generateTone(440, 8000, 8000)),
+  chunkMs: 20,
+  markerEveryMs: 400,
+  markerBurstMs: 60,
+  drainMs: 500,
+  markerTimeoutMs: 2_000,
+  idPrefix: 'test',
+});
+
+describe('load generator', () => {
+  let echo: EchoServer | undefined;
+  let refusing: Server | undefined;
+  afterEach(async () => {
+    await echo?.close();
+    echo = undefined;
+    await new Promise<void>((r) => (refusing ? refusing.close(() => r()) : r()));
+    refusing = undefined;
+  });
+
+  it('times every marker through a bare echo, in two processes, and reports the echo server', async () => {
+    echo = await startEchoServer();
+    for (const encoding of ['binary', 'base64'] as const) {
+      const options: RunOptions = {
+        ...base(echo.url),
+        encoding,
+        codec: encoding === 'base64' ? 'pcmu' : 'slin',
+      };
+      const result = await orchestrate(options, 2, () => {});
+      const report = buildReport('echo', options, result);
+      expect(report.processes).toBe(2);
+      expect(report.connected).toBe(6);
+      expect(report.failed).toBe(0);
+      // 2 s at one marker each 400 ms, the first after one interval: 4 per call.
+      expect(report.markers.sent).toBe(6 * 4);
+      expect(report.markers.returned).toBe(report.markers.sent);
+      expect(report.markers.lost).toBe(0);
+      expect(report.roundTripMs.n).toBe(report.markers.sent);
+      // Loopback echo: well under a chunk; generous for a busy 2-core machine.
+      expect(report.roundTripMs.p50).toBeLessThan(20);
+      expect(report.audioReturnedPct).toBe(100);
+      expect(report.interArrivalMs.p50).toBeGreaterThan(10);
+      expect(report.interArrivalMs.p50).toBeLessThan(30);
+      expect(report.server).not.toBeNull();
+      expect(report.server!.rssMb).toBeGreaterThan(10);
+    }
+  });
+
+  it('counts calls refused before the upgrade as failed, by status', async () => {
+    refusing = createServer((_req, res) => res.writeHead(401).end());
+    refusing.on('upgrade', (_req, socket) =>
+      socket.end('HTTP/1.1 401 Unauthorized\r\nContent-Length: 0\r\n\r\n'),
+    );
+    await new Promise<void>((r) => refusing!.listen(0, '127.0.0.1', r));
+    const port = (refusing.address() as AddressInfo).port;
+    const options = { ...base(`ws://127.0.0.1:${port}/v1/media`), calls: 3, seconds: 1, drainMs: 100 };
+    const result = await orchestrate(options, 1, () => {});
+    const report = buildReport('bridge', options, result);
+    expect(report.connected).toBe(0);
+    expect(report.failed).toBe(3);
+    expect(report.failures).toEqual({ http_401: 3 });
+    expect(report.markers.sent).toBe(0);
+  });
+});
