@@ -1,0 +1,201 @@
+/**
+ * Filter design for the streaming resampler: one linear-phase, Kaiser-windowed sinc prototype per
+ * rate pair, designed once in double precision and cached (every instance of a ratio shares it).
+ *
+ * Model: the input is upsampled by L and the output taken every M samples of the virtual rate
+ * F = inRate * L = outRate * M (L/M is the reduced ratio). Output n sits at virtual time n*M and
+ * reads input k at virtual time k*L through the prototype h (length N = 2*k*M + 1, centred at
+ * D = k*M): its group delay is exactly k output samples, so tests can align outputs to inputs exactly.
+ *
+ * Spec, scaled by the lower of the two rates R: passband to 0.4375*R (3.5 kHz at 8 kHz), stopband from
+ * 0.5625*R (4.5 kHz), cutoff at R/2. For 2:1 and 1:2 that cutoff is F/4 and the windowed sinc is a
+ * half-band filter: every other coefficient is exactly zero, which the kernels exploit.
+ */
+
+/** Stopband attenuation and passband ripple the Kaiser window is tuned for, in dB (ripple 1e-5). */
+export const DESIGN_ATTENUATION_DB = 100;
+/** Passband and stopband edges as fractions of the lower rate. */
+export const PASSBAND_EDGE = 0.4375;
+export const STOPBAND_EDGE = 0.5625;
+
+export type KernelKind = 'halfband-down' | 'halfband-up' | 'polyphase';
+
+export interface FilterDesign {
+  readonly inRate: number;
+  readonly outRate: number;
+  /** Upsampling factor (reduced). */
+  readonly L: number;
+  /** Downsampling factor (reduced). */
+  readonly M: number;
+  /** The prototype at the virtual rate, scaled by L (unit DC gain per phase), length 2*delayOut*M + 1. */
+  readonly prototype: Float64Array;
+  /** Group delay in output samples (the prototype's centre is delayOut * M). */
+  readonly delayOut: number;
+  /** Taps per polyphase branch (the prototype padded with zeros to L*tapsPerPhase). */
+  readonly tapsPerPhase: number;
+  /**
+   * Branch p holds h[p + i*L] for i = tapsPerPhase-1 .. 0, reversed so that a branch dots forward with
+   * the input window x[k - tapsPerPhase + 1 .. k]. Row-major, L rows.
+   */
+  readonly phases: Float64Array;
+  /** For the branch p of one output: the branch of the next output, and how many inputs it moves on. */
+  readonly nextPhase: Int32Array;
+  readonly advance: Int32Array;
+  /** The kernel shape this ratio allows. */
+  readonly kind: KernelKind;
+  /**
+   * Half-band kernels only: the unique non-zero off-centre coefficients g[0..m) (already scaled by L),
+   * where m = halfLength. Down: y[n] = c*x[2n-2m] + sum g[j] (x[2n-2m-(2j+1)] + x[2n-2m+(2j+1)]).
+   */
+  readonly halfband: Float64Array;
+  readonly halfLength: number;
+  /** Group delay plus the input samples one output may wait for, in milliseconds. */
+  readonly latencyMs: number;
+}
+
+function gcd(a: number, b: number): number {
+  while (b !== 0) [a, b] = [b, a % b];
+  return a;
+}
+
+/** Modified Bessel function of the first kind, order 0 (power series; converges fast for x < 40). */
+export function besselI0(x: number): number {
+  let sum = 1;
+  let term = 1;
+  const q = (x * x) / 4;
+  for (let k = 1; k < 200; k++) {
+    term *= q / (k * k);
+    sum += term;
+    if (term < sum * 1e-17) break;
+  }
+  return sum;
+}
+
+/** Kaiser's beta for a stopband attenuation in dB. */
+export function kaiserBeta(attenuationDb: number): number {
+  if (attenuationDb > 50) return 0.1102 * (attenuationDb - 8.7);
+  if (attenuationDb >= 21) return 0.5842 * (attenuationDb - 21) ** 0.4 + 0.07886 * (attenuationDb - 21);
+  return 0;
+}
+
+function sinc(x: number): number {
+  if (x === 0) return 1;
+  const px = Math.PI * x;
+  return Math.sin(px) / px;
+}
+
+const cache = new Map<string, FilterDesign>();
+
+/** The shared design for a rate pair (rates already validated, and different). */
+export function designFilter(inRate: number, outRate: number): FilterDesign {
+  const key = `${inRate}->${outRate}`;
+  let design = cache.get(key);
+  if (design === undefined) {
+    design = build(inRate, outRate);
+    cache.set(key, design);
+  }
+  return design;
+}
+
+function build(inRate: number, outRate: number): FilterDesign {
+  const g = gcd(inRate, outRate);
+  const L = outRate / g;
+  const M = inRate / g;
+  const F = inRate * L;
+  const low = Math.min(inRate, outRate);
+  const transition = (STOPBAND_EDGE - PASSBAND_EDGE) * low;
+  const A = DESIGN_ATTENUATION_DB;
+  // Kaiser's length estimate N - 1 >= (A - 7.95) / (2.285 * dw), rounded up to 2*k*M so that the
+  // delay is a whole number of output samples.
+  const minOrder = (A - 7.95) / (2.285 * ((2 * Math.PI * transition) / F));
+  let k = Math.ceil(minOrder / (2 * M));
+  const halfbandUp = L === 2 && M === 1;
+  const halfbandDown = L === 1 && M === 2;
+  // Half-band up: the centre must fall on the copy branch (even delay), so the other branch holds
+  // all the non-zero taps symmetrically.
+  if (halfbandUp && k % 2 === 1) k++;
+  const D = k * M;
+  const N = 2 * D + 1;
+  const fc = low / 2 / F; // cutoff in cycles per virtual sample
+  const beta = kaiserBeta(A);
+  const i0b = besselI0(beta);
+  const proto = new Float64Array(N);
+  let sum = 0;
+  for (let j = 0; j < N; j++) {
+    const t = (j - D) / D;
+    const w = besselI0(beta * Math.sqrt(Math.max(0, 1 - t * t))) / i0b;
+    const v = 2 * fc * sinc(2 * fc * (j - D)) * w;
+    proto[j] = v;
+    sum += v;
+  }
+  if (halfbandUp || halfbandDown) {
+    // Half-band: exact zeros at even offsets from the centre (sin(pi*j/2) leaves ~1e-17 residues), the
+    // centre exactly L/2 (so 1:2 copies every other sample untouched) and the odd taps summing to L/2.
+    let odd = 0;
+    for (let j = 0; j < N; j++) {
+      if ((j - D) % 2 === 0) proto[j] = 0;
+      else odd += proto[j]!;
+    }
+    for (let j = 0; j < N; j++) proto[j] = (proto[j]! * L) / 2 / odd;
+    proto[D] = L / 2;
+  } else {
+    // Unit DC gain per output: the whole prototype sums to L.
+    for (let j = 0; j < N; j++) proto[j] = (proto[j]! * L) / sum;
+  }
+
+  const T = Math.ceil(N / L);
+  const phases = new Float64Array(L * T);
+  for (let p = 0; p < L; p++) {
+    for (let i = 0; i < T; i++) {
+      const j = p + i * L;
+      phases[p * T + (T - 1 - i)] = j < N ? proto[j]! : 0;
+    }
+  }
+  const nextPhase = new Int32Array(L);
+  const advance = new Int32Array(L);
+  for (let p = 0; p < L; p++) {
+    nextPhase[p] = (p + M) % L;
+    advance[p] = Math.floor((p + M) / L);
+  }
+
+  let kind: KernelKind = 'polyphase';
+  let m = 0;
+  let halfband = new Float64Array(0);
+  if (halfbandDown || halfbandUp) {
+    kind = halfbandDown ? 'halfband-down' : 'halfband-up';
+    m = D / 2;
+    halfband = new Float64Array(m);
+    // g[j] is the tap at offset 2j+1 from the centre (equal to the one at -(2j+1)).
+    for (let j = 0; j < m; j++) halfband[j] = proto[D + 2 * j + 1]!;
+  }
+  const heldInputs = Math.max(0, Math.ceil(M / L) - 1);
+  const latencyMs = (D / F) * 1000 + (heldInputs / inRate) * 1000;
+  return {
+    inRate,
+    outRate,
+    L,
+    M,
+    prototype: proto,
+    delayOut: k,
+    tapsPerPhase: T,
+    phases,
+    nextPhase,
+    advance,
+    kind,
+    halfband,
+    halfLength: m,
+    latencyMs,
+  };
+}
+
+/** Magnitude response of the prototype at `hz` (virtual rate F), divided by L: 1 in the passband. */
+export function prototypeGain(design: FilterDesign, hz: number): number {
+  const F = design.inRate * design.L;
+  const w = (2 * Math.PI * hz) / F;
+  const D = design.delayOut * design.M;
+  // Linear phase: the response is real after removing the delay; sum pairs about the centre.
+  const h = design.prototype;
+  let acc = h[D]!;
+  for (let o = 1; o <= D; o++) acc += 2 * h[D + o]! * Math.cos(w * o);
+  return Math.abs(acc) / design.L;
+}

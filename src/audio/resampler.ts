@@ -1,0 +1,69 @@
+/**
+ * The streaming resampler's public API. One stateful instance per direction per session; the filters
+ * behind it are designed once per rate pair and shared (src/audio/filters.ts). Two implementations with
+ * the same behaviour: a WebAssembly SIMD kernel (the default) and a pure-JS fallback.
+ */
+import { invalidField } from '../errors.js';
+import { designFilter } from './filters.js';
+import { RESAMPLER_RATES } from './format.js';
+import { JsResampler } from './resampler-js.js';
+import { createWasmResampler, wasmAvailable } from './resampler-wasm.js';
+
+export interface Resampler {
+  readonly inRate: number;
+  readonly outRate: number;
+  /** Group delay plus samples held, in milliseconds. */
+  readonly latencyMs: number;
+  /** Most output samples `process` can write for `inputSamples` input samples. */
+  maxOutput(inputSamples: number): number;
+  /** Resamples PCM16 `input` into `output` (length >= maxOutput); returns samples written. Allocates nothing. */
+  process(input: Int16Array, output: Int16Array): number;
+  /** Forgets all history (as if new). */
+  reset(): void;
+  /** Releases the instance's state; the instance must not be used after. */
+  free(): void;
+}
+
+export type ResamplerImpl = 'wasm' | 'js';
+
+const RATES_ACCEPTED = RESAMPLER_RATES.join(', ');
+
+function checkRate(value: number, field: string): void {
+  if (!(RESAMPLER_RATES as readonly number[]).includes(value))
+    throw invalidField(field, RATES_ACCEPTED, value);
+}
+
+/** Same rate in and out: a copy, no delay. */
+class PassThrough implements Resampler {
+  readonly latencyMs = 0;
+  constructor(
+    readonly inRate: number,
+    readonly outRate: number,
+  ) {}
+  maxOutput(inputSamples: number): number {
+    return inputSamples;
+  }
+  process(input: Int16Array, output: Int16Array): number {
+    output.set(input);
+    return input.length;
+  }
+  reset(): void {}
+  free(): void {}
+}
+
+/**
+ * A resampler from `inRate` to `outRate` (each one of 8000, 16000, 22050, 24000, 44100, 48000).
+ * `impl` forces an implementation; by default WebAssembly SIMD where the runtime has it, else JS.
+ */
+export function createResampler(
+  inRate: number,
+  outRate: number,
+  options?: { impl?: ResamplerImpl },
+): Resampler {
+  checkRate(inRate, 'inRate');
+  checkRate(outRate, 'outRate');
+  if (inRate === outRate) return new PassThrough(inRate, outRate);
+  const design = designFilter(inRate, outRate);
+  const impl = options?.impl ?? (wasmAvailable() ? 'wasm' : 'js');
+  return impl === 'wasm' ? createWasmResampler(design) : new JsResampler(design);
+}
