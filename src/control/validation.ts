@@ -15,7 +15,7 @@ interface AjvError {
   readonly message?: string;
 }
 
-type PropSchemas = Record<string, { description?: string }>;
+type PropSchemas = Record<string, { description?: string; writeOnly?: boolean }>;
 type Part = 'body' | 'params' | 'querystring';
 
 function partSchema(req: FastifyRequest, part: Part): { properties?: PropSchemas } | undefined {
@@ -46,6 +46,10 @@ export function validationError(req: FastifyRequest, errs: readonly AjvError[], 
     );
   }
   const accepts = props[field]?.description ?? e.message ?? 'valid';
+  // A write-only field (a secret) is never echoed back, not even when it is wrong.
+  if (props[field]?.writeOnly === true) {
+    return new BridgeError('invalid_field', `${field} must be ${accepts}`, { field });
+  }
   const value = typeof data === 'object' && data !== null ? data[field] : undefined;
   return invalidField(field, accepts, value);
 }

@@ -129,7 +129,10 @@ export function registerProviderApi(app: FastifyInstance, o: ProviderApiOptions)
       body.media_secret !== undefined &&
       (typeof body.media_secret !== 'string' || body.media_secret === '')
     ) {
-      throw invalidField('media_secret', 'a non-empty string', body.media_secret);
+      // Write-only: not echoed back even when it is wrong.
+      throw new BridgeError('invalid_field', 'media_secret must be a non-empty string', {
+        field: 'media_secret',
+      });
     }
     // Keep the caller's codec name (e.g. "PCM16"): it is what the emulator announces in session_start.
     const codec = body.codec === undefined ? parsed.codec : String(body.codec);

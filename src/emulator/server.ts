@@ -3,7 +3,7 @@
  * with dial-plan outcomes and timings, plus synthetic calls placed into a registered media endpoint.
  * Runs standalone (`npm run emulator`) or in-process beside the bridge (`npm start` without a provider).
  */
-import Fastify, { type FastifyBaseLogger, type FastifyInstance } from 'fastify';
+import Fastify, { type FastifyBaseLogger, type FastifyInstance, LogController } from 'fastify';
 import { createRestVerifier } from '../auth/jwt.js';
 import { BridgeError, isBridgeError } from '../errors.js';
 import { createLogger, type Logger } from '../log.js';
@@ -41,7 +41,7 @@ export async function createEmulator(options: EmulatorOptions): Promise<Emulator
 
   const app = Fastify({
     loggerInstance: log as FastifyBaseLogger,
-    disableRequestLogging: true,
+    logController: new LogController({ disableRequestLogging: true }),
     // Dials may be held open well past 25 s on purpose (a dial plan's afterMs is honoured as given).
     requestTimeout: 0,
     bodyLimit: 64 * 1024,

@@ -63,6 +63,9 @@ const PASS_THROUGH: Readonly<Record<number, ErrorCode>> = {
 /** Error codes of a refused or failed TCP connection: the provider is unreachable. */
 const UNREACHABLE = new Set(['ECONNREFUSED', 'ENOTFOUND', 'EHOSTUNREACH', 'ENETUNREACH', 'EAI_AGAIN']);
 
+/** How far past the bound undici's coarse timers are set (they back up the precise AbortSignal). */
+const BACKSTOP_MS = 1_000;
+
 /** Largest provider answer read; every documented answer is a few hundred bytes. */
 const MAX_ANSWER_BYTES = 1024 * 1024;
 
@@ -71,9 +74,11 @@ export function createProviderClient(options: ProviderClientOptions): ProviderCl
   const retryDelayMs = options.retryDelayMs ?? 250;
   const agent = new Agent({
     connect: { timeout: options.connectTimeoutMs },
-    // Library defaults are 300 s; the provider's slowest documented answer is 25 s.
-    headersTimeout: options.readTimeoutMs,
-    bodyTimeout: options.readTimeoutMs,
+    // Library defaults are 300 s; the provider's slowest documented answer is 25 s. undici's own timers
+    // tick coarsely (up to ~500 ms early or late), so they are a backstop just past the bound; the exact
+    // bound is the AbortSignal on each request.
+    headersTimeout: options.readTimeoutMs + BACKSTOP_MS,
+    bodyTimeout: options.readTimeoutMs + BACKSTOP_MS,
     keepAliveTimeout: 4_000,
   });
 
@@ -126,9 +131,9 @@ export function createProviderClient(options: ProviderClientOptions): ProviderCl
         headers,
         body: body === undefined ? null : JSON.stringify(body),
         dispatcher: agent,
-        headersTimeout: remaining,
-        bodyTimeout: remaining,
-        // The whole call, retry included, ends at the bound even if the provider trickles bytes.
+        headersTimeout: remaining + BACKSTOP_MS,
+        bodyTimeout: remaining + BACKSTOP_MS,
+        // The exact bound: the whole call, retry included, ends here even if the provider trickles bytes.
         signal: AbortSignal.timeout(remaining),
       });
     } catch (err) {

@@ -1,0 +1,175 @@
+/**
+ * Loopback fixtures for the control-plane tests: a real provider emulator and a real bridge pointed at
+ * it, with real JWTs and the bridge's log lines captured for searching.
+ */
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { type Bridge, createBridge } from '../../src/app.js';
+import { mintToken } from '../../src/auth/jwt.js';
+import { type Config, loadConfig } from '../../src/config.js';
+import { parseDialPlan } from '../../src/emulator/dial-plan.js';
+import { createEmulator, type Emulator } from '../../src/emulator/server.js';
+import { createLogger } from '../../src/log.js';
+
+export const AUTH_SECRET = 'control-test-auth-secret';
+export const EMULATOR_SECRET = 'control-test-emulator-secret';
+export const MEDIA_SECRET = 'control-test-media-secret';
+
+export const ALL_SCOPES = ['media:manage', 'sessions:read', 'calls:control'];
+
+export function restToken(scopes: string[], tenant?: string, secret = AUTH_SECRET): Promise<string> {
+  return mintToken({ secret, scopes, ...(tenant !== undefined ? { tenant } : {}) });
+}
+
+export const TEST_DIAL_PLAN = {
+  '100': { dialStatus: 'ANSWER', afterMs: 50 },
+  '200': { dialStatus: 'BUSY', afterMs: 50 },
+  '300': { dialStatus: 'CONGESTION', afterMs: 50 },
+  '400': { dialStatus: 'CHANUNAVAIL', afterMs: 50 },
+  '500': { dialStatus: 'NOANSWER' },
+  '2400': { dialStatus: 'ANSWER', afterMs: 24_000 },
+  '9000': { dialStatus: 'ANSWER', afterMs: 60_000 },
+};
+
+export interface Rig {
+  readonly bridge: Bridge;
+  readonly http: string;
+  readonly emulator: Emulator | undefined;
+  readonly emulatorUrl: string | undefined;
+  /** Every log line the bridge wrote. */
+  readonly logs: string[];
+  close(): Promise<void>;
+}
+
+export interface RigOptions {
+  /** Provider base URL (with `/v1`); default: a fresh emulator's. `null`: no provider configured. */
+  readonly providerUrl?: string | null;
+  readonly config?: Partial<Config>;
+  readonly env?: Record<string, string>;
+  readonly dialTimeoutMs?: number;
+}
+
+/** A bridge on 127.0.0.1:0 with an emulator as its provider (unless told otherwise). */
+export async function startRig(o: RigOptions = {}): Promise<Rig> {
+  let emulator: Emulator | undefined;
+  let emulatorUrl: string | undefined;
+  let bridgeRef: Bridge | undefined;
+  if (o.providerUrl === undefined) {
+    emulator = await createEmulator({
+      jwtSecret: EMULATOR_SECRET,
+      dialPlan: parseDialPlan(TEST_DIAL_PLAN),
+      dialTimeoutMs: o.dialTimeoutMs ?? 300,
+      // As in `npm start`: call control for the calls the bridge holds.
+      lookupSession: async (tenant, id) => bridgeRef?.ctx.sessions.get(tenant, id),
+      log: createLogger('silent'),
+    });
+    emulatorUrl = await emulator.listen(0);
+  }
+  const providerUrl = o.providerUrl === undefined ? `${emulatorUrl}/v1` : o.providerUrl;
+  const base = loadConfig({
+    LOG_LEVEL: 'debug',
+    DSP_WORKERS: '0',
+    AUTH_JWT_SECRET: AUTH_SECRET,
+    MEDIA_SECRET,
+    ...(providerUrl !== null
+      ? {
+          PROVIDER_BASE_URL: providerUrl,
+          PROVIDER_TOKEN: await mintToken({ secret: EMULATOR_SECRET, scopes: ALL_SCOPES }),
+        }
+      : {}),
+    ...o.env,
+  });
+  const config: Config = Object.freeze({ ...base, port: 0, host: '127.0.0.1', ...o.config });
+  const logs: string[] = [];
+  const log = createLogger('debug', { write: (line: string) => void logs.push(line) });
+  const bridge = await createBridge(config, { log });
+  bridgeRef = bridge;
+  const http = await bridge.listen();
+  return {
+    bridge,
+    http,
+    emulator,
+    emulatorUrl,
+    logs,
+    async close() {
+      await bridge.close();
+      await emulator?.close();
+    },
+  };
+}
+
+/** Registers a live session on the bridge, as the media endpoint does on session_start. */
+export async function holdSession(bridge: Bridge, id: string, tenant = 'default'): Promise<void> {
+  await bridge.ctx.sessions.add({
+    session_id: id,
+    tenant,
+    customer_phone: '15550199',
+    direction: 'inbound',
+    started_at: new Date().toISOString(),
+    conferenceNumbers: [],
+  });
+}
+
+export interface JsonAnswer {
+  readonly status: number;
+  readonly body: Record<string, unknown>;
+  readonly text: string;
+  readonly ms: number;
+}
+
+/** One real HTTP request over loopback. */
+export async function call(
+  base: string,
+  method: string,
+  path: string,
+  o: { token?: string; body?: unknown } = {},
+): Promise<JsonAnswer> {
+  const started = performance.now();
+  const res = await fetch(`${base}${path}`, {
+    method,
+    headers: {
+      ...(o.token !== undefined ? { authorization: `Bearer ${o.token}` } : {}),
+      ...(o.body !== undefined ? { 'content-type': 'application/json' } : {}),
+    },
+    ...(o.body !== undefined ? { body: JSON.stringify(o.body) } : {}),
+    signal: AbortSignal.timeout(60_000),
+  });
+  const text = await res.text();
+  let body: Record<string, unknown> = {};
+  try {
+    body = JSON.parse(text);
+  } catch {}
+  return { status: res.status, body, text, ms: performance.now() - started };
+}
+
+/** A tiny real HTTP server answering every request with `handler`; counts requests. */
+export async function tinyServer(
+  handler: (req: IncomingMessage, res: ServerResponse, n: number) => void,
+): Promise<{ url: string; requests: () => number; close(): Promise<void> }> {
+  let n = 0;
+  const server: Server = createServer((req, res) => {
+    n++;
+    req.resume();
+    req.on('end', () => handler(req, res, n));
+  });
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  const { port } = server.address() as AddressInfo;
+  return {
+    url: `http://127.0.0.1:${port}`,
+    requests: () => n,
+    close: () =>
+      new Promise<void>((r) => {
+        server.closeAllConnections();
+        server.close(() => r());
+      }),
+  };
+}
+
+/** A loopback port nothing listens on. */
+export async function closedPort(): Promise<number> {
+  const server = createServer();
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  const { port } = server.address() as AddressInfo;
+  await new Promise<void>((r) => server.close(() => r()));
+  return port;
+}

@@ -1,0 +1,200 @@
+import { afterEach, describe, expect, it } from 'vitest';
+import WebSocket from 'ws';
+import { mintToken } from '../../src/auth/jwt.js';
+import {
+  call,
+  closedPort,
+  EMULATOR_SECRET,
+  MEDIA_SECRET,
+  type Rig,
+  restToken,
+  startRig,
+  tinyServer,
+} from './harness.js';
+
+const NEW_SECRET = 'rotated-media-secret-4b1e7c9d2a';
+
+/** The HTTP status of a media handshake: 101 when the endpoint accepted the token. */
+function handshake(url: string, token: string): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const ws = new WebSocket(url, { headers: { authorization: `Bearer ${token}` } });
+    ws.on('upgrade', () => {
+      ws.terminate();
+      resolve(101);
+    });
+    ws.on('unexpected-response', (_req, res) => {
+      resolve(res.statusCode ?? 0);
+      ws.terminate();
+    });
+    ws.on('error', (err) => {
+      if (!String(err.message).includes('Unexpected server response')) reject(err);
+    });
+  });
+}
+
+describe('media-stream registration', () => {
+  let rig: Rig | undefined;
+  afterEach(async () => {
+    await rig?.close();
+    rig = undefined;
+  });
+
+  it('PUT then GET: stored, forwarded to the provider, secret write-only with a hint of at most 2 characters', async () => {
+    rig = await startRig();
+    const token = await restToken(['media:manage']);
+    const before = await call(rig.http, 'GET', '/v1/media-stream', { token });
+    expect(before.status).toBe(404);
+
+    const upsert = {
+      media_ws_url: 'wss://bridge.example/v1/media',
+      codec: 'PCM16',
+      input_sample_rate: 8000,
+      output_sample_rate: 16000,
+      encoding: 'base64',
+      chunk_bytes: 640,
+      media_secret: NEW_SECRET,
+    };
+    const put = await call(rig.http, 'PUT', '/v1/media-stream', { token, body: upsert });
+    expect(put.status).toBe(200);
+    const expected = {
+      tenant: 'default',
+      media_ws_url: 'wss://bridge.example/v1/media',
+      codec: 'slin',
+      input_sample_rate: 8000,
+      output_sample_rate: 16000,
+      channels: 1,
+      encoding: 'base64',
+      chunk_bytes: 640,
+      secret_hint: '****2a',
+    };
+    expect(put.body).toEqual(expected);
+    const get = await call(rig.http, 'GET', '/v1/media-stream', { token });
+    expect(get.body).toEqual(expected);
+
+    // The provider got the upsert, secret included (it signs its media tokens with it).
+    const providerToken = await mintToken({ secret: EMULATOR_SECRET, scopes: ['media:manage'] });
+    const atProvider = await call(rig.emulatorUrl!, 'GET', '/v1/media-stream', { token: providerToken });
+    expect(atProvider.body).toMatchObject({
+      media_ws_url: upsert.media_ws_url,
+      codec: 'PCM16',
+      chunk_bytes: 640,
+    });
+    expect(atProvider.body.secret_hint).toBe('****2a');
+
+    // The secret appears in no response and no log line.
+    for (const text of [put.text, get.text, atProvider.text, ...rig.logs])
+      expect(text).not.toContain(NEW_SECRET);
+    expect(rig.logs.some((l) => l.includes('media stream registered'))).toBe(true);
+
+    // From now on the media endpoint verifies the tenant's tokens with the new secret.
+    expect(await rig.bridge.ctx.tenants.getMediaSecret('default')).toBe(NEW_SECRET);
+    const mediaUrl = `${rig.http.replace('http', 'ws')}/v1/media`;
+    expect(await handshake(mediaUrl, await mintToken({ secret: NEW_SECRET }))).toBe(101);
+    expect(await handshake(mediaUrl, await mintToken({ secret: MEDIA_SECRET }))).toBe(401);
+  });
+
+  it('optional fields take the defaults, and the secret is kept until replaced', async () => {
+    rig = await startRig({ providerUrl: null });
+    const token = await restToken(['media:manage'], 'acme');
+    const put = await call(rig.http, 'PUT', '/v1/media-stream', {
+      token,
+      body: { media_ws_url: 'ws://127.0.0.1:1/v1/media', media_secret: 'short-one' },
+    });
+    expect(put.body).toEqual({
+      tenant: 'acme',
+      media_ws_url: 'ws://127.0.0.1:1/v1/media',
+      codec: 'slin',
+      input_sample_rate: 8000,
+      output_sample_rate: 8000,
+      channels: 1,
+      encoding: 'binary',
+      chunk_bytes: 320,
+      secret_hint: '****',
+    });
+    await call(rig.http, 'PUT', '/v1/media-stream', {
+      token,
+      body: { media_ws_url: 'ws://127.0.0.1:2/v1/media' },
+    });
+    expect(await rig.bridge.ctx.tenants.getMediaSecret('acme')).toBe('short-one');
+    expect(await rig.bridge.ctx.tenants.getMediaStream('default')).toBeUndefined();
+  });
+
+  it('400 names each bad field and what it accepts', async () => {
+    rig = await startRig({ providerUrl: null });
+    const token = await restToken(['media:manage']);
+    const ok = { media_ws_url: 'ws://h/v1/media' };
+    const cases: [Record<string, unknown>, string][] = [
+      [{}, 'media_ws_url must be a ws:// or wss:// URL, got nothing'],
+      [{ media_ws_url: 'http://h/x' }, 'media_ws_url must be a ws:// or wss:// URL, got "http://h/x"'],
+      [{ ...ok, input_sample_rate: 11025 }, 'input_sample_rate must be 8000 or 16000, got 11025'],
+      [{ ...ok, output_sample_rate: 44100 }, 'output_sample_rate must be 8000 or 16000, got 44100'],
+      [{ ...ok, encoding: 'hex' }, 'encoding must be "binary" or "base64", got "hex"'],
+      [
+        { ...ok, codec: 'opus' },
+        'codec must be slin (or PCM16, L16, LINEAR16, slin16), pcmu or pcma, got "opus"',
+      ],
+      [{ ...ok, chunk_bytes: 321 }, 'chunk_bytes must be an even integer from 80 to 6400, got 321'],
+      [{ ...ok, chunk_bytes: 64000 }, 'chunk_bytes must be an even integer from 80 to 6400, got 64000'],
+      [{ ...ok, chunk_bytes: 2 }, 'chunk_bytes must be an even integer from 80 to 6400, got 2'],
+      [{ ...ok, channels: 2 }, 'channels must be 1 (mono), got 2'],
+      [{ ...ok, media_secret: 'x' }, 'media_secret must be a string of 8 to 512 characters (write-only)'],
+      [
+        { ...ok, sample_rate: 8000 },
+        'unknown field "sample_rate"; accepted fields: media_ws_url, codec, input_sample_rate, output_sample_rate, channels, encoding, chunk_bytes, media_secret',
+      ],
+    ];
+    for (const [body, message] of cases) {
+      const r = await call(rig.http, 'PUT', '/v1/media-stream', { token, body });
+      expect({ status: r.status, message: r.body.message }).toEqual({ status: 400, message });
+    }
+    const notObject = await call(rig.http, 'PUT', '/v1/media-stream', { token, body: [1] });
+    expect(notObject.status).toBe(400);
+    for (const alias of ['L16', 'linear16', 'slin16', 'pcmu', 'PCMA']) {
+      const r = await call(rig.http, 'PUT', '/v1/media-stream', { token, body: { ...ok, codec: alias } });
+      expect(r.status).toBe(200);
+    }
+    expect(await rig.bridge.ctx.tenants.getMediaStream('default')).toMatchObject({ codec: 'pcma' });
+  });
+
+  it('401 without a token, 403 without media:manage; auth is checked before the body', async () => {
+    rig = await startRig({ providerUrl: null });
+    const none = await call(rig.http, 'PUT', '/v1/media-stream', { body: { media_ws_url: 'nope' } });
+    expect(none.status).toBe(401);
+    const weak = await restToken(['calls:control']);
+    const r = await call(rig.http, 'GET', '/v1/media-stream', { token: weak });
+    expect(r.status).toBe(403);
+    expect(r.body).toEqual({
+      error: 'forbidden',
+      message: 'token lacks the scope "media:manage" this route requires',
+    });
+  });
+
+  it('local state changes only when the provider accepted the upsert', async () => {
+    const refusing = await tinyServer((_req, res) => {
+      res.writeHead(400, { 'content-type': 'application/json' });
+      res.end(
+        JSON.stringify({ error: 'bad_request', message: 'media_ws_url is not reachable from the provider' }),
+      );
+    });
+    try {
+      rig = await startRig({ providerUrl: `${refusing.url}/v1` });
+      const token = await restToken(['media:manage']);
+      const body = { media_ws_url: 'ws://h/v1/media', media_secret: NEW_SECRET };
+      const r = await call(rig.http, 'PUT', '/v1/media-stream', { token, body });
+      expect(r.status).toBe(400);
+      expect(r.body.message).toBe('media_ws_url is not reachable from the provider');
+      expect(await rig.bridge.ctx.tenants.getMediaStream('default')).toBeUndefined();
+      expect(await rig.bridge.ctx.tenants.getMediaSecret('default')).toBe(MEDIA_SECRET);
+      await rig.close();
+
+      rig = await startRig({ providerUrl: `http://127.0.0.1:${await closedPort()}/v1` });
+      const down = await call(rig.http, 'PUT', '/v1/media-stream', { token, body });
+      expect(down.status).toBe(503);
+      expect(down.body.message).toMatch(/^provider media-stream upsert is unreachable/);
+      expect(await rig.bridge.ctx.tenants.getMediaSecret('default')).toBe(MEDIA_SECRET);
+      for (const line of rig.logs) expect(line).not.toContain(NEW_SECRET);
+    } finally {
+      await refusing.close();
+    }
+  });
+});
