@@ -44,8 +44,8 @@ export interface Config {
   readonly drainTimeoutMs: number;
   /** Delay of the `builtin:echo` bot. */
   readonly echoDelayMs: number;
-  /** Period of the one pacing timer shared by all sessions; bounds how late a chunk leaves, not the rate. */
-  readonly paceTickMs: number;
+  /** Shortest gap between wake-ups of the one pacing timer shared by all sessions. */
+  readonly paceMinGapMs: number;
   /** Redials of a ws bot that cannot be reached or drops, before the call goes on without it. */
   readonly botRetries: number;
   /** First redial delay; doubles per failure up to 5 s. */
@@ -194,7 +194,7 @@ export function loadConfig(env: Env = process.env, argv: readonly string[] = [])
     heartbeatIntervalMs: int('HEARTBEAT_INTERVAL_MS', 15_000, 1000, 300_000),
     drainTimeoutMs: int('DRAIN_TIMEOUT_MS', 30_000, 0, 3_600_000),
     echoDelayMs: int('ECHO_DELAY_MS', 200, 0, 10_000),
-    paceTickMs: int('PACE_TICK_MS', 5, 1, 20),
+    paceMinGapMs: int('PACE_MIN_GAP_MS', 2, 1, 20),
     botRetries: int('BOT_RETRIES', 5, 0, 100),
     botRetryBaseMs: int('BOT_RETRY_BASE_MS', 250, 10, 60_000),
     botConnectTimeoutMs: int('BOT_CONNECT_TIMEOUT_MS', 5_000, 100, 60_000),

@@ -81,8 +81,8 @@ export class ProviderConnection {
     else this.#close(1001, 'bridge shutting down');
   }
 
+  /** Cuts the socket without a close handshake (a dead peer, or one that ignored the close). */
   terminate(): void {
-    this.#session?.end(1006, 'terminated', 'provider_lost');
     this.#ws.terminate();
     this.#onClose(1006);
   }

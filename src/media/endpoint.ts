@@ -39,7 +39,7 @@ export function attachMediaEndpoint(
     perMessageDeflate: false,
     clientTracking: false,
   });
-  const loop = new PacingLoop(config.paceTickMs);
+  const loop = new PacingLoop(config.paceMinGapMs);
   const conns = new Set<ProviderConnection>();
 
   const heartbeat = setInterval(() => {

@@ -13,7 +13,7 @@ import { PaceClock } from '../audio/pacer.js';
 import { Rechunker } from '../audio/rechunker.js';
 import type { Metrics } from '../metrics.js';
 import type { SessionFormat } from './format.js';
-import type { Paced } from './pacing-loop.js';
+import type { Paced, PacingLoop } from './pacing-loop.js';
 
 export interface OutboundOptions {
   readonly format: SessionFormat;
@@ -21,6 +21,10 @@ export interface OutboundOptions {
   readonly bufferMs: number;
   readonly highWaterBytes: number;
   readonly metrics: Metrics;
+  /** The monotonic clock, ms (tests drive their own). */
+  readonly now?: () => number;
+  /** The shared pacing loop, told when this queue next has a chunk due. */
+  readonly loop?: Pick<PacingLoop, 'wakeBy'>;
 }
 
 interface PendingMark {
@@ -48,12 +52,16 @@ export class OutboundQueue implements Paced {
   readonly #shedClear;
   readonly #late;
   readonly #lateness;
+  readonly #now: () => number;
+  readonly #loop: Pick<PacingLoop, 'wakeBy'> | undefined;
   #onDrained: (() => void) | undefined;
 
   constructor(ws: WebSocket, o: OutboundOptions) {
     this.#ws = ws;
     this.#format = o.format;
     this.#highWater = o.highWaterBytes;
+    this.#now = o.now ?? performance.now.bind(performance);
+    this.#loop = o.loop;
     const maxChunks = Math.max(1, Math.ceil(o.bufferMs / o.format.chunkMs));
     this.#chunks = new Rechunker(o.format.chunkBytes, maxChunks);
     this.#clock = new PaceClock(o.format.chunkMs, o.leadMs);
@@ -83,7 +91,7 @@ export class OutboundQueue implements Paced {
     const shed = this.#chunks.push(encoded);
     if (shed > 0) this.#shedFull.inc(Math.ceil(shed / this.#format.chunkBytes));
     // Send at once what is already due (the start of a run) rather than wait for the next tick.
-    this.service(performance.now());
+    this.#pump();
   }
 
   /** A mark from the bot: delivered once the audio queued before it has been sent. */
@@ -92,7 +100,7 @@ export class OutboundQueue implements Paced {
     this.#chunks.pad(this.#format.silenceByte);
     if (this.#marks.length >= MAX_MARKS) this.#marks.shift();
     this.#marks.push({ name, at: this.#chunks.written });
-    this.service(performance.now());
+    this.#pump();
   }
 
   /**
@@ -111,13 +119,13 @@ export class OutboundQueue implements Paced {
   drain(done: () => void): void {
     this.#chunks.pad(this.#format.silenceByte);
     this.#onDrained = done;
-    this.service(performance.now());
+    this.#pump();
   }
 
-  service(now: number): void {
+  service(now: number): number {
     const ws = this.#ws;
     const chunks = this.#chunks;
-    if (ws.readyState !== WebSocket.OPEN) return;
+    if (ws.readyState !== WebSocket.OPEN) return Number.POSITIVE_INFINITY;
     while (chunks.chunks > 0 && this.#clock.isDue(now)) {
       const lateness = this.#clock.sent(now);
       this.#lateness.observe(lateness);
@@ -148,7 +156,15 @@ export class OutboundQueue implements Paced {
         this.#onDrained = undefined;
         done();
       }
+      return Number.POSITIVE_INFINITY;
     }
+    return this.#clock.nextDueAt();
+  }
+
+  /** Sends what is due now, and has the loop wake for the next chunk. */
+  #pump(): void {
+    const next = this.service(this.#now());
+    if (next !== Number.POSITIVE_INFINITY) this.#loop?.wakeBy(next);
   }
 
   #deliverMarks(): void {

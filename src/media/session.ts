@@ -60,6 +60,7 @@ export class MediaSession implements PipelineSink, BotHandler {
       bufferMs: ctx.config.outboundBufferMs,
       highWaterBytes: ctx.config.socketHighWaterBytes,
       metrics: ctx.metrics,
+      loop: deps.loop,
     });
     deps.loop.add(this.#out);
     this.#dsp = deps.pipeline.open(

@@ -2,7 +2,12 @@
  * Audio through the bridge, checked by measurement: tone SNR after the round trip, exact chunk sizes,
  * real-time pacing of a burst, marks behind their audio, clear.
  */
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import alawmulaw from 'alawmulaw';
 import { afterEach, describe, expect, it } from 'vitest';
+import wavefile from 'wavefile';
 import { fitSine, pcm16Samples, quantile, tonePcm16 } from '../helpers/audio.js';
 import { TestBot } from '../helpers/bot.js';
 import { startBridge, type TestBridge } from '../helpers/bridge.js';
@@ -49,5 +54,157 @@ describe('audio path', () => {
     expect(fit.snrDb).toBeGreaterThanOrEqual(40);
     expect(fit.amplitude).toBeGreaterThan(9_000);
     console.log(`round-trip SNR ${fit.snrDb.toFixed(1)} dB, amplitude ${fit.amplitude.toFixed(0)}`);
+  });
+
+  it('plays a 3 s burst from the bot at real time: 3 s +/- 5 %, chunk inter-arrival p99 <= 25 ms', async () => {
+    bot = await TestBot.start({ echo: false });
+    bridge = await startBridge({ BOT_URL: bot.url });
+    const p = await connect();
+    await p.start('pace-1');
+    const conn = await bot.waitConnection();
+    // 3 s at the bot's 16 kHz, in one frame: the bridge must buffer it and play it at real time.
+    conn.ws.send(tonePcm16(440, 16000, 48000));
+    await waitFor(() => p.audio.length >= 150, 6_000, '150 chunks');
+    expect(p.audio).toHaveLength(150);
+    for (const a of p.audio) expect(a.data.length).toBe(320);
+    // Playout spans the first chunk's arrival to the last chunk's end (arrival + 20 ms).
+    const span = p.audio[149]!.at - p.audio[0]!.at + 20;
+    expect(span).toBeGreaterThan(3000 * 0.95);
+    expect(span).toBeLessThan(3000 * 1.05);
+    const gaps = p.audio.slice(1).map((a, i) => a.at - p.audio[i]!.at);
+    const p99 = quantile(gaps, 0.99);
+    expect(p99).toBeLessThanOrEqual(25);
+    // Drift-free: chunk i leaves near t0 + 20 i - lead, whatever the timer did in between.
+    const t0 = p.audio[0]!.at;
+    const worst = Math.max(...p.audio.map((a, i) => Math.abs(a.at - (t0 + Math.max(0, i * 20 - 40)))));
+    expect(worst).toBeLessThan(25);
+    console.log(
+      `pacing: span ${span.toFixed(0)} ms for 3000 ms, inter-arrival p50 ${quantile(gaps, 0.5).toFixed(1)} p99 ${p99.toFixed(1)} ms, worst offset ${worst.toFixed(1)} ms`,
+    );
+    // Caller audio is still one continuous tone after the burst went through re-chunking and pacing.
+    const back = pcm16Samples(p.audioBytes());
+    expect(fitSine(back.subarray(400, 23_600), 440, 8000).snrDb).toBeGreaterThan(40);
+  });
+
+  it('sends a mark only after the audio before it (a partial chunk padded with silence)', async () => {
+    bot = await TestBot.start({ echo: false });
+    bridge = await startBridge({ BOT_URL: bot.url });
+    const p = await connect();
+    await p.start('mark-1');
+    const conn = await bot.waitConnection();
+    // 0.5 s plus 5 ms at 16 kHz: 25 chunks and a quarter at 8 kHz.
+    conn.ws.send(tonePcm16(440, 16000, 8080));
+    conn.send({ event: 'mark', name: 'utterance-1' });
+    const mark = await p.waitEvent('mark', 3_000);
+    expect(mark.name).toBe('utterance-1');
+    const before = p.order.slice(
+      0,
+      p.order.findIndex((o) => o.kind === 'event' && o.event === 'mark'),
+    );
+    expect(before.filter((o) => o.kind === 'audio')).toHaveLength(26);
+    // It came at the end of the audio's playout, not when the bot sent it.
+    expect(mark.at - p.audio[0]!.at).toBeGreaterThan(500 - 40 - 25);
+    // The provider reports playback reached the mark: the bot hears of it.
+    p.send({ event: 'mark', name: 'utterance-1' });
+    await conn.waitEvent('mark', 2_000, (e) => e.name === 'utterance-1');
+  });
+
+  it('clear drops queued audio at once and tells the provider; audio stops within one chunk', async () => {
+    bot = await TestBot.start({ echo: false });
+    bridge = await startBridge({ BOT_URL: bot.url });
+    const p = await connect();
+    await p.start('clear-1');
+    const conn = await bot.waitConnection();
+    conn.ws.send(tonePcm16(440, 16000, 48000)); // 3 s
+    await waitFor(() => p.audio.length >= 20, 3_000, 'audio to flow');
+    conn.send({ event: 'clear' });
+    const clear = await p.waitEvent('clear', 1_000);
+    const n = p.audio.length;
+    // Nothing after the clear event, and at most one chunk between the bot's clear and the provider's.
+    await new Promise((r) => setTimeout(r, 300));
+    expect(p.audio.length).toBe(n);
+    expect(p.audio.filter((a) => a.at > clear.at)).toHaveLength(0);
+    expect(n).toBeLessThan(40);
+    // The call goes on: new audio after the clear plays.
+    conn.ws.send(tonePcm16(440, 16000, 3200));
+    await waitFor(() => p.audio.length >= n + 10, 2_000, 'audio after clear');
+  });
+
+  it('binary caller audio at 16 kHz round-trips through builtin:echo after ECHO_DELAY_MS', async () => {
+    bridge = await startBridge({ BOT_URL: 'builtin:echo', ECHO_DELAY_MS: '200' });
+    const p = await connect();
+    await p.start('echo-16k', { media: { codec: 'L16', sample_rate: 16000 } });
+    const tone = tonePcm16(1000, 16000, 16000);
+    const sent = performance.now();
+    await p.sendPaced(tone, 640, 20);
+    await waitFor(() => p.audioBytes().length >= tone.length - 1280, 3_000, 'echo');
+    for (const a of p.audio) expect(a.data.length).toBe(640);
+    const delay = p.audio[0]!.at - sent;
+    expect(delay).toBeGreaterThan(200 - 40 - 5);
+    expect(delay).toBeLessThan(200 + 100);
+    expect(fitSine(pcm16Samples(p.audioBytes()).subarray(800, 14_400), 1000, 16000).snrDb).toBeGreaterThan(
+      40,
+    );
+  });
+
+  it('base64 µ-law in and out (media events), re-chunked to the requested chunk_bytes', async () => {
+    bridge = await startBridge({ BOT_URL: 'builtin:echo', ECHO_DELAY_MS: '0' });
+    const p = await connect();
+    await p.start('ulaw-1', { media: { codec: 'PCMU', encoding: 'base64', chunk_bytes: 240 } });
+    const pcm = tonePcm16(700, 8000, 8000);
+    const ulaw = Buffer.from(alawmulaw.mulaw.encode(new Int16Array(pcm.buffer, pcm.byteOffset, 8000)));
+    // Inbound chunks may be any whole number of samples: 100-byte pieces.
+    await p.sendPaced(ulaw, 100, 12.5, 'base64');
+    await waitFor(() => p.audioBytes().length >= 8000 - 480, 3_000, 'echo');
+    expect(p.events.filter((e) => e.event === 'media').length).toBe(p.audio.length);
+    for (const a of p.audio) expect(a.data.length).toBe(240);
+    const decoded = alawmulaw.mulaw.decode(p.audioBytes());
+    const fit = fitSine(Float64Array.from(decoded.subarray(400, 7200)), 700, 8000);
+    expect(fit.snrDb).toBeGreaterThan(30); // G.711 itself caps SNR near 38 dB
+  });
+
+  it("applies the tenant's stored media config when session_start has no media object", async () => {
+    bridge = await startBridge({ BOT_URL: 'builtin:tone:1000', BOT_SAMPLE_RATE: '16000' });
+    await bridge.bridge.ctx.tenants.putMediaStream(
+      {
+        tenant: 'default',
+        media_ws_url: 'wss://bridge.example/v1/media',
+        codec: 'pcma',
+        input_sample_rate: 16000,
+        output_sample_rate: 8000,
+        channels: 1,
+        encoding: 'base64',
+        chunk_bytes: 400,
+      },
+      undefined,
+    );
+    const p = await connect();
+    await p.start('stored-1');
+    await waitFor(() => p.audio.length >= 15, 2_000, 'tone');
+    expect(p.events.some((e) => e.event === 'media')).toBe(true); // base64 encoding
+    for (const a of p.audio) expect(a.data.length).toBe(400); // chunk_bytes
+    const decoded = alawmulaw.alaw.decode(p.audioBytes());
+    const fit = fitSine(Float64Array.from(decoded.subarray(400, 5600)), 1000, 8000); // A-law at 8 kHz
+    expect(fit.snrDb).toBeGreaterThan(30);
+    expect(fit.amplitude).toBeGreaterThan(7000);
+  });
+
+  it('builtin:wav plays a WAV file of any rate and bit depth, resampled to the output rate', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'vb-wav-'));
+    const path = join(dir, 'tone.wav');
+    const wav = new wavefile.WaveFile();
+    const samples = Array.from({ length: 22050 }, (_, i) =>
+      Math.round(0.4 * 32767 * Math.sin((2 * Math.PI * 600 * i) / 22050)),
+    );
+    wav.fromScratch(2, 22050, '16', [samples, samples]); // stereo 22.05 kHz
+    wav.toBitDepth('24');
+    writeFileSync(path, wav.toBuffer());
+    bridge = await startBridge({ BOT_URL: `builtin:wav:${path}` });
+    const p = await connect();
+    await p.start('wav-1');
+    await waitFor(() => p.audio.length >= 48, 3_000, 'wav audio');
+    const fit = fitSine(pcm16Samples(p.audioBytes()).subarray(400, 7600), 600, 8000);
+    expect(fit.snrDb).toBeGreaterThan(40);
+    expect(fit.amplitude).toBeGreaterThan(0.38 * 32767);
   });
 });

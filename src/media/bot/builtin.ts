@@ -35,12 +35,14 @@ export class EchoBot implements BotLeg {
   audio(pcm: Uint8Array): void {
     if (this.#ended) return;
     if (this.#frames.length - this.#head >= ECHO_MAX_FRAMES) return;
+    const at = performance.now() + this.#delayMs;
     this.#frames.push(pcm);
-    this.#dueAt.push(performance.now() + this.#delayMs);
-    if (this.#delayMs === 0) this.service(performance.now());
+    this.#dueAt.push(at);
+    if (this.#delayMs === 0) this.service(at);
+    else this.#loop.wakeBy(at);
   }
 
-  service(now: number): void {
+  service(now: number): number {
     const frames = this.#frames;
     while (this.#head < frames.length && this.#dueAt[this.#head]! <= now) {
       const pcm = frames[this.#head]!;
@@ -53,6 +55,7 @@ export class EchoBot implements BotLeg {
       this.#dueAt.splice(0, this.#head);
       this.#head = 0;
     }
+    return this.#head < frames.length ? this.#dueAt[this.#head]! : Number.POSITIVE_INFINITY;
   }
 
   dtmf(): void {}
@@ -83,13 +86,14 @@ export abstract class GeneratorBot implements BotLeg {
     this.#rate = rate;
     this.#frameSamples = rate / 50;
     loop.add(this);
+    loop.wakeBy(performance.now());
   }
 
   /** Writes up to `out.length` samples starting at sample `offset`; returns how many (fewer at the end). */
   protected abstract fill(out: Int16Array, offset: number): number;
 
-  service(now: number): void {
-    if (this.#done) return;
+  service(now: number): number {
+    if (this.#done) return Number.POSITIVE_INFINITY;
     if (this.#t0 < 0) this.#t0 = now;
     const target = Math.floor(((now - this.#t0 + GENERATE_AHEAD_MS) * this.#rate) / 1000);
     while (this.#produced < target) {
@@ -103,9 +107,11 @@ export abstract class GeneratorBot implements BotLeg {
       if (n < frame.length) {
         this.#done = true;
         this.#loop.delete(this);
-        return;
+        return Number.POSITIVE_INFINITY;
       }
     }
+    // Produced GENERATE_AHEAD_MS ahead: waking every frame duration keeps that much queued.
+    return now + 20;
   }
 
   audio(): void {}

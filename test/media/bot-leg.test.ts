@@ -1,0 +1,167 @@
+/**
+ * The bot leg with a real ws bot: session_start at the bot's rate, events both ways, hang-ups from either
+ * side, and a bot that cannot be reached or drops.
+ */
+import { createServer } from 'node:net';
+import { afterEach, describe, expect, it } from 'vitest';
+import { tonePcm16 } from '../helpers/audio.js';
+import { TestBot } from '../helpers/bot.js';
+import { startBridge, type TestBridge } from '../helpers/bridge.js';
+import { TestProvider } from '../helpers/provider.js';
+import { waitFor } from '../helpers/wait.js';
+
+let bridge: TestBridge | undefined;
+let bot: TestBot | undefined;
+const providers: TestProvider[] = [];
+
+afterEach(async () => {
+  for (const p of providers.splice(0)) p.close();
+  await bridge?.close();
+  await bot?.close();
+  bridge = undefined;
+  bot = undefined;
+});
+
+async function connect(): Promise<TestProvider> {
+  const p = new TestProvider(bridge!.mediaUrl, { token: await bridge!.mediaToken() });
+  providers.push(p);
+  await p.opened;
+  return p;
+}
+
+async function connects(outcome: string): Promise<number> {
+  const m = await bridge!.bridge.ctx.metrics.botConnects.get();
+  return m.values.find((v) => v.labels.outcome === outcome)?.value ?? 0;
+}
+
+/** A port nothing listens on. */
+async function closedPort(): Promise<number> {
+  const srv = createServer();
+  await new Promise<void>((r) => srv.listen(0, '127.0.0.1', () => r()));
+  const port = (srv.address() as { port: number }).port;
+  await new Promise<void>((r) => srv.close(() => r()));
+  return port;
+}
+
+describe('bot leg', () => {
+  it("dials the bot with session_start in the bot's format and streams caller audio at the bot's rate", async () => {
+    bot = await TestBot.start({ echo: false });
+    bridge = await startBridge({ BOT_URL: bot.url, BOT_SAMPLE_RATE: '24000' });
+    const p = await connect();
+    await p.start('bot-1', { customer_phone: '+15550111', direction: 'outbound' });
+    const conn = await bot.waitConnection();
+    expect(conn.sessionStart).toMatchObject({
+      session_id: 'bot-1',
+      customer_phone: '+15550111',
+      direction: 'outbound',
+      media: { codec: 'slin', sample_rate: 24000, encoding: 'binary' },
+    });
+    p.sendRaw(tonePcm16(440, 8000, 1600)); // 200 ms at 8 kHz
+    // 200 ms at 24 kHz is 9600 bytes (less what the resampler still holds).
+    await waitFor(() => conn.audioBytes().length >= 9600 - 400, 2_000, 'caller audio at the bot');
+    expect(conn.audioBytes().length).toBeLessThanOrEqual(9600);
+    expect(await connects('ok')).toBe(1);
+  });
+
+  it('passes dtmf and marks provider -> bot, and dtmf bot -> provider', async () => {
+    bot = await TestBot.start({ echo: false });
+    bridge = await startBridge({ BOT_URL: bot.url });
+    const p = await connect();
+    await p.start('events-1');
+    const conn = await bot.waitConnection();
+    p.send({ event: 'dtmf', digit: '7' });
+    p.send({ event: 'mark', name: 'prompt-done' });
+    await conn.waitEvent('dtmf', 2_000, (e) => e.digit === '7');
+    await conn.waitEvent('mark', 2_000, (e) => e.name === 'prompt-done');
+    conn.send({ event: 'dtmf', digit: '#' });
+    expect((await p.waitEvent('dtmf')).digit).toBe('#');
+  });
+
+  it('tells the bot session_end when the provider ends the call', async () => {
+    bot = await TestBot.start({ echo: false });
+    bridge = await startBridge({ BOT_URL: bot.url });
+    const p = await connect();
+    await p.start('end-bot-1');
+    const conn = await bot.waitConnection();
+    p.send({ event: 'session_end', reason: 'caller hung up' });
+    expect(await p.waitClosed()).toBe(1000);
+    expect((await conn.waitEvent('session_end')).reason).toBe('caller hung up');
+    await waitFor(() => conn.closed, 2_000, 'bot socket closed');
+  });
+
+  it('when the bot ends the call, its queued audio plays out, then session_end and close 1000', async () => {
+    bot = await TestBot.start({ echo: false });
+    bridge = await startBridge({ BOT_URL: bot.url });
+    const p = await connect();
+    await p.start('bye-1');
+    const conn = await bot.waitConnection();
+    conn.ws.send(tonePcm16(440, 16000, 4000)); // 250 ms: 12.5 chunks
+    conn.send({ event: 'session_end', reason: 'goodbye' });
+    expect(await p.waitClosed(3_000)).toBe(1000);
+    expect(p.audio).toHaveLength(13);
+    const end = p.order.findIndex((o) => o.kind === 'event' && o.event === 'session_end');
+    expect(end).toBe(p.order.length - 1);
+    await waitFor(() => bridge!.bridge.ctx.sessions.count() === 0, 2_000, 'session removed');
+  });
+
+  it('reports bad bot frames back to the bot and goes on', async () => {
+    bot = await TestBot.start({ echo: false });
+    bridge = await startBridge({ BOT_URL: bot.url });
+    const p = await connect();
+    await p.start('badbot-1');
+    const conn = await bot.waitConnection();
+    conn.ws.send('{"event":"dance"}');
+    conn.ws.send(Buffer.alloc(3));
+    await waitFor(
+      () => conn.events.filter((e) => e.event === 'error').length === 2,
+      2_000,
+      'errors at the bot',
+    );
+    expect(conn.events.filter((e) => e.event === 'error').map((e) => e.code)).toEqual([
+      'unknown_event',
+      'odd_length',
+    ]);
+    conn.ws.send(tonePcm16(440, 16000, 1600));
+    await waitFor(() => p.audio.length >= 5, 2_000, 'audio after bad frames');
+  });
+
+  it('keeps the call up when the bot cannot be reached: retries, error events, metrics', async () => {
+    const port = await closedPort();
+    bridge = await startBridge({
+      BOT_URL: `ws://127.0.0.1:${port}/bot`,
+      BOT_RETRIES: '2',
+      BOT_RETRY_BASE_MS: '50',
+    });
+    const p = await connect();
+    await p.start('nobot-1');
+    const first = await p.waitEvent('error', 2_000);
+    expect(first.code).toBe('bot_unavailable');
+    expect(first.message).toMatch(new RegExp(`ws://127.0.0.1:${port}/bot could not be reached; retrying`));
+    const last = await p.waitEvent('error', 3_000, (e) => /gave up after 3 attempts/.test(String(e.message)));
+    expect(last.code).toBe('bot_unavailable');
+    expect(await connects('failed')).toBe(3);
+    // The call is still up: listed, the socket open, caller audio accepted without complaint.
+    p.sendRaw(tonePcm16(440, 8000, 800));
+    await new Promise((r) => setTimeout(r, 100));
+    expect(p.closeCode).toBeUndefined();
+    expect(p.errors()).toHaveLength(2);
+    expect(bridge.bridge.ctx.sessions.count()).toBe(1);
+  });
+
+  it('redials a bot that drops mid-call; audio flows again on the new connection', async () => {
+    bot = await TestBot.start({ echo: true });
+    bridge = await startBridge({ BOT_URL: bot.url, BOT_RETRY_BASE_MS: '50' });
+    const p = await connect();
+    await p.start('drop-1');
+    await bot.waitConnection(0);
+    bot.dropAll();
+    const err = await p.waitEvent('error', 2_000);
+    expect(err.message).toMatch(/dropped the connection/);
+    const again = await bot.waitConnection(1, 3_000);
+    expect(again.sessionStart?.session_id).toBe('drop-1');
+    p.sendRaw(tonePcm16(440, 8000, 1600));
+    await waitFor(() => p.audio.length >= 8, 2_000, 'echo after redial');
+    expect(await connects('ok')).toBe(2);
+    expect(p.closeCode).toBeUndefined();
+  });
+});

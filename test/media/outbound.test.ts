@@ -1,0 +1,132 @@
+/**
+ * The outbound queue against fake sockets and a hand-driven clock: bounds, backpressure, marks, clear.
+ * (The same rules end to end, over real sockets and at real time, are in audio-path.test.ts.)
+ */
+import { describe, expect, it } from 'vitest';
+import WebSocket from 'ws';
+import { resolveFormat } from '../../src/media/format.js';
+import { OutboundQueue } from '../../src/media/outbound.js';
+import { createMetrics, type Metrics } from '../../src/metrics.js';
+
+class FakeSocket {
+  readyState: number = WebSocket.OPEN;
+  bufferedAmount = 0;
+  readonly sent: (Buffer | string)[] = [];
+  send(data: Buffer | string): void {
+    this.sent.push(data);
+  }
+  audio(): Buffer[] {
+    return this.sent.filter((d): d is Buffer => typeof d !== 'string');
+  }
+  texts(): string[] {
+    return this.sent.filter((d): d is string => typeof d === 'string');
+  }
+}
+
+const format = resolveFormat({ codec: 'slin', sample_rate: 8000 }, undefined); // 320-byte, 20 ms chunks
+
+let clock = 0;
+const now = () => clock;
+
+function queue(metrics: Metrics, bufferMs = 60_000, highWaterBytes = 64 * 1024) {
+  const ws = new FakeSocket();
+  const q = new OutboundQueue(ws as unknown as WebSocket, {
+    format,
+    leadMs: 40,
+    bufferMs,
+    highWaterBytes,
+    metrics,
+    now,
+  });
+  return { ws, q };
+}
+
+async function counter(metrics: Metrics, name: string, label: string): Promise<number> {
+  const m = await metrics.registry.getSingleMetric(name)!.get();
+  return m.values.filter((v) => Object.values(v.labels).includes(label)).reduce((s, v) => s + v.value, 0);
+}
+
+describe('OutboundQueue', () => {
+  it('holds at most bufferMs of audio and counts what it sheds', async () => {
+    clock = 0;
+    const metrics = createMetrics();
+    const { q } = queue(metrics, 1000);
+    q.push(Buffer.alloc(16_000 * 5)); // 5 s of 8 kHz PCM16 into a 1 s queue
+    expect(q.queuedBytes).toBeLessThanOrEqual(16_000);
+    expect(await counter(metrics, 'voicebridge_shed_chunks_total', 'buffer_full')).toBeGreaterThanOrEqual(
+      200 - 50,
+    );
+  });
+
+  it('sheds stale audio on a socket past its high-water mark, without slowing another session', async () => {
+    const metrics = createMetrics();
+    const slow = queue(metrics, 60_000, 4096);
+    const fast = queue(metrics, 60_000, 4096);
+    clock = 0;
+    slow.ws.bufferedAmount = 1_000_000; // the provider stopped reading
+    const second = Buffer.alloc(16_000);
+    slow.q.push(second);
+    fast.q.push(second);
+    for (clock = 0; clock <= 2000; clock += 5) {
+      slow.q.service(clock);
+      fast.q.service(clock);
+    }
+    expect(slow.ws.audio()).toHaveLength(0);
+    expect(slow.q.queuedBytes).toBe(0); // shed at the schedule's pace, not held
+    expect(await counter(metrics, 'voicebridge_shed_chunks_total', 'backpressure')).toBe(50);
+    expect(fast.ws.audio()).toHaveLength(50); // unaffected
+    // Once the socket drains, audio flows again.
+    slow.ws.bufferedAmount = 0;
+    clock = 3000;
+    slow.q.push(Buffer.alloc(640));
+    expect(slow.ws.audio()).toHaveLength(2);
+  });
+
+  it('pads a partial chunk with silence and sends a mark only after the audio before it', () => {
+    clock = 0;
+    const { ws, q } = queue(createMetrics());
+    q.push(Buffer.alloc(320 * 5 + 100, 7));
+    q.mark('m1');
+    expect(ws.audio()).toHaveLength(3); // the lead: 40 ms ahead
+    expect(ws.texts()).toEqual([]); // the audio before it has not all left
+    for (clock = 0; clock <= 200; clock += 5) q.service(clock);
+    const audio = ws.audio();
+    expect(audio).toHaveLength(6);
+    expect(audio.every((c) => c.length === 320)).toBe(true);
+    expect(audio[5]!.subarray(0, 100).every((b) => b === 7)).toBe(true);
+    expect(audio[5]!.subarray(100).every((b) => b === 0)).toBe(true); // slin silence
+    expect(ws.sent[ws.sent.length - 1]).toBe('{"event":"mark","name":"m1"}');
+  });
+
+  it('a mark with no audio queued goes at once; clear drops audio, sends clear, then waiting marks', () => {
+    clock = 0;
+    const { ws, q } = queue(createMetrics());
+    q.mark('now');
+    expect(ws.texts()).toEqual(['{"event":"mark","name":"now"}']);
+    q.push(Buffer.alloc(320 * 50));
+    q.mark('after');
+    const sentBefore = ws.audio().length;
+    q.clear();
+    expect(q.queuedBytes).toBe(0);
+    expect(ws.texts().slice(1)).toEqual(['{"event":"clear"}', '{"event":"mark","name":"after"}']);
+    q.service(10_000);
+    expect(ws.audio().length).toBe(sentBefore);
+  });
+
+  it('sends base64 media events in base64 encoding', () => {
+    const ws = new FakeSocket();
+    const f = resolveFormat({ codec: 'pcmu', encoding: 'base64' }, undefined);
+    const q = new OutboundQueue(ws as unknown as WebSocket, {
+      format: f,
+      leadMs: 0,
+      bufferMs: 1000,
+      highWaterBytes: 65536,
+      metrics: createMetrics(),
+    });
+    q.push(Buffer.alloc(200, 0x55));
+    const [text] = ws.texts();
+    const ev = JSON.parse(text!) as { event: string; payload: string };
+    expect(ev.event).toBe('media');
+    expect(Buffer.from(ev.payload, 'base64')).toEqual(Buffer.alloc(160, 0x55));
+  });
+});
