@@ -1,0 +1,178 @@
+/**
+ * Capacity ladder: the bridge (built, `node dist/cli/main.js`, echo bot at 16 kHz so every chunk is
+ * resampled twice) and a bare `ws` echo server, each under 250 … 1250 concurrent 8 kHz slin calls, binary
+ * and base64, on this machine with the load generator beside them. A rung passes with no failed calls,
+ * no lost markers, >= 98 % audio back and round-trip p99 <= the low-load p50 + 20 ms.
+ *
+ *   npm run build && npm run bench:capacity -- [--ladder 250,500,750,1000,1250] [--seconds 20]
+ *     [--encodings binary,base64] [--procs 1] [--json FILE]
+ */
+import { type ChildProcess, spawn } from 'node:child_process';
+import { writeFile } from 'node:fs/promises';
+import { cpus } from 'node:os';
+import { parseArgs } from 'node:util';
+import { generateTone } from '../src/audio/tone.js';
+import { asBackground } from '../src/load/markers.js';
+import { forkChild, orchestrate, sampleServer } from '../src/load/orchestrator.js';
+import { buildReport, type LoadReport } from '../src/load/report.js';
+import type { RunOptions } from '../src/load/runner.js';
+
+const { values } = parseArgs({
+  options: {
+    ladder: { type: 'string', default: '250,500,750,1000,1250' },
+    seconds: { type: 'string', default: '20' },
+    encodings: { type: 'string', default: 'binary,base64' },
+    targets: { type: 'string', default: 'bridge,echo' },
+    procs: { type: 'string', default: '1' },
+    'low-calls': { type: 'string', default: '20' },
+    json: { type: 'string' },
+  },
+});
+const ladder = values.ladder.split(',').map(Number);
+const seconds = Number(values.seconds);
+const procs = Number(values.procs);
+const encodings = values.encodings.split(',') as ('binary' | 'base64')[];
+const targets = values.targets.split(',');
+
+interface Target {
+  url: string;
+  stop(): Promise<void>;
+}
+
+async function startBridge(): Promise<Target> {
+  const port = 18_000 + Math.floor(Math.random() * 2000);
+  const child: ChildProcess = spawn(process.execPath, ['dist/cli/main.js'], {
+    env: {
+      ...process.env,
+      PORT: String(port),
+      HOST: '127.0.0.1',
+      LOG_LEVEL: 'warn',
+      BOT_URL: 'builtin:echo',
+      MEDIA_AUTH: 'none',
+    },
+    stdio: ['ignore', 'inherit', 'inherit'],
+  });
+  const url = `ws://127.0.0.1:${port}/v1/media`;
+  const deadline = Date.now() + 15_000;
+  while ((await sampleServer(`http://127.0.0.1:${port}/metrics`)) === undefined) {
+    if (Date.now() > deadline || child.exitCode !== null)
+      throw new Error('bridge did not start (run npm run build)');
+    await new Promise((r) => setTimeout(r, 200));
+  }
+  return {
+    url,
+    stop: () =>
+      new Promise<void>((resolve) => {
+        child.once('exit', () => resolve());
+        child.kill('SIGKILL');
+      }),
+  };
+}
+
+async function startEcho(): Promise<Target> {
+  const child = forkChild();
+  const url = await new Promise<string>((resolve) => {
+    child.on('message', (m: { type: string; url?: string }) => m.type === 'echo' && resolve(m.url!));
+    child.send({ type: 'echo' });
+  });
+  return {
+    url,
+    stop: () =>
+      new Promise<void>((resolve) => {
+        child.once('exit', () => resolve());
+        child.kill('SIGKILL');
+      }),
+  };
+}
+
+const background = asBackground(generateTone(440, 8000, 8000));
+
+async function rung(
+  target: string,
+  encoding: 'binary' | 'base64',
+  calls: number,
+  secs: number,
+): Promise<LoadReport> {
+  const t = target === 'bridge' ? await startBridge() : await startEcho();
+  try {
+    const idle = await sampleServer(t.url.replace('ws:', 'http:').replace('/v1/media', '/metrics'));
+    const options: RunOptions = {
+      url: t.url,
+      calls,
+      seconds: secs,
+      rampSeconds: Math.max(1, Math.ceil(calls / 200)),
+      rate: 8000,
+      codec: 'slin',
+      encoding,
+      token: undefined,
+      background,
+      chunkMs: 20,
+      markerEveryMs: 1000,
+      markerBurstMs: 60,
+      drainMs: 2_000,
+      markerTimeoutMs: 5_000,
+      idPrefix: `cap-${target}`,
+    };
+    const report = buildReport(target, options, await orchestrate(options, procs, () => {}));
+    const extra = report as LoadReport & { idleRssMb?: number; rssPerCallKb?: number };
+    if (idle !== undefined && report.server !== null) {
+      extra.idleRssMb = Math.round(idle.rssBytes / 2 ** 20);
+      extra.rssPerCallKb = Math.round(((report.server.rssPeakMb - idle.rssBytes / 2 ** 20) * 1024) / calls);
+    }
+    return report;
+  } finally {
+    await t.stop();
+  }
+}
+
+function passes(r: LoadReport, lowP50: number): boolean {
+  return (
+    r.failed === 0 &&
+    r.dropped === 0 &&
+    r.markers.lost === 0 &&
+    r.audioReturnedPct >= 98 &&
+    r.roundTripMs.p99 <= lowP50 + 20
+  );
+}
+
+const results: Record<string, unknown> = {
+  machine: {
+    cpus: cpus().length,
+    model: cpus()[0]?.model,
+    node: process.version,
+    date: new Date().toISOString(),
+  },
+  ladder,
+  seconds,
+  procs,
+  runs: [] as unknown[],
+};
+const summary: string[] = [];
+for (const encoding of encodings) {
+  for (const target of targets) {
+    if (target === 'bridge' && encoding === 'base64' && !targets.includes('bridge')) continue;
+    const low = await rung(target, encoding, Number(values['low-calls']), Math.min(10, seconds));
+    const lowP50 = low.roundTripMs.p50;
+    let capacity = 0;
+    const rungs: unknown[] = [];
+    for (const calls of ladder) {
+      const r = await rung(target, encoding, calls, seconds);
+      const ok = passes(r, lowP50);
+      if (ok && calls > capacity) capacity = calls;
+      rungs.push({ ...r, pass: ok });
+      const s = r.server;
+      const line =
+        `${target.padEnd(6)} ${encoding.padEnd(6)} ${String(calls).padStart(5)} calls: ${ok ? 'pass' : 'FAIL'} ` +
+        `rtt p50 ${r.roundTripMs.p50} p99 ${r.roundTripMs.p99} ms (low-load p50 ${lowP50}), lost ${r.markers.lost}, ` +
+        `back ${r.audioReturnedPct}%, failed ${r.failed}, cpu ${s?.cpuPctOfCore ?? '?'}% ` +
+        `(${s?.cpuMsPerCallSecond ?? '?'} ms/call-s), rss ${s?.rssPeakMb ?? '?'} MB, gen cpu ${r.generator.cpuPctOfCore}%`;
+      process.stderr.write(`${line}\n`);
+      summary.push(line);
+    }
+    (results.runs as unknown[]).push({ target, encoding, lowLoad: low, capacity, rungs });
+    summary.push(`${target} ${encoding}: capacity ${capacity} calls`);
+    process.stderr.write(`${target} ${encoding}: capacity ${capacity} calls\n`);
+  }
+}
+process.stdout.write(`${summary.join('\n')}\n`);
+if (values.json !== undefined) await writeFile(values.json, `${JSON.stringify(results, null, 2)}\n`);
