@@ -1,12 +1,270 @@
-/** WebAssembly SIMD resampler (placeholder until the kernel lands: the JS implementation). */
+/**
+ * The WebAssembly SIMD resampler: the kernels in ./wasm/resampler.as (built by scripts/build-wasm.mjs),
+ * loaded synchronously on first use. Filter tables live once per rate pair in linear memory; each
+ * instance owns a few KB of header and history there. Input and output cross through one shared
+ * scratch region (calls are synchronous, so instances never overlap in it).
+ */
+import { readFileSync } from 'node:fs';
 import type { FilterDesign } from './filters.js';
 import type { Resampler } from './resampler.js';
-import { JsResampler } from './resampler-js.js';
 
+/** Input samples per kernel call; bounds each instance's history buffer (about 4 KB + taps). */
+const BLOCK = 1024;
+/** Largest ratio among the supported rates (8000 -> 48000). */
+const MAX_RATIO = 6;
+const HEADER = 16;
+
+// The project compiles without the DOM lib, where the WebAssembly JS API is typed; the few members used.
+interface WasmApi {
+  Module: new (bytes: Uint8Array) => object;
+  Instance: new (module: object, imports: object) => { readonly exports: unknown };
+}
+const WasmJs = (globalThis as unknown as { WebAssembly: WasmApi }).WebAssembly;
+
+interface Kernel {
+  readonly memory: { readonly buffer: ArrayBuffer };
+  alloc(bytes: number): number;
+  polyphase(
+    st: number,
+    coef: number,
+    nextPhase: number,
+    advance: number,
+    tp: number,
+    src: number,
+    n: number,
+    out: number,
+  ): number;
+  halfbandDown(st: number, g: number, m: number, cap: number, src: number, n: number, out: number): number;
+  halfbandUp(st: number, g: number, m: number, src: number, n: number, out: number): number;
+}
+
+/** The module, its views (re-taken whenever memory grows), the I/O scratch and a size-class free list. */
+class Runtime {
+  readonly k: Kernel;
+  f32: Float32Array;
+  i16: Int16Array;
+  i32: Int32Array;
+  readonly inPtr: number;
+  readonly outPtr: number;
+  private readonly freeBlocks = new Map<number, number[]>();
+  /** Views of the output scratch by length, so copying out allocates nothing after the first call. */
+  private outViews: Int16Array[] = [];
+
+  constructor(k: Kernel) {
+    this.k = k;
+    this.f32 = new Float32Array(0);
+    this.i16 = new Int16Array(0);
+    this.i32 = new Int32Array(0);
+    this.inPtr = k.alloc(BLOCK * 2);
+    this.outPtr = k.alloc(BLOCK * MAX_RATIO * 2 + 16);
+    this.refresh();
+  }
+
+  /** Memory growth detaches the old buffer: re-take the views. */
+  refresh(): void {
+    const buf = this.k.memory.buffer;
+    if (this.f32.buffer === buf) return;
+    this.f32 = new Float32Array(buf);
+    this.i16 = new Int16Array(buf);
+    this.i32 = new Int32Array(buf);
+    this.outViews = [];
+  }
+
+  outView(n: number): Int16Array {
+    let v = this.outViews[n];
+    if (v === undefined) {
+      v = new Int16Array(this.k.memory.buffer, this.outPtr, n);
+      this.outViews[n] = v;
+    }
+    return v;
+  }
+
+  /** 16-byte aligned, zeroed. Freed blocks are reused by exact size (instances of one ratio match). */
+  alloc(bytes: number): number {
+    const size = (bytes + 15) & ~15;
+    const ptr = this.freeBlocks.get(size)?.pop() ?? this.k.alloc(size);
+    this.refresh();
+    this.f32.fill(0, ptr >> 2, (ptr + size) >> 2);
+    return ptr;
+  }
+
+  release(ptr: number, bytes: number): void {
+    const size = (bytes + 15) & ~15;
+    let list = this.freeBlocks.get(size);
+    if (list === undefined) {
+      list = [];
+      this.freeBlocks.set(size, list);
+    }
+    list.push(ptr);
+  }
+}
+
+let runtime: Runtime | null | undefined;
+let loadError: unknown;
+
+function load(): Runtime | null {
+  if (runtime !== undefined) return runtime;
+  try {
+    const bytes = readFileSync(new URL('./wasm/resampler.wasm', import.meta.url));
+    const module = new WasmJs.Module(bytes);
+    const instance = new WasmJs.Instance(module, {
+      env: {
+        abort: () => {
+          throw new Error('resampler kernel aborted');
+        },
+      },
+    });
+    runtime = new Runtime(instance.exports as unknown as Kernel);
+  } catch (err) {
+    // No built module (installed with --ignore-scripts) or no WebAssembly SIMD: the JS fallback serves.
+    loadError = err;
+    runtime = null;
+  }
+  return runtime;
+}
+
+/** Whether the WebAssembly SIMD kernel loads here. */
 export function wasmAvailable(): boolean {
-  return false;
+  return load() !== null;
+}
+
+/** Per-ratio tables in linear memory, shared by every instance of the ratio. */
+interface Tables {
+  readonly coef: number;
+  readonly nextPhase: number;
+  readonly advance: number;
+  /** Taps per branch padded to a multiple of 8 (zeros first, so windows stay aligned to the newest input). */
+  readonly tp: number;
+  readonly g: number;
+}
+
+const tables = new WeakMap<FilterDesign, Tables>();
+
+function tablesFor(rt: Runtime, d: FilterDesign): Tables {
+  let t = tables.get(d);
+  if (t !== undefined) return t;
+  const T = d.tapsPerPhase;
+  const tp = Math.ceil(T / 8) * 8;
+  let coef = 0;
+  let nextPhase = 0;
+  let advance = 0;
+  let g = 0;
+  if (d.kind === 'polyphase') {
+    coef = rt.alloc(d.L * tp * 4);
+    nextPhase = rt.alloc(d.L * 4);
+    advance = rt.alloc(d.L * 4);
+    for (let p = 0; p < d.L; p++) {
+      for (let i = 0; i < T; i++) rt.f32[(coef >> 2) + p * tp + (tp - T) + i] = d.phases[p * T + i]!;
+    }
+    rt.i32.set(d.nextPhase, nextPhase >> 2);
+    rt.i32.set(d.advance, advance >> 2);
+  } else {
+    g = rt.alloc(d.halfLength * 4);
+    for (let j = 0; j < d.halfLength; j++) rt.f32[(g >> 2) + j] = d.halfband[j]!;
+  }
+  t = { coef, nextPhase, advance, tp, g };
+  tables.set(d, t);
+  return t;
+}
+
+class WasmResampler implements Resampler {
+  readonly inRate: number;
+  readonly outRate: number;
+  readonly latencyMs: number;
+  private readonly rt: Runtime;
+  private readonly d: FilterDesign;
+  private readonly t: Tables;
+  private readonly kind: number;
+  /** Floats per history buffer (half-band down has two: even and odd inputs). */
+  private readonly cap: number;
+  private readonly bytes: number;
+  private st: number;
+
+  constructor(rt: Runtime, d: FilterDesign) {
+    this.rt = rt;
+    this.d = d;
+    this.inRate = d.inRate;
+    this.outRate = d.outRate;
+    this.latencyMs = d.latencyMs;
+    this.t = tablesFor(rt, d);
+    const m = d.halfLength;
+    if (d.kind === 'halfband-down') {
+      this.kind = 1;
+      this.cap = 2 * m + BLOCK / 2 + 4;
+      this.bytes = HEADER + 2 * this.cap * 4;
+    } else if (d.kind === 'halfband-up') {
+      this.kind = 2;
+      this.cap = 2 * m + BLOCK;
+      this.bytes = HEADER + this.cap * 4;
+    } else {
+      this.kind = 0;
+      this.cap = this.t.tp + BLOCK;
+      this.bytes = HEADER + this.cap * 4;
+    }
+    this.st = rt.alloc(this.bytes);
+    this.reset();
+  }
+
+  maxOutput(inputSamples: number): number {
+    return Math.ceil((inputSamples * this.d.L) / this.d.M);
+  }
+
+  reset(): void {
+    const rt = this.rt;
+    rt.refresh();
+    rt.f32.fill(0, this.st >> 2, (this.st + this.bytes) >> 2);
+    const h = this.st >> 2;
+    const m = this.d.halfLength;
+    // Zero history so output 0 sits at input time 0 (see filters.ts for the timing model).
+    if (this.kind === 1) {
+      rt.i32[h] = 2 * m;
+      rt.i32[h + 1] = 2 * m;
+      rt.i32[h + 2] = 2 * m;
+    } else if (this.kind === 2) {
+      rt.i32[h] = 2 * m - 1;
+      rt.i32[h + 2] = 2 * m - 1;
+    } else {
+      rt.i32[h] = this.t.tp - 1;
+      rt.i32[h + 2] = this.t.tp - 1;
+    }
+  }
+
+  free(): void {
+    if (this.st !== 0) this.rt.release(this.st, this.bytes);
+    this.st = 0;
+  }
+
+  process(input: Int16Array, output: Int16Array): number {
+    const rt = this.rt;
+    rt.refresh();
+    const k = rt.k;
+    const t = this.t;
+    const inBase = rt.inPtr >> 1;
+    let read = 0;
+    let written = 0;
+    while (read < input.length) {
+      const n = Math.min(BLOCK, input.length - read);
+      if (read === 0 && n === input.length) rt.i16.set(input, inBase);
+      else for (let i = 0; i < n; i++) rt.i16[inBase + i] = input[read + i]!;
+      let got: number;
+      if (this.kind === 1)
+        got = k.halfbandDown(this.st, t.g, this.d.halfLength, this.cap, rt.inPtr, n, rt.outPtr);
+      else if (this.kind === 2) got = k.halfbandUp(this.st, t.g, this.d.halfLength, rt.inPtr, n, rt.outPtr);
+      else got = k.polyphase(this.st, t.coef, t.nextPhase, t.advance, t.tp, rt.inPtr, n, rt.outPtr);
+      output.set(rt.outView(got), written);
+      written += got;
+      read += n;
+    }
+    return written;
+  }
 }
 
 export function createWasmResampler(design: FilterDesign): Resampler {
-  return new JsResampler(design);
+  const rt = load();
+  if (rt === null) {
+    throw new Error(`WebAssembly resampler unavailable (run npm run build): ${String(loadError)}`, {
+      cause: loadError,
+    });
+  }
+  return new WasmResampler(rt, design);
 }

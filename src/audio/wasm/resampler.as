@@ -1,0 +1,221 @@
+// The resampler's WebAssembly SIMD kernels (AssemblyScript; built by scripts/build-wasm.mjs into
+// resampler.wasm). Kept as `.as` so the project's TypeScript and lint do not read it as TypeScript.
+//
+// Memory is managed from JavaScript (src/audio/resampler-wasm.ts): `alloc` bumps (stub runtime) and JS
+// recycles freed blocks by size. Each instance is a 16-byte header of i32 fields followed by float32
+// buffers; each call appends one block of PCM16 input, emits every output whose inputs have arrived
+// into a PCM16 scratch, and compacts the history. Samples are kept in PCM16 units (no scaling), so
+// int16 -> f32 is exact, and output is round-to-nearest-even then saturated.
+//
+// Bit-identical output at any chunking: every output sample is computed by the same sequence of f32
+// operations whether it comes from a 4/8-lane SIMD group or the scalar tail (lanes are outputs, taps
+// are summed in the same order), and f32x4 add/mul are lane-wise IEEE like f32 add/mul (no FMA).
+
+const F0: usize = 0; // i32: fill (polyphase, half-band up) or count of even inputs (half-band down)
+const F1: usize = 4; // i32: count of odd inputs (half-band down)
+const NEXT: usize = 8; // i32: buffer index of the next output's newest input (or its centre)
+const PHASE: usize = 12; // i32: branch of the next output (polyphase) or parity of the next input
+const HEADER: usize = 16;
+
+export function alloc(bytes: i32): usize {
+  return heap.alloc(<usize>bytes);
+}
+
+@inline function pcm(v: f32): i16 {
+  const r = <i32>nearest<f32>(v);
+  return <i16>(r > 32767 ? 32767 : r < -32768 ? -32768 : r);
+}
+
+/** Four lanes to four PCM16 samples: the same rounding and saturation as `pcm`. */
+@inline function store4(p: usize, v: v128): void {
+  const r = i32x4.trunc_sat_f32x4_s(f32x4.nearest(v));
+  v128.store64_lane(p, i16x8.narrow_i32x4_s(r, r), 0);
+}
+
+/** PCM16 -> f32, eight at a time. */
+function widen(dst: usize, src: usize, n: i32): void {
+  let i = 0;
+  for (; i + 8 <= n; i += 8) {
+    const v = v128.load(src + (<usize>i << 1));
+    v128.store(dst + (<usize>i << 2), f32x4.convert_i32x4_s(i32x4.extend_low_i16x8_s(v)));
+    v128.store(dst + (<usize>i << 2), f32x4.convert_i32x4_s(i32x4.extend_high_i16x8_s(v)), 16);
+  }
+  for (; i < n; i++) store<f32>(dst + (<usize>i << 2), <f32>load<i16>(src + (<usize>i << 1)));
+}
+
+/**
+ * Any ratio: one dot product per output over `tp` taps (a multiple of 8) of the output's branch,
+ * two accumulators to hide add latency, then a fixed-order horizontal sum.
+ */
+export function polyphase(
+  st: usize, coef: usize, nextPhase: usize, advance: usize, tp: i32, src: usize, n: i32, out: usize,
+): i32 {
+  let fill = load<i32>(st, F0);
+  let need = load<i32>(st, NEXT);
+  let p = load<i32>(st, PHASE);
+  const buf = st + HEADER;
+  widen(buf + (<usize>fill << 2), src, n);
+  fill += n;
+  const rowBytes = <usize>tp << 2;
+  let w: usize = 0;
+  while (need < fill) {
+    const c = coef + <usize>p * rowBytes;
+    const x = buf + (<usize>(need - tp + 1) << 2);
+    let a0 = f32x4.mul(v128.load(c), v128.load(x));
+    let a1 = f32x4.mul(v128.load(c, 16), v128.load(x, 16));
+    for (let i: usize = 32; i < rowBytes; i += 32) {
+      a0 = f32x4.add(a0, f32x4.mul(v128.load(c + i), v128.load(x + i)));
+      a1 = f32x4.add(a1, f32x4.mul(v128.load(c + i, 16), v128.load(x + i, 16)));
+    }
+    const s = f32x4.add(a0, a1);
+    const v =
+      f32x4.extract_lane(s, 0) + f32x4.extract_lane(s, 2) + (f32x4.extract_lane(s, 1) + f32x4.extract_lane(s, 3));
+    store<i16>(out + (w << 1), pcm(v));
+    w++;
+    need += load<i32>(advance + (<usize>p << 2));
+    p = load<i32>(nextPhase + (<usize>p << 2));
+  }
+  const start = need - tp + 1;
+  if (start > 0) {
+    memory.copy(buf, buf + (<usize>start << 2), <usize>(fill - start) << 2);
+    fill -= start;
+    need -= start;
+  }
+  store<i32>(st, fill, F0);
+  store<i32>(st, need, NEXT);
+  store<i32>(st, p, PHASE);
+  return <i32>w;
+}
+
+/**
+ * 2:1 down with a half-band filter. Inputs are split into even (E) and odd (O) streams so that four
+ * consecutive outputs read four consecutive floats of each:
+ *   y[q] = 0.5 * E[q - m] + sum_j g[j] * (O[q - m - 1 - j] + O[q - m + j]),
+ * folded (one multiply per coefficient pair) and with outputs in lanes (no horizontal sums).
+ */
+export function halfbandDown(st: usize, g: usize, m: i32, cap: i32, src: usize, n: i32, out: usize): i32 {
+  let ne = load<i32>(st, F0);
+  let no = load<i32>(st, F1);
+  let q = load<i32>(st, NEXT);
+  let parity = load<i32>(st, PHASE);
+  const E = st + HEADER;
+  const O = E + (<usize>cap << 2);
+  let i = 0;
+  if (parity == 1 && n > 0) {
+    store<f32>(O + (<usize>no << 2), <f32>load<i16>(src));
+    no++;
+    i = 1;
+  }
+  for (; i + 1 < n; i += 2) {
+    store<f32>(E + (<usize>ne << 2), <f32>load<i16>(src + (<usize>i << 1)));
+    store<f32>(O + (<usize>no << 2), <f32>load<i16>(src + (<usize>i << 1), 2));
+    ne++;
+    no++;
+  }
+  if (i < n) {
+    store<f32>(E + (<usize>ne << 2), <f32>load<i16>(src + (<usize>i << 1)));
+    ne++;
+  }
+  parity = (parity + n) & 1;
+
+  const half = f32x4.splat(0.5);
+  const mb = <usize>m << 2;
+  let w: usize = 0;
+  while (q + 8 <= ne) {
+    const e = E + (<usize>q << 2) - mb;
+    const lo = O + (<usize>q << 2) - mb - 4;
+    const hi = O + (<usize>q << 2) - mb;
+    let a = f32x4.mul(half, v128.load(e));
+    let b = f32x4.mul(half, v128.load(e, 16));
+    for (let j: usize = 0; j < mb; j += 4) {
+      const c = v128.load32_splat(g + j);
+      a = f32x4.add(a, f32x4.mul(c, f32x4.add(v128.load(lo - j), v128.load(hi + j))));
+      b = f32x4.add(b, f32x4.mul(c, f32x4.add(v128.load(lo - j, 16), v128.load(hi + j, 16))));
+    }
+    store4(out + (w << 1), a);
+    store4(out + (w << 1) + 8, b);
+    q += 8;
+    w += 8;
+  }
+  while (q + 4 <= ne) {
+    const e = E + (<usize>q << 2) - mb;
+    const lo = O + (<usize>q << 2) - mb - 4;
+    const hi = O + (<usize>q << 2) - mb;
+    let a = f32x4.mul(half, v128.load(e));
+    for (let j: usize = 0; j < mb; j += 4) {
+      a = f32x4.add(a, f32x4.mul(v128.load32_splat(g + j), f32x4.add(v128.load(lo - j), v128.load(hi + j))));
+    }
+    store4(out + (w << 1), a);
+    q += 4;
+    w += 4;
+  }
+  while (q < ne) {
+    const e = E + (<usize>q << 2) - mb;
+    const lo = O + (<usize>q << 2) - mb - 4;
+    const hi = O + (<usize>q << 2) - mb;
+    let a: f32 = <f32>0.5 * load<f32>(e);
+    for (let j: usize = 0; j < mb; j += 4) a += load<f32>(g + j) * (load<f32>(lo - j) + load<f32>(hi + j));
+    store<i16>(out + (w << 1), pcm(a));
+    q++;
+    w++;
+  }
+  // Keep from the oldest odd sample the next output reads, O[q - 2m] (and E alike).
+  const shift = q - 2 * m;
+  if (shift > 0) {
+    memory.copy(E, E + (<usize>shift << 2), <usize>(ne - shift) << 2);
+    memory.copy(O, O + (<usize>shift << 2), <usize>(no - shift) << 2);
+    ne -= shift;
+    no -= shift;
+    q -= shift;
+  }
+  store<i32>(st, ne, F0);
+  store<i32>(st, no, F1);
+  store<i32>(st, q, NEXT);
+  store<i32>(st, parity, PHASE);
+  return <i32>w;
+}
+
+/**
+ * 1:2 up with a half-band filter. Each input q gives two outputs: the centre tap alone (a copy of
+ * x[q - m]) and y = sum_j g[j] * (x[q - m + 1 + j] + x[q - m - j]) (folded, outputs in lanes).
+ */
+export function halfbandUp(st: usize, g: usize, m: i32, src: usize, n: i32, out: usize): i32 {
+  let fill = load<i32>(st, F0);
+  let q = load<i32>(st, NEXT);
+  const X = st + HEADER;
+  widen(X + (<usize>fill << 2), src, n);
+  fill += n;
+  const mb = <usize>m << 2;
+  let w: usize = 0;
+  while (q + 4 <= fill) {
+    const mid = X + (<usize>q << 2) - mb;
+    let a = f32x4.mul(v128.load32_splat(g), f32x4.add(v128.load(mid, 4), v128.load(mid)));
+    for (let j: usize = 4; j < mb; j += 4) {
+      a = f32x4.add(a, f32x4.mul(v128.load32_splat(g + j), f32x4.add(v128.load(mid + 4 + j), v128.load(mid - j))));
+    }
+    const odd = i32x4.trunc_sat_f32x4_s(f32x4.nearest(a));
+    const even = i32x4.trunc_sat_f32x4_s(v128.load(mid));
+    const packed = i16x8.narrow_i32x4_s(even, odd);
+    v128.store(out + (w << 1), i16x8.shuffle(packed, packed, 0, 4, 1, 5, 2, 6, 3, 7));
+    q += 4;
+    w += 8;
+  }
+  while (q < fill) {
+    const mid = X + (<usize>q << 2) - mb;
+    let a: f32 = load<f32>(g) * (load<f32>(mid, 4) + load<f32>(mid));
+    for (let j: usize = 4; j < mb; j += 4) a += load<f32>(g + j) * (load<f32>(mid + 4 + j) + load<f32>(mid - j));
+    store<i16>(out + (w << 1), <i16>(<i32>load<f32>(mid)));
+    store<i16>(out + (w << 1), pcm(a), 2);
+    q++;
+    w += 2;
+  }
+  const shift = q - 2 * m + 1;
+  if (shift > 0) {
+    memory.copy(X, X + (<usize>shift << 2), <usize>(fill - shift) << 2);
+    fill -= shift;
+    q -= shift;
+  }
+  store<i32>(st, fill, F0);
+  store<i32>(st, q, NEXT);
+  return <i32>w;
+}
