@@ -10,9 +10,13 @@ import { registerCallRoutes } from './control/calls.js';
 import { registerDocs } from './control/docs.js';
 import { registerHealthRoutes } from './control/health.js';
 import { registerMediaStreamRoutes } from './control/media-stream.js';
+import { registerSessionRoutes } from './control/sessions.js';
 import { BridgeError, isBridgeError } from './errors.js';
 import { createLogger, type Logger } from './log.js';
+import { attachMediaEndpoint, type MediaEndpoint } from './media/endpoint.js';
 import { createMetrics } from './metrics.js';
+import { createPipeline } from './pipeline/index.js';
+import type { AudioPipeline } from './pipeline/types.js';
 import { createProviderClient, type ProviderClient } from './provider/client.js';
 import { MemorySessionRegistry, MemoryTenantStore } from './state/memory.js';
 
@@ -21,11 +25,16 @@ export interface BridgeOptions {
   readonly log?: Logger;
   /** A provider client to use instead of one made from `config.providerBaseUrl`. */
   readonly provider?: ProviderClient;
+  /** An audio pipeline to use instead of one made from `config.dspWorkers`; closed with the bridge. */
+  readonly pipeline?: AudioPipeline;
 }
 
 export interface Bridge {
   readonly app: FastifyInstance;
   readonly ctx: BridgeContext;
+  /** The media WebSocket endpoint, `GET /v1/media`. */
+  readonly media: MediaEndpoint;
+  readonly pipeline: AudioPipeline;
   /** Listens on `config.host`:`config.port`; resolves to the bound address, e.g. `http://127.0.0.1:8080`. */
   listen(): Promise<string>;
   /** Graceful stop: readiness false, live sessions drained up to `drainTimeoutMs`, then closed. */
@@ -92,10 +101,16 @@ export async function createBridge(config: Config, options: BridgeOptions = {}):
   registerHealthRoutes(app, ctx);
   registerMediaStreamRoutes(app, ctx, ctx.verifyRest);
   registerCallRoutes(app, ctx, ctx.verifyRest);
+  registerSessionRoutes(app, ctx, ctx.verifyRest);
+
+  const pipeline = options.pipeline ?? createPipeline({ workers: config.dspWorkers, log, metrics });
+  const media = attachMediaEndpoint(app.server, ctx, pipeline);
 
   return {
     app,
     ctx,
+    media,
+    pipeline,
     async listen() {
       await app.listen({ port: config.port, host: config.host });
       const addr = app.server.address();
@@ -105,8 +120,11 @@ export async function createBridge(config: Config, options: BridgeOptions = {}):
     },
     async close() {
       ctx.draining = true;
+      // Calls first (they need the pipeline and the server), then the server, the pipeline last.
+      await media.close();
       await app.close();
       await provider?.close();
+      await pipeline.close();
     },
   };
 }

@@ -4,6 +4,7 @@
  */
 import { createBridge } from '../app.js';
 import { type Config, ConfigError, loadConfig } from '../config.js';
+import { startupBanner } from './banner.js';
 
 async function main(): Promise<void> {
   let config: Config;
@@ -20,6 +21,7 @@ async function main(): Promise<void> {
   const url = await bridge.listen();
   const { log } = bridge.ctx;
   log.info({ url }, 'voicebridge listening');
+  process.stdout.write(startupBanner(url, config));
 
   let stopping = false;
   const stop = (signal: string) => {

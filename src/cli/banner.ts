@@ -1,0 +1,33 @@
+/**
+ * What `npm start` prints for a person at start-up: where to point a provider, and how to get a token.
+ */
+import type { Config } from '../config.js';
+
+/** `http://0.0.0.0:8080` listens everywhere; a person connects to loopback. */
+export function connectableUrl(listenUrl: string): string {
+  const u = new URL(listenUrl);
+  if (u.hostname === '0.0.0.0' || u.hostname === '[::]') u.hostname = '127.0.0.1';
+  return u.origin;
+}
+
+export function startupBanner(listenUrl: string, config: Config): string {
+  const http = connectableUrl(listenUrl);
+  const media = `${http.replace(/^http/, 'ws')}/v1/media`;
+  const lines = [
+    `voicebridge listening on ${listenUrl}`,
+    `  media endpoint (a tenant's media_ws_url): ${media}`,
+  ];
+  if (config.mediaAuth === 'none') {
+    lines.push('  media auth: none (MEDIA_AUTH=none, development only): no token needed');
+  } else {
+    lines.push(
+      `  media token${config.mediaSecretIsDev ? ' (development secret)' : ''}: npm run token -- --media`,
+      `    then connect with "Authorization: Bearer <token>" or ${media}?token=<token>`,
+    );
+  }
+  lines.push(
+    `  REST token${config.authSecretIsDev ? ' (development secret)' : ''}: npm run token`,
+    `  bot: ${config.botUrl} at ${config.botSampleRate} Hz; DSP workers: ${config.dspWorkers}`,
+  );
+  return `${lines.join('\n')}\n`;
+}
