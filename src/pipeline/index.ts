@@ -8,6 +8,8 @@ import { InlinePipeline } from './inline.js';
 import { WorkerPipeline } from './pool.js';
 import type { AudioPipeline, PipelineSession } from './types.js';
 
+export { checkSpec } from './spec.js';
+
 export type * from './types.js';
 
 /**

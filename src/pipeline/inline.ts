@@ -7,6 +7,7 @@ import type { Logger } from '../log.js';
 import type { Metrics } from '../metrics.js';
 import { SessionDsp } from './dsp.js';
 import type { DspPipeline } from './index.js';
+import { checkSpec } from './spec.js';
 import type { PipelineSession, PipelineSessionSpec, PipelineSink } from './types.js';
 
 /** DSP seconds are summed here and added to the Prometheus counter every this many chunks. */
@@ -60,6 +61,7 @@ export class InlinePipeline implements DspPipeline {
   ) {}
 
   open(spec: PipelineSessionSpec, sink: PipelineSink): PipelineSession {
+    checkSpec(spec);
     const session = new InlineSession(this, new SessionDsp(spec), sink);
     this.sessions++;
     return session;

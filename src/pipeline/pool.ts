@@ -39,6 +39,7 @@ import {
   K_TO_CALLER,
   RECORD_HEADER_BYTES,
 } from './protocol.js';
+import { checkSpec } from './spec.js';
 import type { PipelineSession, PipelineSessionSpec, PipelineSink } from './types.js';
 
 /** Batches a worker may hold unanswered; more would only queue inside it, out of our sight. */
@@ -150,13 +151,12 @@ export class WorkerPipeline implements DspPipeline {
 
   open(spec: PipelineSessionSpec, sink: PipelineSink): PipelineSession {
     if (this.closing) throw new Error('the DSP pipeline is closed');
+    checkSpec(spec);
     let slot = this.slots[0]!;
     for (const s of this.slots) if (s.sessions.size < slot.sessions.size) slot = s;
     const id = this.nextId++;
     if (this.nextId > 0x7fffffff) this.nextId = 1;
     const session = new WorkerSession(this, id, spec, sink, slot);
-    // The resamplers are built in the worker; building one here first would only surface a bad rate
-    // to the caller synchronously, which the media layer already validated.
     slot.sessions.add(session);
     this.byId.set(id, session);
     if (!slot.staging.putOpen(id, spec)) this.dropped++;

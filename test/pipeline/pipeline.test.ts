@@ -166,6 +166,17 @@ describe.each([0, 2])('pipeline with %i workers', (workers) => {
     });
   });
 
+  it('refuses a spec it cannot run when the session opens, naming the field', () => {
+    const p = pipeline(workers);
+    expect(() => p.open(spec('slin', 11025, 'slin', 8000, 16000), new Collector())).toThrow(
+      /callerIn.sampleRate must be 8000, 16000, 22050, 24000, 44100, 48000, got 11025/,
+    );
+    expect(() => p.open(spec('slin', 8000, 'gsm' as Codec, 8000, 16000), new Collector())).toThrow(
+      /callerOut.codec/,
+    );
+    expect(() => p.open(spec('slin', 8000, 'slin', 8000, 12345), new Collector())).toThrow(/botRate/);
+  });
+
   it('refuses half a PCM16 sample synchronously', () => {
     const p = pipeline(workers);
     const s = p.open(spec('slin', 8000, 'pcmu', 8000, 16000), new Collector());
