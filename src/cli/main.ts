@@ -4,6 +4,8 @@
  */
 import { createBridge } from '../app.js';
 import { type Config, ConfigError, loadConfig } from '../config.js';
+import { IN_PROCESS_NOTICE, type InProcessProvider, startInProcessProvider } from '../emulator/in-process.js';
+import { createLogger } from '../log.js';
 import { startupBanner } from './banner.js';
 
 async function main(): Promise<void> {
@@ -17,24 +19,50 @@ async function main(): Promise<void> {
     }
     throw err;
   }
-  const bridge = await createBridge(config);
+  if (config.providerBaseUrl === undefined && config.production) {
+    process.stderr.write(
+      "voicebridge: bad configuration:\nPROVIDER_BASE_URL must be set when NODE_ENV=production (the provider's voice API; the built-in provider emulator is for development only)\n",
+    );
+    process.exit(2);
+  }
+  const log = createLogger(config.logLevel);
+  // Without a provider, the emulator stands in for it (development only), taking call control for the
+  // calls this bridge holds; `bridge` is bound once it exists.
+  let inProcess: InProcessProvider | undefined;
+  let bridgeRef: Awaited<ReturnType<typeof createBridge>> | undefined;
+  if (config.providerBaseUrl === undefined) {
+    inProcess = await startInProcessProvider(config, log, async (tenant, id) =>
+      bridgeRef?.ctx.sessions.get(tenant, id),
+    );
+    config = inProcess.config;
+    log.warn({ emulator: inProcess.url }, IN_PROCESS_NOTICE);
+  }
+  const bridge = await createBridge(config, { log });
+  bridgeRef = bridge;
   const url = await bridge.listen();
-  const { log } = bridge.ctx;
   log.info({ url }, 'voicebridge listening');
   process.stdout.write(startupBanner(url, config));
+  if (inProcess !== undefined) {
+    process.stdout.write(
+      `  provider: ${IN_PROCESS_NOTICE}\n    emulator at ${inProcess.url} (POST /emulator/calls places synthetic calls${inProcess.secretIsBridgeSecret ? '; tokens from npm run token work there' : ''})\n`,
+    );
+  }
 
   let stopping = false;
   const stop = (signal: string) => {
     if (stopping) return;
     stopping = true;
     log.info({ signal }, 'shutting down');
-    bridge.close().then(
-      () => process.exit(0),
-      (err: unknown) => {
-        log.error({ err }, 'shutdown failed');
-        process.exit(1);
-      },
-    );
+    bridge
+      .close()
+      .then(() => inProcess?.emulator.close())
+      .then(
+        () => process.exit(0),
+        (err: unknown) => {
+          log.error({ err }, 'shutdown failed');
+          process.exit(1);
+        },
+      );
   };
   process.on('SIGTERM', () => stop('SIGTERM'));
   process.on('SIGINT', () => stop('SIGINT'));
