@@ -64,10 +64,14 @@ export class BatchWriter {
     this.f64 = new Float64Array(this.buf, 0, 1);
   }
 
-  /** Starts a record with room for `maxLen` payload bytes; returns the payload offset, or -1 when full. */
-  begin(sessionId: number, kind: number, maxLen: number): number {
+  /**
+   * Starts a record with room for `maxLen` payload bytes; returns the payload offset, or -1 when full.
+   * `control` records (open, close, fault: a few bytes each, one per session at most) may pass the bound,
+   * so that shedding audio never loses a session's open or close.
+   */
+  begin(sessionId: number, kind: number, maxLen: number, control = false): number {
     const need = this.used + RECORD_HEADER_BYTES + align4(maxLen);
-    if (need > this.buf.byteLength && !this.grow(need)) return -1;
+    if (need > this.buf.byteLength && !this.grow(need, control)) return -1;
     const h = this.used >> 2;
     this.i32[h] = sessionId;
     this.i32[h + 1] = kind;
@@ -92,7 +96,7 @@ export class BatchWriter {
   }
 
   putOpen(sessionId: number, spec: PipelineSessionSpec): boolean {
-    const at = this.begin(sessionId, K_OPEN, OPEN_BYTES);
+    const at = this.begin(sessionId, K_OPEN, OPEN_BYTES, true);
     if (at < 0) return false;
     const p = at >> 2;
     this.i32[p] = CODECS.indexOf(spec.callerIn.codec);
@@ -105,18 +109,18 @@ export class BatchWriter {
   }
 
   putInt(sessionId: number, kind: number, value: number): boolean {
-    const at = this.begin(sessionId, kind, 4);
+    const at = this.begin(sessionId, kind, 4, true);
     if (at < 0) return false;
     this.i32[at >> 2] = value;
     this.end(at, 4);
     return true;
   }
 
-  /** Appends the records (not the header) of another writer, in order. */
+  /** Appends the records (not the header) of another writer, in order; they were within bounds once. */
   append(other: BatchWriter): boolean {
     const len = other.used - HEADER_BYTES;
     if (len === 0) return true;
-    if (this.used + len > this.buf.byteLength && !this.grow(this.used + len)) return false;
+    if (this.used + len > this.buf.byteLength && !this.grow(this.used + len, true)) return false;
     this.u8.set(other.u8.subarray(HEADER_BYTES, other.used), this.used);
     this.used += len;
     this.records += other.records;
@@ -132,11 +136,11 @@ export class BatchWriter {
     return out;
   }
 
-  private grow(need: number): boolean {
-    if (need > this.maxBytes) return false;
+  private grow(need: number, control: boolean): boolean {
+    if (need > this.maxBytes && !control) return false;
     let size = this.buf.byteLength * 2;
     while (size < need) size *= 2;
-    size = Math.min(size, this.maxBytes);
+    size = Math.max(need, Math.min(size, this.maxBytes));
     const next = new ArrayBuffer(size);
     const u8 = new Uint8Array(next);
     u8.set(this.u8.subarray(0, this.used));
