@@ -9,7 +9,10 @@
  * submit against the schedule (the main thread's backlog), the main thread's utilisation, process CPU,
  * and chunks lost or dropped.
  *
- *   npm run bench:pipeline -- [--json] [--seconds 5] [--sessions 100,500,1000] [--modes inline,1,2]
+ * With `--rounds R` every cell runs R times and each figure is the median of the rounds; `p99RangeMs`
+ * gives the lowest and highest p99 seen (this machine is shared and noisy: read the spread).
+ *
+ *   npm run bench:pipeline -- [--json] [--seconds 5] [--rounds 1] [--sessions 100,500,1000] [--modes inline,1,2]
  */
 import { cpus } from 'node:os';
 import { performance } from 'node:perf_hooks';
@@ -24,6 +27,7 @@ function arg(name: string, fallback: string): string {
 }
 const JSON_OUT = argv.includes('--json');
 const SECONDS = Number(arg('seconds', '5'));
+const ROUNDS = Math.max(1, Number(arg('rounds', '1')));
 const WARMUP_S = 1;
 const SESSIONS = arg('sessions', '100,500,1000').split(',').map(Number);
 const MODES = arg('modes', 'inline,1,2')
@@ -183,12 +187,34 @@ async function runCell(workers: number, sessions: number): Promise<Cell> {
   };
 }
 
+/** Figure by figure, the median over rounds; plus the range of p99. */
+function median(rounds: Cell[]): Cell & { p99RangeMs: [number, number] } {
+  const mid = (key: keyof Cell) => {
+    const v = rounds.map((c) => c[key]).sort((a, b) => a - b);
+    return v[v.length >> 1]!;
+  };
+  const p99 = rounds.map((c) => c.p99Ms).sort((a, b) => a - b);
+  return {
+    p50Ms: mid('p50Ms'),
+    p99Ms: mid('p99Ms'),
+    maxMs: mid('maxMs'),
+    lagP99Ms: mid('lagP99Ms'),
+    mainThreadUtil: mid('mainThreadUtil'),
+    cpuCores: mid('cpuCores'),
+    lost: mid('lost'),
+    dropped: mid('dropped'),
+    p99RangeMs: [p99[0]!, p99[p99.length - 1]!],
+  };
+}
+
 const modeName = (w: number) => (w === 0 ? 'inline' : `workers${w}`);
-const results: Record<string, Record<string, Cell>> = {};
+const results: Record<string, Record<string, ReturnType<typeof median>>> = {};
 for (const workers of MODES) {
-  const row: Record<string, Cell> = {};
+  const row: Record<string, ReturnType<typeof median>> = {};
   for (const sessions of SESSIONS) {
-    row[String(sessions)] = await runCell(workers, sessions);
+    const rounds: Cell[] = [];
+    for (let r = 0; r < ROUNDS; r++) rounds.push(await runCell(workers, sessions));
+    row[String(sessions)] = median(rounds);
     if (!JSON_OUT) process.stderr.write(`${modeName(workers)} ${sessions} done\n`);
   }
   results[modeName(workers)] = row;
@@ -204,18 +230,18 @@ const machine = {
 probe.free();
 
 if (JSON_OUT) {
-  console.log(JSON.stringify({ machine, seconds: SECONDS, chunkMs: TICK_MS, results }));
+  console.log(JSON.stringify({ machine, seconds: SECONDS, rounds: ROUNDS, chunkMs: TICK_MS, results }));
 } else {
   console.log(
-    `${machine.cpus} x ${machine.model}, Node ${machine.node}, resampler ${machine.resampler}; ${SECONDS} s per cell`,
+    `${machine.cpus} x ${machine.model}, Node ${machine.node}, resampler ${machine.resampler}; ${SECONDS} s per cell, median of ${ROUNDS}`,
   );
   console.log(
-    'mode       sessions  p50 ms   p99 ms   max ms   lag p99  main util  cpu cores     lost  dropped',
+    'mode       sessions  p50 ms   p99 ms   (p99 range)      max ms   lag p99  main util  cpu cores     lost  dropped',
   );
   for (const [mode, row] of Object.entries(results)) {
     for (const [sessions, c] of Object.entries(row)) {
       console.log(
-        `${mode.padEnd(10)} ${sessions.padStart(8)}  ${c.p50Ms.toFixed(3).padStart(6)}  ${c.p99Ms.toFixed(3).padStart(7)}  ${c.maxMs.toFixed(2).padStart(7)}  ${c.lagP99Ms.toFixed(2).padStart(7)}  ${c.mainThreadUtil.toFixed(2).padStart(9)}  ${c.cpuCores.toFixed(2).padStart(9)}  ${String(c.lost).padStart(7)}  ${String(c.dropped).padStart(7)}`,
+        `${mode.padEnd(10)} ${sessions.padStart(8)}  ${c.p50Ms.toFixed(3).padStart(6)}  ${c.p99Ms.toFixed(3).padStart(7)}  ${`(${c.p99RangeMs[0].toFixed(1)}-${c.p99RangeMs[1].toFixed(1)})`.padEnd(14)}  ${c.maxMs.toFixed(2).padStart(7)}  ${c.lagP99Ms.toFixed(2).padStart(7)}  ${c.mainThreadUtil.toFixed(2).padStart(9)}  ${c.cpuCores.toFixed(2).padStart(9)}  ${String(c.lost).padStart(7)}  ${String(c.dropped).padStart(7)}`,
       );
     }
   }
