@@ -116,6 +116,9 @@ export class SyntheticCall {
         code: `http_${res.statusCode}`,
         message: `handshake refused with ${res.statusCode}`,
       });
+      // With this listener installed, ending the refused handshake is ours to do.
+      res.resume();
+      ws.terminate();
     });
     ws.on('error', (err) => {
       if (!this.stats.errors.some((e) => e.code?.startsWith('http_')))
@@ -173,6 +176,7 @@ export class SyntheticCall {
     void closed.then(() => {
       stop = true;
     });
+    let samplesSent = 0;
     const t0 = performance.now();
     for (let k = 0; k < total && !stop && o.signal?.aborted !== true; ) {
       const now = performance.now();
@@ -193,7 +197,8 @@ export class SyntheticCall {
           );
         this.#lateness.push(now - (t0 + k * chunkMs));
         this.stats.chunksSent++;
-        this.stats.secondsSent += pcm.length / f.inputRate;
+        samplesSent += pcm.length;
+        this.stats.secondsSent = samplesSent / f.inputRate;
         k++;
       }
       if (k < total) await sleep(Math.max(0, t0 + k * chunkMs - performance.now()));
