@@ -11,7 +11,10 @@ describe('tone helpers', () => {
 
     // White noise 30 dB below the tone's power.
     let seed = 1;
-    const rand = () => ((seed = (seed * 1103515245 + 12345) & 0x7fffffff) / 0x7fffffff) * 2 - 1;
+    const rand = () => {
+      seed = (seed * 1103515245 + 12345) & 0x7fffffff;
+      return (seed / 0x7fffffff) * 2 - 1;
+    };
     const tonePower = (0.5 * 32767) ** 2 / 2;
     const noiseAmp = Math.sqrt((tonePower / 1000) * 3); // uniform noise power is amp^2 / 3
     const noisy = clean.map((v) => Math.round(v + noiseAmp * rand()));
