@@ -36,6 +36,16 @@ interface Kernel {
   ): number;
   halfbandDown(st: number, g: number, m: number, cap: number, src: number, n: number, out: number): number;
   halfbandUp(st: number, g: number, m: number, src: number, n: number, out: number): number;
+  lanes(
+    st: number,
+    info: number,
+    L: number,
+    M: number,
+    cap: number,
+    src: number,
+    n: number,
+    out: number,
+  ): number;
 }
 
 /** The module, its views (re-taken whenever memory grows), the I/O scratch and a size-class free list. */
@@ -136,6 +146,64 @@ interface Tables {
   /** Taps per branch padded to a multiple of 8 (zeros first, so windows stay aligned to the newest input). */
   readonly tp: number;
   readonly g: number;
+  /** Lanes kernel: branch table, stream capacity (groups) and history kept (groups). */
+  readonly info: number;
+  readonly streamCap: number;
+  readonly hist: number;
+}
+
+/** L = 1 or 2 and no half-band: each branch is symmetric, so the folded lanes kernel applies. */
+function useLanes(d: FilterDesign): boolean {
+  return d.kind === 'polyphase' && (d.L === 1 || d.L === 2) && d.M >= 3;
+}
+
+/**
+ * Terms of the lanes kernel (see lanes() in wasm/resampler.as): for branch p, taps i and its mirror
+ * share a multiply; each tap's input x[M*u + e0 - i] is stream (e0 - i) mod M at group offset
+ * floor((e0 - i) / M), turned into a byte offset from the streams' base.
+ */
+function laneTables(rt: Runtime, d: FilterDesign) {
+  const { L, M, prototype: h } = d;
+  const N = h.length;
+  const per: { e0: number; terms: number[][] }[] = [];
+  let hist = 0;
+  for (let p = 0; p < L; p++) {
+    const e0 = Math.floor((p * M) / L);
+    const T = Math.floor((N - 1 - p) / L) + 1;
+    const mirror = (N - 1 - 2 * p) / L;
+    const at = (i: number) => {
+      const e = e0 - i;
+      const r = ((e % M) + M) % M;
+      const a = (e - r) / M;
+      hist = Math.max(hist, -a + 1);
+      return { r, a };
+    };
+    const raw: { c: number; A: { r: number; a: number }; B: { r: number; a: number } }[] = [];
+    for (let i = 0; i < T; i++) {
+      const j = mirror - i;
+      if (j < i) break;
+      const c = h[p + i * L]!;
+      raw.push({ c: i === j ? c / 2 : c, A: at(i), B: at(j) });
+    }
+    per.push({ e0, terms: raw.map((t) => [t.c, t.A.r, t.A.a, t.B.r, t.B.a]) });
+  }
+  const streamCap = hist + Math.ceil(BLOCK / M) + 16;
+  const info = rt.alloc(L * 12);
+  for (let p = 0; p < L; p++) {
+    const { e0, terms } = per[p]!;
+    const ptr = rt.alloc(terms.length * 16);
+    for (let t = 0; t < terms.length; t++) {
+      const [c, ra, aa, rb, ab] = terms[t]! as [number, number, number, number, number];
+      const q = (ptr >> 2) + t * 4;
+      rt.f32[q] = c;
+      rt.i32[q + 1] = (ra * streamCap + aa) * 4;
+      rt.i32[q + 2] = (rb * streamCap + ab) * 4;
+    }
+    rt.i32[(info >> 2) + p * 3] = ptr;
+    rt.i32[(info >> 2) + p * 3 + 1] = terms.length;
+    rt.i32[(info >> 2) + p * 3 + 2] = e0;
+  }
+  return { info, streamCap, hist };
 }
 
 const tables = new WeakMap<FilterDesign, Tables>();
@@ -144,12 +212,15 @@ function tablesFor(rt: Runtime, d: FilterDesign): Tables {
   let t = tables.get(d);
   if (t !== undefined) return t;
   const T = d.tapsPerPhase;
-  const tp = Math.ceil(T / 8) * 8;
+  const tp = Math.ceil(T / 16) * 16;
   let coef = 0;
   let nextPhase = 0;
   let advance = 0;
   let g = 0;
-  if (d.kind === 'polyphase') {
+  let lane = { info: 0, streamCap: 0, hist: 0 };
+  if (useLanes(d)) {
+    lane = laneTables(rt, d);
+  } else if (d.kind === 'polyphase') {
     coef = rt.alloc(d.L * tp * 4);
     nextPhase = rt.alloc(d.L * 4);
     advance = rt.alloc(d.L * 4);
@@ -162,7 +233,7 @@ function tablesFor(rt: Runtime, d: FilterDesign): Tables {
     g = rt.alloc(d.halfLength * 4);
     for (let j = 0; j < d.halfLength; j++) rt.f32[(g >> 2) + j] = d.halfband[j]!;
   }
-  t = { coef, nextPhase, advance, tp, g };
+  t = { coef, nextPhase, advance, tp, g, ...lane };
   tables.set(d, t);
   return t;
 }
@@ -196,6 +267,10 @@ class WasmResampler implements Resampler {
       this.kind = 2;
       this.cap = 2 * m + BLOCK;
       this.bytes = HEADER + this.cap * 4;
+    } else if (useLanes(d)) {
+      this.kind = 3;
+      this.cap = this.t.streamCap;
+      this.bytes = HEADER + d.M * this.cap * 4;
     } else {
       this.kind = 0;
       this.cap = this.t.tp + BLOCK;
@@ -223,6 +298,11 @@ class WasmResampler implements Resampler {
     } else if (this.kind === 2) {
       rt.i32[h] = 2 * m - 1;
       rt.i32[h + 2] = 2 * m - 1;
+    } else if (this.kind === 3) {
+      const hist = this.t.hist;
+      rt.i32[h] = hist * this.d.M;
+      rt.i32[h + 1] = hist;
+      rt.i32[h + 2] = hist;
     } else {
       rt.i32[h] = this.t.tp - 1;
       rt.i32[h + 2] = this.t.tp - 1;
@@ -250,6 +330,8 @@ class WasmResampler implements Resampler {
       if (this.kind === 1)
         got = k.halfbandDown(this.st, t.g, this.d.halfLength, this.cap, rt.inPtr, n, rt.outPtr);
       else if (this.kind === 2) got = k.halfbandUp(this.st, t.g, this.d.halfLength, rt.inPtr, n, rt.outPtr);
+      else if (this.kind === 3)
+        got = k.lanes(this.st, t.info, this.d.L, this.d.M, this.cap, rt.inPtr, n, rt.outPtr);
       else got = k.polyphase(this.st, t.coef, t.nextPhase, t.advance, t.tp, rt.inPtr, n, rt.outPtr);
       output.set(rt.outView(got), written);
       written += got;
