@@ -8,7 +8,7 @@ import { fromBase64 } from '../audio/codec.js';
 import type { BridgeContext } from '../context.js';
 import { BridgeError, isBridgeError } from '../errors.js';
 import type { Logger } from '../log.js';
-import type { AudioPipeline, PipelineSession, PipelineSink } from '../pipeline/types.js';
+import type { AudioPipeline, PipelineSession, PipelineSessionSpec, PipelineSink } from '../pipeline/types.js';
 import type { SessionInfo } from '../state/types.js';
 import { createBotLeg } from './bot/index.js';
 import type { BotHandler, BotLeg } from './bot/types.js';
@@ -34,7 +34,16 @@ export class MediaSession implements PipelineSink, BotHandler {
   readonly log: Logger;
   readonly #ws: WebSocket;
   readonly #deps: SessionDeps;
+  /** Caller -> bot DSP (this session is its sink). */
   readonly #dsp: PipelineSession;
+  /**
+   * Bot -> caller DSP, a pipeline session of its own so that `clear` can cut it: audio the bot sent before
+   * its clear may still be in a worker, and closing the DSP session is the one barrier the pipeline offers
+   * (no sink calls after close). A fresh one is opened for the audio after the clear.
+   */
+  #botDsp: PipelineSession;
+  #botSink: BotAudioSink;
+  readonly #spec: PipelineSessionSpec;
   readonly #out: OutboundQueue;
   readonly #bot: BotLeg;
   readonly #framesIn;
@@ -63,14 +72,14 @@ export class MediaSession implements PipelineSink, BotHandler {
       loop: deps.loop,
     });
     deps.loop.add(this.#out);
-    this.#dsp = deps.pipeline.open(
-      {
-        callerIn: { codec: format.codec, sampleRate: format.inputRate },
-        callerOut: { codec: format.codec, sampleRate: format.outputRate },
-        botRate: ctx.config.botSampleRate,
-      },
-      this,
-    );
+    this.#spec = {
+      callerIn: { codec: format.codec, sampleRate: format.inputRate },
+      callerOut: { codec: format.codec, sampleRate: format.outputRate },
+      botRate: ctx.config.botSampleRate,
+    };
+    this.#dsp = deps.pipeline.open(this.#spec, this);
+    this.#botSink = new BotAudioSink(this.#out, this);
+    this.#botDsp = deps.pipeline.open(this.#spec, this.#botSink);
     this.#bot = createBotLeg(info, this, { ctx, loop: deps.loop, log: this.log });
     this.log.info({ format }, 'session started');
   }
@@ -137,8 +146,8 @@ export class MediaSession implements PipelineSink, BotHandler {
   toBot(pcm: Uint8Array): void {
     if (!this.#ended) this.#bot.audio(pcm);
   }
-  toCaller(encoded: Uint8Array): void {
-    if (!this.#ended) this.#out.push(encoded);
+  toCaller(): void {
+    // Bot audio goes through #botDsp, whose sink is a BotAudioSink; the caller -> bot session has none.
   }
   onGap(reason: string): void {
     this.log.warn({ reason }, 'DSP state lost and rebuilt; audio goes on');
@@ -149,7 +158,7 @@ export class MediaSession implements PipelineSink, BotHandler {
     if (this.#ended) return;
     this.#botFramesIn.inc();
     this.#botBytesIn.inc(pcm.byteLength);
-    this.#dsp.fromBot(pcm);
+    this.#botDsp.fromBot(pcm);
   }
   botEvent(ev: BotEvent): void {
     if (this.#ended) return;
@@ -158,6 +167,11 @@ export class MediaSession implements PipelineSink, BotHandler {
         this.#out.mark(ev.name);
         return;
       case 'clear':
+        // Cut what is still in the DSP first, then what is queued.
+        this.#botDsp.close();
+        this.#botSink.live = false;
+        this.#botSink = new BotAudioSink(this.#out, this);
+        this.#botDsp = this.#deps.pipeline.open(this.#spec, this.#botSink);
         this.#out.clear();
         return;
       case 'dtmf':
@@ -194,6 +208,7 @@ export class MediaSession implements PipelineSink, BotHandler {
     this.#deps.loop.delete(this.#out);
     this.#bot.end(botReason);
     this.#dsp.close();
+    this.#botDsp.close();
     if (this.#ws.readyState === WebSocket.OPEN || this.#ws.readyState === WebSocket.CONNECTING) {
       this.#ws.close(code, closeReason);
     }
@@ -216,5 +231,21 @@ export class MediaSession implements PipelineSink, BotHandler {
 
   #send(text: string): void {
     if (this.#ws.readyState === WebSocket.OPEN) this.#ws.send(text);
+  }
+}
+
+/** The sink of the bot -> caller DSP session: its output goes to the outbound queue while it is live. */
+class BotAudioSink implements PipelineSink {
+  live = true;
+  constructor(
+    private readonly out: OutboundQueue,
+    private readonly session: MediaSession,
+  ) {}
+  toBot(): void {}
+  toCaller(encoded: Uint8Array): void {
+    if (this.live && !this.session.ended) this.out.push(encoded);
+  }
+  onGap(reason: string): void {
+    this.session.onGap(reason);
   }
 }
