@@ -241,7 +241,7 @@ if (JSON_OUT) {
   for (const [mode, row] of Object.entries(results)) {
     for (const [sessions, c] of Object.entries(row)) {
       console.log(
-        `${mode.padEnd(10)} ${sessions.padStart(8)}  ${c.p50Ms.toFixed(3).padStart(6)}  ${c.p99Ms.toFixed(3).padStart(7)}  ${`(${c.p99RangeMs[0].toFixed(1)}-${c.p99RangeMs[1].toFixed(1)})`.padEnd(14)}  ${c.maxMs.toFixed(2).padStart(7)}  ${c.lagP99Ms.toFixed(2).padStart(7)}  ${c.mainThreadUtil.toFixed(2).padStart(9)}  ${c.cpuCores.toFixed(2).padStart(9)}  ${String(c.lost).padStart(7)}  ${String(c.dropped).padStart(7)}`,
+        `${mode.padEnd(10)} ${sessions.padStart(8)}  ${c.p50Ms.toFixed(3).padStart(6)}  ${c.p99Ms.toFixed(3).padStart(7)}  ${`(${c.p99RangeMs[0].toFixed(2)}-${c.p99RangeMs[1].toFixed(2)})`.padEnd(14)}  ${c.maxMs.toFixed(2).padStart(7)}  ${c.lagP99Ms.toFixed(2).padStart(7)}  ${c.mainThreadUtil.toFixed(2).padStart(9)}  ${c.cpuCores.toFixed(2).padStart(9)}  ${String(c.lost).padStart(7)}  ${String(c.dropped).padStart(7)}`,
       );
     }
   }
