@@ -158,50 +158,71 @@ function useLanes(d: FilterDesign): boolean {
 }
 
 /**
- * Terms of the lanes kernel (see lanes() in wasm/resampler.as): for branch p, taps i and its mirror
- * share a multiply; each tap's input x[M*u + e0 - i] is stream (e0 - i) mod M at group offset
- * floor((e0 - i) / M), turned into a byte offset from the streams' base.
+ * Tables of the lanes kernel (see lanes() in wasm/resampler.as): for branch p, tap i and its mirror
+ * share a multiply; tap i reads x[M*u + e0 - i], which is stream (e0 - i) mod M at group offset
+ * floor((e0 - i) / M). Taps are grouped by i mod M so that within a class both addresses move by one
+ * float per term.
  */
 function laneTables(rt: Runtime, d: FilterDesign) {
   const { L, M, prototype: h } = d;
   const N = h.length;
-  const per: { e0: number; terms: number[][] }[] = [];
+  const where = (e: number) => {
+    const r = ((e % M) + M) % M;
+    return { r, a: (e - r) / M };
+  };
   let hist = 0;
+  const branches: { e0: number; classes: { A: number[]; B: number[]; c: number[] }[] }[] = [];
   for (let p = 0; p < L; p++) {
     const e0 = Math.floor((p * M) / L);
-    const T = Math.floor((N - 1 - p) / L) + 1;
     const mirror = (N - 1 - 2 * p) / L;
-    const at = (i: number) => {
-      const e = e0 - i;
-      const r = ((e % M) + M) % M;
-      const a = (e - r) / M;
-      hist = Math.max(hist, -a + 1);
-      return { r, a };
-    };
-    const raw: { c: number; A: { r: number; a: number }; B: { r: number; a: number } }[] = [];
-    for (let i = 0; i < T; i++) {
+    const classes = Array.from({ length: M }, () => ({
+      A: [] as number[],
+      B: [] as number[],
+      c: [] as number[],
+    }));
+    for (let i = 0; 2 * i <= mirror; i++) {
       const j = mirror - i;
-      if (j < i) break;
       const c = h[p + i * L]!;
-      raw.push({ c: i === j ? c / 2 : c, A: at(i), B: at(j) });
+      const A = where(e0 - i);
+      const B = where(e0 - j);
+      hist = Math.max(hist, 1 - A.a, 1 - B.a);
+      const cls = classes[i % M]!;
+      cls.A.push(A.r * 1e6 + A.a);
+      cls.B.push(B.r * 1e6 + B.a);
+      cls.c.push(i === j ? c / 2 : c);
     }
-    per.push({ e0, terms: raw.map((t) => [t.c, t.A.r, t.A.a, t.B.r, t.B.a]) });
+    branches.push({ e0, classes });
   }
-  const streamCap = hist + Math.ceil(BLOCK / M) + 16;
-  const info = rt.alloc(L * 12);
+  const streamCap = hist + Math.ceil(BLOCK / M) + 32;
+  const offset = (code: number) => {
+    const r = Math.round(code / 1e6);
+    return (r * streamCap + (code - r * 1e6)) * 4;
+  };
+  const rec = 4 + 16 * M;
+  const info = rt.alloc(L * rec);
   for (let p = 0; p < L; p++) {
-    const { e0, terms } = per[p]!;
-    const ptr = rt.alloc(terms.length * 16);
-    for (let t = 0; t < terms.length; t++) {
-      const [c, ra, aa, rb, ab] = terms[t]! as [number, number, number, number, number];
-      const q = (ptr >> 2) + t * 4;
-      rt.f32[q] = c;
-      rt.i32[q + 1] = (ra * streamCap + aa) * 4;
-      rt.i32[q + 2] = (rb * streamCap + ab) * 4;
+    const { e0, classes } = branches[p]!;
+    const at = (info + p * rec) >> 2;
+    rt.i32[at] = e0;
+    for (let k = 0; k < M; k++) {
+      const cls = classes[k]!;
+      const coef = rt.alloc(Math.max(1, cls.c.length) * 4);
+      for (let t = 0; t < cls.c.length; t++) {
+        rt.f32[(coef >> 2) + t] = cls.c[t]!;
+        // Within a class, A steps back one group per term and B forward one: check the tables agree.
+        if (
+          offset(cls.A[t]!) !== offset(cls.A[0]!) - 4 * t ||
+          offset(cls.B[t]!) !== offset(cls.B[0]!) + 4 * t
+        ) {
+          throw new Error(`resampler lanes table: irregular class ${k} of branch ${p}`);
+        }
+      }
+      const q = at + 1 + 4 * k;
+      rt.i32[q] = cls.c.length > 0 ? offset(cls.A[0]!) : 0;
+      rt.i32[q + 1] = cls.c.length > 0 ? offset(cls.B[0]!) : 0;
+      rt.i32[q + 2] = cls.c.length;
+      rt.i32[q + 3] = coef;
     }
-    rt.i32[(info >> 2) + p * 3] = ptr;
-    rt.i32[(info >> 2) + p * 3 + 1] = terms.length;
-    rt.i32[(info >> 2) + p * 3 + 2] = e0;
   }
   return { info, streamCap, hist };
 }
