@@ -29,7 +29,11 @@ class InlineSession implements PipelineSession {
     const out = Buffer.allocUnsafe(this.dsp.botBytesFor(data.byteLength));
     const n = this.dsp.callerToBot(data, out, 0);
     this.owner.account(performance.now() - t0);
-    this.sink.toBot(n === out.byteLength ? out : out.subarray(0, n));
+    try {
+      this.sink.toBot(n === out.byteLength ? out : out.subarray(0, n));
+    } catch (err) {
+      this.owner.sinkThrew(err);
+    }
   }
 
   fromBot(data: Uint8Array): void {
@@ -38,7 +42,11 @@ class InlineSession implements PipelineSession {
     const out = Buffer.allocUnsafe(this.dsp.callerBytesFor(data.byteLength));
     const n = this.dsp.botToCaller(data, out, 0);
     this.owner.account(performance.now() - t0);
-    this.sink.toCaller(n === out.byteLength ? out : out.subarray(0, n));
+    try {
+      this.sink.toCaller(n === out.byteLength ? out : out.subarray(0, n));
+    } catch (err) {
+      this.owner.sinkThrew(err);
+    }
   }
 
   close(): void {
@@ -71,6 +79,14 @@ export class InlinePipeline implements DspPipeline {
   account(ms: number): void {
     this.dspMs += ms;
     if (++this.chunks >= METRIC_EVERY_CHUNKS) this.flushMetrics();
+  }
+
+  /**
+   * @internal A throwing sink is logged, as in worker mode, rather than thrown back into the socket
+   * handler that submitted the audio (which would blame the input for the sink's fault).
+   */
+  sinkThrew(err: unknown): void {
+    this.log?.error({ err }, 'pipeline sink threw');
   }
 
   workerOf(_session: PipelineSession): number {

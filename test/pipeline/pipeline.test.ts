@@ -185,6 +185,22 @@ describe.each([0, 2])('pipeline with %i workers', (workers) => {
     s.fromCaller(new Uint8Array(320));
   });
 
+  it('keeps going for other sessions when a sink throws', async () => {
+    const p = pipeline(workers);
+    const bad = new Collector();
+    bad.toBot = () => {
+      throw new Error('sink bug');
+    };
+    const good = new Collector();
+    const a = p.open(spec('slin', 8000, 'slin', 8000, 16000), bad);
+    const b = p.open(spec('slin', 8000, 'slin', 8000, 16000), good);
+    for (let i = 0; i < 3; i++) {
+      a.fromCaller(new Uint8Array(320));
+      b.fromCaller(new Uint8Array(320));
+    }
+    expect(await until(() => good.bot.length === 3)).toBe(true);
+  });
+
   it('calls no sink after a session is closed', async () => {
     const p = pipeline(workers);
     const closed = new Collector();
