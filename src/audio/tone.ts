@@ -119,3 +119,16 @@ export function trimSilence(x: Int16Array, rate: number, thresholdDbfs = -40): I
   }
   return x.subarray(first, Math.min(x.length, last + block));
 }
+
+/**
+ * SNR of the steady part of a returned tone: silence trimmed, then `edgeMs` dropped at each end. A
+ * resampler's start-up ramp (its group delay, a few ms) is not noise a listener hears, yet in a single
+ * fit 50 missing samples of 24000 alone would cap the figure near 26 dB; gaps and phase jumps in the
+ * middle still count in full.
+ */
+export function steadyToneSnrDb(x: Int16Array, hz: number, rate: number, edgeMs = 20): number | undefined {
+  const t = trimSilence(x, rate);
+  const edge = Math.round((rate * edgeMs) / 1000);
+  if (t.length <= 4 * edge) return undefined;
+  return fitTone(t.subarray(edge, t.length - edge), hz, rate).snrDb;
+}

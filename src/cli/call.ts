@@ -8,7 +8,7 @@
 import { randomUUID } from 'node:crypto';
 import { parseArgs } from 'node:util';
 import { bytesForMs, parseCodec, parseEncoding, parseTelephonyRate } from '../audio/format.js';
-import { fitTone, trimSilence } from '../audio/tone.js';
+import { steadyToneSnrDb } from '../audio/tone.js';
 import { mintToken } from '../auth/jwt.js';
 import { DEV_MEDIA_SECRET } from '../config.js';
 import { parseAudioSpec, renderAudio } from '../emulator/audio-source.js';
@@ -99,10 +99,7 @@ try {
     clearInterval(progress);
     if (tty) process.stderr.write('\r\u001b[K');
   }
-  const snr =
-    spec.kind === 'tone' && report.received.length > 0
-      ? fitTone(trimSilence(report.received, outputRate), spec.hz, outputRate).snrDb
-      : undefined;
+  const snr = spec.kind === 'tone' ? steadyToneSnrDb(report.received, spec.hz, outputRate) : undefined;
   const { received: _audio, ...rest } = report;
   if (values.json) {
     process.stdout.write(`${JSON.stringify({ ...rest, toneSnrDb: snr ?? null }, null, 2)}\n`);

@@ -6,7 +6,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
-import { fitTone, trimSilence } from '../audio/tone.js';
+import { steadyToneSnrDb } from '../audio/tone.js';
 import { mintToken, type RestVerifier } from '../auth/jwt.js';
 import { BridgeError, invalidField } from '../errors.js';
 import type { Logger } from '../log.js';
@@ -165,9 +165,8 @@ function callView(r: CallRecord) {
   if (r.report !== undefined) {
     view.inter_arrival_ms = r.report.interArrivalMs;
     if (r.spec.kind === 'tone') {
-      const rx = trimSilence(r.report.received, r.call.outputRate);
-      view.tone_snr_db =
-        rx.length === 0 ? null : Math.round(fitTone(rx, r.spec.hz, r.call.outputRate).snrDb * 10) / 10;
+      const snr = steadyToneSnrDb(r.report.received, r.spec.hz, r.call.outputRate);
+      view.tone_snr_db = snr === undefined ? null : Math.round(snr * 10) / 10;
     }
   }
   return view;

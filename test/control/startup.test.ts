@@ -93,7 +93,7 @@ describe('npm run call', () => {
       expect(report.state).toBe('ended');
       expect(report.secondsSent).toBe(2);
       expect(report.secondsReceived).toBeGreaterThan(1.5);
-      expect(report.toneSnrDb).toBeGreaterThan(20);
+      expect(report.toneSnrDb).toBeGreaterThan(60);
       expect(report.interArrivalMs.count).toBeGreaterThan(50);
       const bad = await run(['src/cli/call.ts', '--url', url, '--secret', 'wrong-secret', '--seconds', '1']);
       expect(bad.code).toBe(1);

@@ -219,7 +219,7 @@ describe('synthetic calls placed by the emulator', () => {
     expect(report.state).toBe('ended');
     expect(report.seconds_sent).toBe(3);
     expect(report.seconds_received as number).toBeGreaterThan(2.5);
-    expect(report.tone_snr_db as number).toBeGreaterThan(25);
+    expect(report.tone_snr_db as number).toBeGreaterThan(60);
     expect(report.errors).toEqual([]);
   });
 });

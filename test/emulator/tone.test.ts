@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { fitTone, generateTone, trimSilence } from '../../src/audio/tone.js';
+import { fitTone, generateTone, steadyToneSnrDb, trimSilence } from '../../src/audio/tone.js';
 import { percentiles } from '../../src/emulator/stats.js';
 
 describe('tone helpers', () => {
@@ -38,6 +38,18 @@ describe('tone helpers', () => {
     expect(t.length).toBeGreaterThanOrEqual(4000);
     expect(t.length).toBeLessThanOrEqual(4000 + 160);
     expect(trimSilence(new Int16Array(800), 8000).length).toBe(0);
+  });
+
+  it('the steady-state SNR ignores a start-up ramp but not a lost chunk in the middle', () => {
+    const x = generateTone(440, 8000, 24000, 0.5);
+    for (let i = 0; i < 50; i++) x[i] = Math.round(x[i]! * (i / 50)); // a resampler's onset
+    expect(fitTone(x, 440, 8000).snrDb).toBeLessThan(35);
+    expect(steadyToneSnrDb(x, 440, 8000)!).toBeGreaterThan(80);
+    const lost = new Int16Array(24000 - 160);
+    lost.set(x.subarray(0, 12000));
+    lost.set(x.subarray(12160), 12000);
+    expect(steadyToneSnrDb(lost, 440, 8000)!).toBeLessThan(20);
+    expect(steadyToneSnrDb(new Int16Array(100), 440, 8000)).toBeUndefined();
   });
 
   it('percentiles by nearest rank', () => {
