@@ -12,6 +12,7 @@ import type { AudioPipeline, PipelineSession, PipelineSessionSpec, PipelineSink 
 import type { SessionInfo } from '../state/types.js';
 import { createBotLeg } from './bot/index.js';
 import type { BotHandler, BotLeg } from './bot/types.js';
+import { BotOutput, type OrderedEvent } from './bot-output.js';
 import type { SessionFormat } from './format.js';
 import { OutboundQueue } from './outbound.js';
 import type { PacingLoop } from './pacing-loop.js';
@@ -36,14 +37,8 @@ export class MediaSession implements PipelineSink, BotHandler {
   readonly #deps: SessionDeps;
   /** Caller -> bot DSP (this session is its sink). */
   readonly #dsp: PipelineSession;
-  /**
-   * Bot -> caller DSP, a pipeline session of its own so that `clear` can cut it: audio the bot sent before
-   * its clear may still be in a worker, and closing the DSP session is the one barrier the pipeline offers
-   * (no sink calls after close). A fresh one is opened for the audio after the clear.
-   */
-  #botDsp: PipelineSession;
-  #botSink: BotAudioSink;
-  readonly #spec: PipelineSessionSpec;
+  /** Bot -> caller: its own DSP session, with bot events kept in order behind the audio. */
+  readonly #botOut: BotOutput;
   readonly #out: OutboundQueue;
   readonly #bot: BotLeg;
   readonly #framesIn;
@@ -72,14 +67,13 @@ export class MediaSession implements PipelineSink, BotHandler {
       loop: deps.loop,
     });
     deps.loop.add(this.#out);
-    this.#spec = {
+    const spec: PipelineSessionSpec = {
       callerIn: { codec: format.codec, sampleRate: format.inputRate },
       callerOut: { codec: format.codec, sampleRate: format.outputRate },
       botRate: ctx.config.botSampleRate,
     };
-    this.#dsp = deps.pipeline.open(this.#spec, this);
-    this.#botSink = new BotAudioSink(this.#out, this);
-    this.#botDsp = deps.pipeline.open(this.#spec, this.#botSink);
+    this.#dsp = deps.pipeline.open(spec, this);
+    this.#botOut = new BotOutput(deps.pipeline, spec, this.#out, this);
     this.#bot = createBotLeg(info, this, { ctx, loop: deps.loop, log: this.log });
     this.log.info({ format }, 'session started');
   }
@@ -147,7 +141,7 @@ export class MediaSession implements PipelineSink, BotHandler {
     if (!this.#ended) this.#bot.audio(pcm);
   }
   toCaller(): void {
-    // Bot audio goes through #botDsp, whose sink is a BotAudioSink; the caller -> bot session has none.
+    // Bot audio goes through #botOut's own DSP session; this (caller -> bot) one has no caller output.
   }
   onGap(reason: string): void {
     this.log.warn({ reason }, 'DSP state lost and rebuilt; audio goes on');
@@ -158,29 +152,38 @@ export class MediaSession implements PipelineSink, BotHandler {
     if (this.#ended) return;
     this.#botFramesIn.inc();
     this.#botBytesIn.inc(pcm.byteLength);
-    this.#botDsp.fromBot(pcm);
+    this.#botOut.audio(pcm);
   }
   botEvent(ev: BotEvent): void {
     if (this.#ended) return;
     switch (ev.event) {
+      case 'clear':
+        this.#botOut.clear();
+        return;
+      case 'mark':
+      case 'dtmf':
+        this.#botOut.ordered(ev);
+        return;
+      case 'session_end':
+        this.log.info({ reason: ev.reason }, 'bot ended the session');
+        this.#botOut.ordered({ event: 'session_end', reason: ev.reason ?? 'bot' });
+        return;
+    }
+  }
+
+  /** A bot event whose audio has all reached the outbound queue. */
+  applyOrdered(ev: OrderedEvent): void {
+    if (this.#ended) return;
+    switch (ev.event) {
       case 'mark':
         this.#out.mark(ev.name);
-        return;
-      case 'clear':
-        // Cut what is still in the DSP first, then what is queued.
-        this.#botDsp.close();
-        this.#botSink.live = false;
-        this.#botSink = new BotAudioSink(this.#out, this);
-        this.#botDsp = this.#deps.pipeline.open(this.#spec, this.#botSink);
-        this.#out.clear();
         return;
       case 'dtmf':
         this.#send(JSON.stringify({ event: 'dtmf', digit: ev.digit }));
         return;
       case 'session_end': {
         // The bot hangs up: what it said plays out first, then the provider is told and the socket closes.
-        this.log.info({ reason: ev.reason }, 'bot ended the session');
-        const reason = ev.reason ?? 'bot';
+        const reason = ev.reason;
         const timer = setTimeout(() => this.end(1000, 'session ended', reason), HANGUP_PLAYOUT_MAX_MS);
         timer.unref();
         this.#out.drain(() => {
@@ -208,7 +211,7 @@ export class MediaSession implements PipelineSink, BotHandler {
     this.#deps.loop.delete(this.#out);
     this.#bot.end(botReason);
     this.#dsp.close();
-    this.#botDsp.close();
+    this.#botOut.close();
     if (this.#ws.readyState === WebSocket.OPEN || this.#ws.readyState === WebSocket.CONNECTING) {
       this.#ws.close(code, closeReason);
     }
@@ -231,21 +234,5 @@ export class MediaSession implements PipelineSink, BotHandler {
 
   #send(text: string): void {
     if (this.#ws.readyState === WebSocket.OPEN) this.#ws.send(text);
-  }
-}
-
-/** The sink of the bot -> caller DSP session: its output goes to the outbound queue while it is live. */
-class BotAudioSink implements PipelineSink {
-  live = true;
-  constructor(
-    private readonly out: OutboundQueue,
-    private readonly session: MediaSession,
-  ) {}
-  toBot(): void {}
-  toCaller(encoded: Uint8Array): void {
-    if (this.live && !this.session.ended) this.out.push(encoded);
-  }
-  onGap(reason: string): void {
-    this.session.onGap(reason);
   }
 }

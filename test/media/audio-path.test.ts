@@ -86,28 +86,31 @@ describe('audio path', () => {
     expect(fitSine(back.subarray(400, 23_600), 440, 8000).snrDb).toBeGreaterThan(40);
   });
 
-  it('sends a mark only after the audio before it (a partial chunk padded with silence)', async () => {
-    bot = await TestBot.start({ echo: false });
-    bridge = await startBridge({ BOT_URL: bot.url });
-    const p = await connect();
-    await p.start('mark-1');
-    const conn = await bot.waitConnection();
-    // 0.5 s plus 5 ms at 16 kHz: 25 chunks and a quarter at 8 kHz.
-    conn.ws.send(tonePcm16(440, 16000, 8080));
-    conn.send({ event: 'mark', name: 'utterance-1' });
-    const mark = await p.waitEvent('mark', 3_000);
-    expect(mark.name).toBe('utterance-1');
-    const before = p.order.slice(
-      0,
-      p.order.findIndex((o) => o.kind === 'event' && o.event === 'mark'),
-    );
-    expect(before.filter((o) => o.kind === 'audio')).toHaveLength(26);
-    // It came at the end of the audio's playout, not when the bot sent it.
-    expect(mark.at - p.audio[0]!.at).toBeGreaterThan(500 - 40 - 25);
-    // The provider reports playback reached the mark: the bot hears of it.
-    p.send({ event: 'mark', name: 'utterance-1' });
-    await conn.waitEvent('mark', 2_000, (e) => e.name === 'utterance-1');
-  });
+  it.each(['0', '1'])(
+    'sends a mark only after the audio before it, padded to a chunk (DSP_WORKERS=%s)',
+    async (workers) => {
+      bot = await TestBot.start({ echo: false });
+      bridge = await startBridge({ BOT_URL: bot.url, DSP_WORKERS: workers });
+      const p = await connect();
+      await p.start('mark-1');
+      const conn = await bot.waitConnection();
+      // 0.5 s plus 5 ms at 16 kHz: 25 chunks and a quarter at 8 kHz.
+      conn.ws.send(tonePcm16(440, 16000, 8080));
+      conn.send({ event: 'mark', name: 'utterance-1' });
+      const mark = await p.waitEvent('mark', 3_000);
+      expect(mark.name).toBe('utterance-1');
+      const before = p.order.slice(
+        0,
+        p.order.findIndex((o) => o.kind === 'event' && o.event === 'mark'),
+      );
+      expect(before.filter((o) => o.kind === 'audio')).toHaveLength(26);
+      // It came at the end of the audio's playout, not when the bot sent it.
+      expect(mark.at - p.audio[0]!.at).toBeGreaterThan(500 - 40 - 25);
+      // The provider reports playback reached the mark: the bot hears of it.
+      p.send({ event: 'mark', name: 'utterance-1' });
+      await conn.waitEvent('mark', 2_000, (e) => e.name === 'utterance-1');
+    },
+  );
 
   it('clear drops queued audio at once and tells the provider; audio stops within one chunk', async () => {
     bot = await TestBot.start({ echo: false });

@@ -63,9 +63,9 @@ describe('bot leg', () => {
     expect(await connects('ok')).toBe(1);
   });
 
-  it('passes dtmf and marks provider -> bot, and dtmf bot -> provider', async () => {
+  it('passes dtmf and marks provider -> bot, and dtmf bot -> provider behind the audio before it', async () => {
     bot = await TestBot.start({ echo: false });
-    bridge = await startBridge({ BOT_URL: bot.url });
+    bridge = await startBridge({ BOT_URL: bot.url, DSP_WORKERS: '1' });
     const p = await connect();
     await p.start('events-1');
     const conn = await bot.waitConnection();
@@ -73,8 +73,11 @@ describe('bot leg', () => {
     p.send({ event: 'mark', name: 'prompt-done' });
     await conn.waitEvent('dtmf', 2_000, (e) => e.digit === '7');
     await conn.waitEvent('mark', 2_000, (e) => e.name === 'prompt-done');
+    conn.ws.send(tonePcm16(440, 16000, 1600)); // 100 ms: 5 chunks
     conn.send({ event: 'dtmf', digit: '#' });
     expect((await p.waitEvent('dtmf')).digit).toBe('#');
+    const at = p.order.findIndex((o) => o.kind === 'event' && o.event === 'dtmf');
+    expect(p.order.slice(0, at).filter((o) => o.kind === 'audio').length).toBeGreaterThanOrEqual(3);
   });
 
   it('tells the bot session_end when the provider ends the call', async () => {
@@ -89,20 +92,23 @@ describe('bot leg', () => {
     await waitFor(() => conn.closed, 2_000, 'bot socket closed');
   });
 
-  it('when the bot ends the call, its queued audio plays out, then session_end and close 1000', async () => {
-    bot = await TestBot.start({ echo: false });
-    bridge = await startBridge({ BOT_URL: bot.url });
-    const p = await connect();
-    await p.start('bye-1');
-    const conn = await bot.waitConnection();
-    conn.ws.send(tonePcm16(440, 16000, 4000)); // 250 ms: 12.5 chunks
-    conn.send({ event: 'session_end', reason: 'goodbye' });
-    expect(await p.waitClosed(3_000)).toBe(1000);
-    expect(p.audio).toHaveLength(13);
-    const end = p.order.findIndex((o) => o.kind === 'event' && o.event === 'session_end');
-    expect(end).toBe(p.order.length - 1);
-    await waitFor(() => bridge!.bridge.ctx.sessions.count() === 0, 2_000, 'session removed');
-  });
+  it.each(['0', '1'])(
+    'when the bot ends the call, its audio plays out, then session_end, close 1000 (DSP_WORKERS=%s)',
+    async (workers) => {
+      bot = await TestBot.start({ echo: false });
+      bridge = await startBridge({ BOT_URL: bot.url, DSP_WORKERS: workers });
+      const p = await connect();
+      await p.start('bye-1');
+      const conn = await bot.waitConnection();
+      conn.ws.send(tonePcm16(440, 16000, 4000)); // 250 ms: 12.5 chunks
+      conn.send({ event: 'session_end', reason: 'goodbye' });
+      expect(await p.waitClosed(3_000)).toBe(1000);
+      expect(p.audio).toHaveLength(13);
+      const end = p.order.findIndex((o) => o.kind === 'event' && o.event === 'session_end');
+      expect(end).toBe(p.order.length - 1);
+      await waitFor(() => bridge!.bridge.ctx.sessions.count() === 0, 2_000, 'session removed');
+    },
+  );
 
   it('reports bad bot frames back to the bot and goes on', async () => {
     bot = await TestBot.start({ echo: false });
