@@ -61,6 +61,7 @@ export class InlinePipeline implements DspPipeline {
   readonly workers = 0;
   sessions = 0;
   private dspMs = 0;
+  private closed = false;
   private chunks = 0;
 
   constructor(
@@ -69,6 +70,7 @@ export class InlinePipeline implements DspPipeline {
   ) {}
 
   open(spec: PipelineSessionSpec, sink: PipelineSink): PipelineSession {
+    if (this.closed) throw new Error('the DSP pipeline is closed');
     checkSpec(spec);
     const session = new InlineSession(this, new SessionDsp(spec), sink);
     this.sessions++;
@@ -102,6 +104,7 @@ export class InlinePipeline implements DspPipeline {
   }
 
   async close(): Promise<void> {
+    this.closed = true;
     this.flushMetrics();
     this.log?.debug({ sessions: this.sessions }, 'inline dsp pipeline closed');
   }

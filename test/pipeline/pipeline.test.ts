@@ -1,5 +1,6 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import type { Codec } from '../../src/audio/format.js';
+import { createMetrics } from '../../src/metrics.js';
 import { createPipeline, type DspPipeline } from '../../src/pipeline/index.js';
 import type { PipelineSession, PipelineSessionSpec } from '../../src/pipeline/types.js';
 import {
@@ -199,6 +200,20 @@ describe.each([0, 2])('pipeline with %i workers', (workers) => {
       b.fromCaller(new Uint8Array(320));
     }
     expect(await until(() => good.bot.length === 3)).toBe(true);
+  });
+
+  it('counts DSP time into metrics, and refuses sessions once closed', async () => {
+    const metrics = createMetrics();
+    const p = createPipeline({ workers, metrics });
+    const sink = new Collector();
+    const s = p.open(spec('pcmu', 8000, 'pcmu', 8000, 16000), sink);
+    for (let i = 0; i < 20; i++) s.fromCaller(new Uint8Array(160));
+    expect(await until(() => sink.bot.length === 20)).toBe(true);
+    await p.close();
+    const seconds = (await metrics.dspSeconds.get()).values[0]?.value ?? 0;
+    expect(seconds).toBeGreaterThan(0);
+    expect(seconds).toBeLessThan(1);
+    expect(() => p.open(spec('pcmu', 8000, 'pcmu', 8000, 16000), sink)).toThrow(/closed/);
   });
 
   it('calls no sink after a session is closed', async () => {
