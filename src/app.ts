@@ -54,6 +54,7 @@ export async function createBridge(config: Config, options: BridgeOptions = {}):
           connectTimeoutMs: config.providerConnectTimeoutMs,
           readTimeoutMs: config.providerReadTimeoutMs,
           metrics,
+          log,
         }));
   const ctx: BridgeContext = {
     config,

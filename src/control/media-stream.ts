@@ -112,6 +112,24 @@ export function configFromUpsert(tenant: string, body: Record<string, unknown>):
   };
 }
 
+/** The provider's MediaStreamUpsert fields the caller wrote, as written (the provider applies its own
+ * defaults and codec names); `channels`, ours only, is left out. */
+function forwardedUpsert(body: Record<string, unknown>): MediaStreamUpsert {
+  const out: Record<string, unknown> = {};
+  for (const k of PROVIDER_UPSERT_FIELDS) if (body[k] !== undefined) out[k] = body[k];
+  return out as unknown as MediaStreamUpsert;
+}
+
+const PROVIDER_UPSERT_FIELDS = [
+  'media_ws_url',
+  'codec',
+  'input_sample_rate',
+  'output_sample_rate',
+  'encoding',
+  'chunk_bytes',
+  'media_secret',
+] as const;
+
 export function registerMediaStreamRoutes(
   app: FastifyInstance,
   ctx: BridgeContext,
@@ -163,10 +181,7 @@ export function registerMediaStreamRoutes(
         const body = req.body as Record<string, unknown>;
         const config = configFromUpsert(tenant, body);
         const secret = typeof body.media_secret === 'string' ? body.media_secret : undefined;
-        if (ctx.provider !== undefined) {
-          // Forward what the caller wrote (the provider applies its own defaults and codec names).
-          await ctx.provider.putMediaStream(body as unknown as MediaStreamUpsert);
-        }
+        if (ctx.provider !== undefined) await ctx.provider.putMediaStream(forwardedUpsert(body));
         await ctx.tenants.putMediaStream(config, secret);
         req.log.info(
           { tenant, media_ws_url: config.media_ws_url, secret_changed: secret !== undefined },

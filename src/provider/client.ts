@@ -10,6 +10,7 @@
  */
 import { Agent, request, errors as undiciErrors } from 'undici';
 import { BridgeError, type ErrorCode } from '../errors.js';
+import type { Logger } from '../log.js';
 import type { Metrics } from '../metrics.js';
 import {
   type CheckedCall,
@@ -41,6 +42,8 @@ export interface ProviderClientOptions {
   /** Pause before the one retry of a provider 500. */
   readonly retryDelayMs?: number;
   readonly metrics?: Metrics;
+  /** Failed calls are logged here (call, outcome, duration; never bodies, which may hold secrets). */
+  readonly log?: Logger;
 }
 
 export interface ProviderClient {
@@ -102,6 +105,15 @@ export function createProviderClient(options: ProviderClientOptions): ProviderCl
       }
     } catch (err) {
       outcome = err instanceof BridgeError ? err.code : 'error';
+      options.log?.warn(
+        {
+          call: c.name,
+          outcome,
+          ms: Math.round(performance.now() - started),
+          reason: (err as Error).message,
+        },
+        'provider call failed',
+      );
       throw err;
     } finally {
       options.metrics?.upstreamSeconds.observe(

@@ -166,6 +166,8 @@ describe('bridge routes over a failing provider', () => {
     });
     expect(r.ms).toBeGreaterThanOrEqual(690);
     expect(r.ms).toBeLessThan(3_000);
+    const line = rig.logs.map((l) => JSON.parse(l)).find((l) => l.msg === 'provider call failed');
+    expect(line).toMatchObject({ call: 'consult', outcome: 'upstream_timeout' });
   });
 
   it('an emulator dial that outlasts the bound ends in 504 too', async () => {
