@@ -166,38 +166,35 @@ function useLanes(d: FilterDesign): boolean {
 function laneTables(rt: Runtime, d: FilterDesign) {
   const { L, M, prototype: h } = d;
   const N = h.length;
+  /** Where input x[M*u + e] lives: stream r, `a` groups from u. */
   const where = (e: number) => {
     const r = ((e % M) + M) % M;
     return { r, a: (e - r) / M };
   };
+  interface Tap {
+    readonly r: number;
+    readonly a: number;
+  }
   let hist = 0;
-  const branches: { e0: number; classes: { A: number[]; B: number[]; c: number[] }[] }[] = [];
+  const branches: { e0: number; classes: { A: Tap[]; B: Tap[]; c: number[] }[] }[] = [];
   for (let p = 0; p < L; p++) {
     const e0 = Math.floor((p * M) / L);
     const mirror = (N - 1 - 2 * p) / L;
-    const classes = Array.from({ length: M }, () => ({
-      A: [] as number[],
-      B: [] as number[],
-      c: [] as number[],
-    }));
+    const classes = Array.from({ length: M }, () => ({ A: [] as Tap[], B: [] as Tap[], c: [] as number[] }));
     for (let i = 0; 2 * i <= mirror; i++) {
       const j = mirror - i;
-      const c = h[p + i * L]!;
       const A = where(e0 - i);
       const B = where(e0 - j);
       hist = Math.max(hist, 1 - A.a, 1 - B.a);
       const cls = classes[i % M]!;
-      cls.A.push(A.r * 1e6 + A.a);
-      cls.B.push(B.r * 1e6 + B.a);
-      cls.c.push(i === j ? c / 2 : c);
+      cls.A.push(A);
+      cls.B.push(B);
+      cls.c.push(i === j ? h[p + i * L]! / 2 : h[p + i * L]!);
     }
     branches.push({ e0, classes });
   }
   const streamCap = hist + Math.ceil(BLOCK / M) + 32;
-  const offset = (code: number) => {
-    const r = Math.round(code / 1e6);
-    return (r * streamCap + (code - r * 1e6)) * 4;
-  };
+  const offset = (t: Tap) => (t.r * streamCap + t.a) * 4;
   const rec = 4 + 16 * M;
   const info = rt.alloc(L * rec);
   for (let p = 0; p < L; p++) {
@@ -205,22 +202,19 @@ function laneTables(rt: Runtime, d: FilterDesign) {
     const at = (info + p * rec) >> 2;
     rt.i32[at] = e0;
     for (let k = 0; k < M; k++) {
-      const cls = classes[k]!;
-      const coef = rt.alloc(Math.max(1, cls.c.length) * 4);
-      for (let t = 0; t < cls.c.length; t++) {
-        rt.f32[(coef >> 2) + t] = cls.c[t]!;
-        // Within a class, A steps back one group per term and B forward one: check the tables agree.
-        if (
-          offset(cls.A[t]!) !== offset(cls.A[0]!) - 4 * t ||
-          offset(cls.B[t]!) !== offset(cls.B[0]!) + 4 * t
-        ) {
+      const { A, B, c } = classes[k]!;
+      const coef = rt.alloc(Math.max(1, c.length) * 4);
+      for (let t = 0; t < c.length; t++) {
+        rt.f32[(coef >> 2) + t] = c[t]!;
+        // Within a class, A steps back one group per term and B forward one: the kernel relies on it.
+        if (offset(A[t]!) !== offset(A[0]!) - 4 * t || offset(B[t]!) !== offset(B[0]!) + 4 * t) {
           throw new Error(`resampler lanes table: irregular class ${k} of branch ${p}`);
         }
       }
       const q = at + 1 + 4 * k;
-      rt.i32[q] = cls.c.length > 0 ? offset(cls.A[0]!) : 0;
-      rt.i32[q + 1] = cls.c.length > 0 ? offset(cls.B[0]!) : 0;
-      rt.i32[q + 2] = cls.c.length;
+      rt.i32[q] = c.length > 0 ? offset(A[0]!) : 0;
+      rt.i32[q + 1] = c.length > 0 ? offset(B[0]!) : 0;
+      rt.i32[q + 2] = c.length;
       rt.i32[q + 3] = coef;
     }
   }
