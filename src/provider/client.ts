@@ -105,7 +105,9 @@ export function createProviderClient(options: ProviderClientOptions): ProviderCl
       }
     } catch (err) {
       outcome = err instanceof BridgeError ? err.code : 'error';
-      options.log?.warn(
+      // The provider's own 400/404/409 are answers, not faults: those go at info.
+      const fault = !(err instanceof BridgeError) || err.code.startsWith('upstream_');
+      options.log?.[fault ? 'warn' : 'info'](
         {
           call: c.name,
           outcome,
