@@ -330,6 +330,8 @@ class WasmResampler implements Resampler {
   }
 
   process(input: Int16Array, output: Int16Array): number {
+    // Its linear memory may already belong to another instance: fail loudly, not corrupt it.
+    if (this.st === 0) throw new Error('resampler used after free()');
     const rt = this.rt;
     rt.refresh();
     const k = rt.k;
