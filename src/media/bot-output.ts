@@ -24,7 +24,8 @@ export type OrderedEvent =
 export interface BotOutputOwner {
   /** Applies an event whose audio has all reached the outbound queue. */
   applyOrdered(event: OrderedEvent): void;
-  onGap(reason: string): void;
+  /** The bot -> caller DSP state was lost and rebuilt. */
+  botGap(reason: string): void;
 }
 
 /** Longest an ordered event waits for audio that may have been shed inside the pipeline. */
@@ -85,7 +86,7 @@ export class BotOutput {
     if (!this.#closed) this.#owner.applyOrdered(event);
   }
   /** @internal */ gap(reason: string): void {
-    this.#owner.onGap(reason);
+    this.#owner.botGap(reason);
   }
 }
 

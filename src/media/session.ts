@@ -28,6 +28,8 @@ export interface SessionDeps {
 
 /** How long a bot-initiated hang-up may wait for queued audio to play out. */
 const HANGUP_PLAYOUT_MAX_MS = 60_000;
+/** How long the provider's session_end may wait for caller audio still in the DSP. */
+const FLUSH_MAX_MS = 500;
 
 export class MediaSession implements PipelineSink, BotHandler {
   readonly info: SessionInfo;
@@ -46,6 +48,11 @@ export class MediaSession implements PipelineSink, BotHandler {
   readonly #botFramesIn;
   readonly #botBytesIn;
   #ended = false;
+  /** Caller chunks given to the DSP, and outputs back: the flush on session_end waits for these to meet. */
+  #callerSubmitted = 0;
+  #callerDelivered = 0;
+  /** Set by the provider's session_end while the flush runs. */
+  #endReason: string | undefined;
 
   constructor(ws: WebSocket, info: SessionInfo, format: SessionFormat, deps: SessionDeps) {
     const { ctx } = deps;
@@ -122,7 +129,7 @@ export class MediaSession implements PipelineSink, BotHandler {
           return;
         case 'session_end':
           this.log.info({ reason: ev.reason }, 'provider ended the session');
-          this.end(1000, 'session ended', ev.reason ?? 'provider');
+          this.#endAfterFlush(ev.reason ?? 'provider');
           return;
         case 'session_start':
           throw new BridgeError(
@@ -138,13 +145,23 @@ export class MediaSession implements PipelineSink, BotHandler {
 
   // PipelineSink
   toBot(pcm: Uint8Array): void {
-    if (!this.#ended) this.#bot.audio(pcm);
+    if (this.#ended) return;
+    this.#callerDelivered++;
+    this.#bot.audio(pcm);
+    if (this.#endReason !== undefined && this.#callerDelivered >= this.#callerSubmitted) {
+      this.end(1000, 'session ended', this.#endReason);
+    }
   }
   toCaller(): void {
     // Bot audio goes through #botOut's own DSP session; this (caller -> bot) one has no caller output.
   }
   onGap(reason: string): void {
-    this.log.warn({ reason }, 'DSP state lost and rebuilt; audio goes on');
+    // Chunks in flight in a lost worker will not come back.
+    this.#callerDelivered = this.#callerSubmitted;
+    this.log.warn({ reason, direction: 'caller_to_bot' }, 'DSP state lost and rebuilt; audio goes on');
+  }
+  botGap(reason: string): void {
+    this.log.warn({ reason, direction: 'bot_to_caller' }, 'DSP state lost and rebuilt; audio goes on');
   }
 
   // BotHandler
@@ -226,9 +243,26 @@ export class MediaSession implements PipelineSink, BotHandler {
     this.#send(errorFrame(err));
   }
 
+  /**
+   * The provider's session_end: caller audio still in the DSP reaches the bot first (each chunk comes
+   * back as one output, as bot-output.ts explains), within a bound, then the bot is told and the socket
+   * closes with 1000. Frames after session_end are ignored.
+   */
+  #endAfterFlush(reason: string): void {
+    if (this.#endReason !== undefined) return;
+    this.#endReason = reason;
+    if (this.#callerDelivered >= this.#callerSubmitted) {
+      this.end(1000, 'session ended', reason);
+      return;
+    }
+    setTimeout(() => this.end(1000, 'session ended', reason), FLUSH_MAX_MS).unref();
+  }
+
   #callerAudio(data: Uint8Array): void {
+    if (this.#endReason !== undefined) return;
     this.#framesIn.inc();
     this.#bytesIn.inc(data.byteLength);
+    this.#callerSubmitted++;
     this.#dsp.fromCaller(data);
   }
 

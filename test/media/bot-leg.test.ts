@@ -92,6 +92,20 @@ describe('bot leg', () => {
     await waitFor(() => conn.closed, 2_000, 'bot socket closed');
   });
 
+  it('on the provider session_end, caller audio still in the DSP workers reaches the bot first', async () => {
+    bot = await TestBot.start({ echo: false });
+    bridge = await startBridge({ BOT_URL: bot.url, DSP_WORKERS: '1' });
+    const p = await connect();
+    await p.start('flush-1');
+    const conn = await bot.waitConnection();
+    p.sendRaw(tonePcm16(440, 8000, 8000)); // 1 s at once, then the hang-up right behind it
+    p.send({ event: 'session_end', reason: 'done' });
+    await conn.waitEvent('session_end');
+    // 1 s at 16 kHz is 32000 bytes, less what the resampler still holds.
+    expect(conn.audioBytes().length).toBeGreaterThan(32000 - 400);
+    expect(await p.waitClosed()).toBe(1000);
+  });
+
   it.each(['0', '1'])(
     'when the bot ends the call, its audio plays out, then session_end, close 1000 (DSP_WORKERS=%s)',
     async (workers) => {
