@@ -156,6 +156,22 @@ describe('audio path', () => {
     await waitFor(() => p.audio.length >= 10, 2_000, 'audio after clear');
   });
 
+  it('bounds buffered bot audio by OUTBOUND_BUFFER_MS: the oldest is shed and counted', async () => {
+    bot = await TestBot.start({ echo: false });
+    bridge = await startBridge({ BOT_URL: bot.url, OUTBOUND_BUFFER_MS: '1000' });
+    const p = await connect();
+    await p.start('shed-1');
+    const conn = await bot.waitConnection();
+    conn.ws.send(tonePcm16(440, 16000, 48000)); // 3 s into a 1 s buffer
+    await waitFor(() => p.audio.length >= 50, 3_000, 'the buffered second');
+    await new Promise((r) => setTimeout(r, 200));
+    expect(p.audio.length).toBeLessThanOrEqual(52);
+    const shed = (await bridge.bridge.ctx.metrics.shedChunks.get()).values.find(
+      (v) => v.labels.reason === 'buffer_full',
+    );
+    expect(shed?.value).toBeGreaterThanOrEqual(95);
+  });
+
   it('binary caller audio at 16 kHz round-trips through builtin:echo after ECHO_DELAY_MS', async () => {
     bridge = await startBridge({ BOT_URL: 'builtin:echo', ECHO_DELAY_MS: '200' });
     const p = await connect();
