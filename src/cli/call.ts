@@ -106,7 +106,7 @@ try {
   } else {
     const lines = [
       `call ${report.sessionId}: ${report.state} (close ${report.closeCode ?? 'none'}${report.closeReason ? ` ${report.closeReason}` : ''})`,
-      `  sent     ${report.secondsSent.toFixed(2)} s in ${report.chunksSent} chunks; send lateness p99 ${report.sendLatenessMs.p99} ms`,
+      `  sent     ${report.secondsSent.toFixed(2)} s in ${report.chunksSent} chunks (${report.chunksShed} shed); send lateness p99 ${report.sendLatenessMs.p99} ms`,
       `  received ${report.secondsReceived.toFixed(2)} s in ${report.chunksReceived} chunks`,
       `  inter-arrival p50 ${report.interArrivalMs.p50} ms, p99 ${report.interArrivalMs.p99} ms, max ${report.interArrivalMs.max} ms`,
     ];

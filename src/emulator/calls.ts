@@ -157,6 +157,7 @@ function callView(r: CallRecord) {
     seconds_received: round(s.secondsReceived),
     chunks_sent: s.chunksSent,
     chunks_received: s.chunksReceived,
+    chunks_shed: s.chunksShed,
     marks: [...s.marks],
     clears: s.clears,
     errors: [...s.errors],
