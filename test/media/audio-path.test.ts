@@ -86,6 +86,30 @@ describe('audio path', () => {
     expect(fitSine(back.subarray(400, 23_600), 440, 8000).snrDb).toBeGreaterThan(40);
   });
 
+  it('paces many sessions from the one shared timer, each at real time', async () => {
+    bot = await TestBot.start({ echo: false });
+    bridge = await startBridge({ BOT_URL: bot.url });
+    const calls: TestProvider[] = [];
+    for (let i = 0; i < 10; i++) {
+      const p = await connect();
+      await p.start(`many-${i}`);
+      calls.push(p);
+    }
+    for (let i = 0; i < 10; i++) (await bot.waitConnection(i)).ws.send(tonePcm16(440, 16000, 32000)); // 2 s each
+    await waitFor(() => calls.every((p) => p.audio.length >= 100), 5_000, '100 chunks on every call');
+    const gaps: number[] = [];
+    for (const p of calls) {
+      expect(p.audio).toHaveLength(100);
+      const span = p.audio[99]!.at - p.audio[0]!.at + 20;
+      expect(span).toBeGreaterThan(2000 * 0.95);
+      expect(span).toBeLessThan(2000 * 1.05);
+      for (let i = 1; i < 100; i++) gaps.push(p.audio[i]!.at - p.audio[i - 1]!.at);
+    }
+    // Ten calls' chunks leave in the same wake-ups and land in one test process: a p95 bound here (the
+    // single-call test above holds the issue's p99 bound).
+    expect(quantile(gaps, 0.95)).toBeLessThanOrEqual(25);
+  });
+
   it.each(['0', '1'])(
     'sends a mark only after the audio before it, padded to a chunk (DSP_WORKERS=%s)',
     async (workers) => {
