@@ -29,7 +29,7 @@ export interface BotOutputOwner {
 }
 
 /** Longest an ordered event waits for audio that may have been shed inside the pipeline. */
-export const ORDER_WAIT_MAX_MS = 1_000;
+export const ORDER_WAIT_MAX_MS = 2_000;
 
 export class BotOutput {
   readonly #pipeline: AudioPipeline;

@@ -29,7 +29,7 @@ export interface SessionDeps {
 /** How long a bot-initiated hang-up may wait for queued audio to play out. */
 const HANGUP_PLAYOUT_MAX_MS = 60_000;
 /** How long the provider's session_end may wait for caller audio still in the DSP. */
-const FLUSH_MAX_MS = 500;
+const FLUSH_MAX_MS = 2_000;
 
 export class MediaSession implements PipelineSink, BotHandler {
   readonly info: SessionInfo;
@@ -215,7 +215,7 @@ export class MediaSession implements PipelineSink, BotHandler {
   botFailed(err: BridgeError): void {
     if (this.#ended) return;
     this.log.warn({ code: err.code, msg: err.message }, 'bot failure');
-    this.#send(errorFrame(err));
+    this.#sendReport(errorFrame(err));
   }
 
   /**
@@ -240,7 +240,7 @@ export class MediaSession implements PipelineSink, BotHandler {
   #reject(err: BridgeError): void {
     this.#deps.ctx.metrics.badFrames.labels(err.code).inc();
     this.log.debug({ code: err.code }, 'bad frame skipped');
-    this.#send(errorFrame(err));
+    this.#sendReport(errorFrame(err));
   }
 
   /**
@@ -264,6 +264,14 @@ export class MediaSession implements PipelineSink, BotHandler {
     this.#bytesIn.inc(data.byteLength);
     this.#callerSubmitted++;
     this.#dsp.fromCaller(data);
+  }
+
+  /**
+   * Error reports are dropped (they are counted in metrics and logged) when the provider is not reading:
+   * a peer that floods bad frames without reading the answers must not grow the socket buffer unbounded.
+   */
+  #sendReport(text: string): void {
+    if (this.#ws.bufferedAmount <= this.#deps.ctx.config.socketHighWaterBytes) this.#send(text);
   }
 
   #send(text: string): void {
