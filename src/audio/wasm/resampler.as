@@ -224,6 +224,24 @@ export function halfbandUp(st: usize, g: usize, m: i32, src: usize, n: i32, out:
   return <i32>w;
 }
 
+/** One output of the lanes kernel: the same operations, in the same order, as one lane of a pass. */
+function laneOne(base: usize, classes: usize, M: i32): f32 {
+  let a: f32 = 0;
+  for (let k = 0; k < M; k++) {
+    const cls = classes + (<usize>k << 4);
+    let pa = base + <usize>load<i32>(cls);
+    let pb = base + <usize>load<i32>(cls, 4);
+    let cp = <usize>load<i32>(cls, 12);
+    const end = cp + (<usize>load<i32>(cls, 8) << 2);
+    for (; cp < end; cp += 4) {
+      a += load<f32>(cp) * (load<f32>(pa) + load<f32>(pb));
+      pa -= 4;
+      pb += 4;
+    }
+  }
+  return a;
+}
+
 /**
  * Decimating ratios whose branches are each symmetric (L = 1 or 2: 24k -> 16k, 24k -> 8k, 48k -> 16k,
  * 48k -> 8k). Inputs are split into M streams S_r[g] = x[M*g + r], so the outputs of one branch in
@@ -256,6 +274,16 @@ export function lanes(st: usize, info: usize, L: i32, M: i32, cap: i32, src: usi
   const rec = 4 + 16 * <usize>M;
   const lastE0 = load<i32>(info + <usize>(L - 1) * rec);
   let w: usize = 0;
+  // Finish a group a previous call left part-done, so that the passes below start on branch 0.
+  while (p != 0 && M * u + load<i32>(info + <usize>p * rec) < fill) {
+    store<i16>(out + (w << 1), pcm(laneOne(S + (<usize>u << 2), info + <usize>p * rec + 4, M)));
+    w++;
+    p++;
+    if (p == L) {
+      p = 0;
+      u++;
+    }
+  }
   // Whole groups, sixteen at a time, while the last branch of the sixteenth group has its input.
   while (p == 0 && M * (u + 15) + lastE0 < fill) {
     const base = S + (<usize>u << 2);
@@ -316,24 +344,38 @@ export function lanes(st: usize, info: usize, L: i32, M: i32, cap: i32, src: usi
     u += 16;
     w += <usize>(16 * L);
   }
-  // The rest one output at a time, the same operations in the same order as a lane.
-  while (M * u + load<i32>(info + <usize>p * rec) < fill) {
+  // Then four groups at a time: chunk ends need not fall on 16 groups.
+  while (p == 0 && M * (u + 3) + lastE0 < fill) {
     const base = S + (<usize>u << 2);
-    const classes = info + <usize>p * rec + 4;
-    let a: f32 = 0;
-    for (let k = 0; k < M; k++) {
-      const cls = classes + (<usize>k << 4);
-      let pa = base + <usize>load<i32>(cls);
-      let pb = base + <usize>load<i32>(cls, 4);
-      let cp = <usize>load<i32>(cls, 12);
-      const end = cp + (<usize>load<i32>(cls, 8) << 2);
-      for (; cp < end; cp += 4) {
-        a += load<f32>(cp) * (load<f32>(pa) + load<f32>(pb));
-        pa -= 4;
-        pb += 4;
+    let b0 = v128.splat<i32>(0);
+    let c0 = v128.splat<i32>(0);
+    for (let b = 0; b < L; b++) {
+      let a0 = f32x4.splat(0);
+      const classes = info + <usize>b * rec + 4;
+      for (let k = 0; k < M; k++) {
+        const cls = classes + (<usize>k << 4);
+        let pa = base + <usize>load<i32>(cls);
+        let pb = base + <usize>load<i32>(cls, 4);
+        let cp = <usize>load<i32>(cls, 12);
+        const end = cp + (<usize>load<i32>(cls, 8) << 2);
+        for (; cp < end; cp += 4) {
+          a0 = f32x4.add(a0, f32x4.mul(v128.load32_splat(cp), f32x4.add(v128.load(pa), v128.load(pb))));
+          pa -= 4;
+          pb += 4;
+        }
       }
+      const r0 = i32x4.trunc_sat_f32x4_s(f32x4.nearest(a0));
+      if (b == 0) b0 = i16x8.narrow_i32x4_s(r0, r0);
+      else c0 = i16x8.narrow_i32x4_s(r0, r0);
     }
-    store<i16>(out + (w << 1), pcm(a));
+    if (L == 1) v128.store64_lane(out + (w << 1), b0, 0);
+    else v128.store(out + (w << 1), i16x8.shuffle(b0, c0, 0, 8, 1, 9, 2, 10, 3, 11));
+    u += 4;
+    w += <usize>(4 * L);
+  }
+  // The rest one output at a time.
+  while (M * u + load<i32>(info + <usize>p * rec) < fill) {
+    store<i16>(out + (w << 1), pcm(laneOne(S + (<usize>u << 2), info + <usize>p * rec + 4, M)));
     w++;
     p++;
     if (p == L) {
