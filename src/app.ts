@@ -18,7 +18,7 @@ import { createMetrics } from './metrics.js';
 import { createPipeline } from './pipeline/index.js';
 import type { AudioPipeline } from './pipeline/types.js';
 import { createProviderClient, type ProviderClient } from './provider/client.js';
-import { MemorySessionRegistry, MemoryTenantStore } from './state/memory.js';
+import { createStateStore } from './state/index.js';
 
 export interface BridgeOptions {
   /** A logger to use instead of one made from `config.logLevel` (tests capture logs this way). */
@@ -56,14 +56,16 @@ export async function createBridge(config: Config, options: BridgeOptions = {}):
           metrics,
           log,
         }));
+  // In memory, or shared through Redis (STATE_STORE); the media path never waits on it for audio.
+  const state = await createStateStore(config, log, metrics);
   const ctx: BridgeContext = {
     config,
     log,
     metrics,
     provider,
     verifyRest: createRestVerifier({ secret: config.authJwtSecret, jwksUrl: config.authJwksUrl }),
-    sessions: new MemorySessionRegistry(),
-    tenants: new MemoryTenantStore({ default: config.mediaSecret }),
+    sessions: state.sessions,
+    tenants: state.tenants,
     draining: false,
   };
 
@@ -125,6 +127,7 @@ export async function createBridge(config: Config, options: BridgeOptions = {}):
       await media.close();
       await app.close();
       await provider?.close();
+      await state.close();
       await pipeline.close();
     },
   };

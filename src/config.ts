@@ -30,6 +30,12 @@ export interface Config {
   /** Worker threads for the audio pipeline; 0 runs the DSP inline on the main thread. */
   readonly dspWorkers: number;
   readonly stateStore: string;
+  /** AES-256-GCM key that seals media secrets stored in Redis; undefined: a development key. */
+  readonly stateSecretKey: Buffer | undefined;
+  /** Prefix of every Redis key and channel, so several deployments (or tests) can share one Redis. */
+  readonly stateKeyPrefix: string;
+  /** Lifetime of a session's Redis entry without heartbeats: how long a crashed instance's calls stay listed. */
+  readonly stateSessionTtlMs: number;
 
   // Tunables, units in the names.
   /** Largest WebSocket message accepted: 200 ms of 16 kHz PCM16 as base64 JSON is ~8.6 KB. */
@@ -164,6 +170,19 @@ export function loadConfig(env: Env = process.env, argv: readonly string[] = [])
     problems.push(`STATE_STORE must be "memory" or a redis://… URL, got ${JSON.stringify(stateStore)}`);
   }
 
+  const stateSecretKey = parseStateKey(e.STATE_SECRET_KEY, problems);
+  if (production && stateStore !== 'memory' && stateSecretKey === undefined) {
+    problems.push(
+      'STATE_SECRET_KEY must be set when NODE_ENV=production and STATE_STORE is Redis (32 bytes as 64 hex characters or base64; it encrypts media secrets at rest)',
+    );
+  }
+  const stateKeyPrefix = e.STATE_KEY_PREFIX || 'voicebridge:';
+  if (!/^[A-Za-z0-9:_.-]{1,64}$/.test(stateKeyPrefix)) {
+    problems.push(
+      `STATE_KEY_PREFIX must be 1 to 64 letters, digits or ":_.-", got ${JSON.stringify(stateKeyPrefix)}`,
+    );
+  }
+
   const providerReadTimeoutMs = int('PROVIDER_READ_TIMEOUT_MS', 30_000, 30_000, 600_000);
   const config: Config = {
     port: int('PORT', 8080, 0, 65535),
@@ -187,6 +206,10 @@ export function loadConfig(env: Env = process.env, argv: readonly string[] = [])
     botSampleRate,
     dspWorkers: int('DSP_WORKERS', Math.max(1, availableParallelism() - 1), 0, 64),
     stateStore,
+    stateSecretKey,
+    stateKeyPrefix,
+    // 10 s: heartbeats every third of it, so a crashed instance's calls leave every list within 10 s.
+    stateSessionTtlMs: int('STATE_SESSION_TTL_MS', 10_000, 1_000, 60_000),
     maxPayloadBytes: int('MAX_PAYLOAD_BYTES', 64 * 1024, 1024, 16 * 1024 * 1024),
     paceLeadMs: int('PACE_LEAD_MS', 40, 0, 60),
     outboundBufferMs: int('OUTBOUND_BUFFER_MS', 60_000, 1000, 600_000),
@@ -210,4 +233,22 @@ export function loadConfig(env: Env = process.env, argv: readonly string[] = [])
   }
   if (problems.length > 0) throw new ConfigError(problems);
   return Object.freeze(config);
+}
+
+/** STATE_SECRET_KEY: 32 bytes as 64 hex characters or as base64 (44 characters with padding). */
+function parseStateKey(raw: string | undefined, problems: string[]): Buffer | undefined {
+  if (raw === undefined || raw === '') return undefined;
+  const key = /^[0-9a-fA-F]{64}$/.test(raw)
+    ? Buffer.from(raw, 'hex')
+    : /^[A-Za-z0-9+/_-]{43}=?$/.test(raw)
+      ? Buffer.from(raw, 'base64')
+      : undefined;
+  if (key?.length !== 32) {
+    // Never echo the value: it is a key.
+    problems.push(
+      `STATE_SECRET_KEY must be 32 bytes as 64 hex characters or base64, got ${raw.length} characters`,
+    );
+    return undefined;
+  }
+  return key;
 }

@@ -25,6 +25,8 @@ export const ERRORS = {
   not_ready: { status: 503, close: 1001 },
   capacity: { status: 503, close: 1013 },
   upstream_timeout: { status: 504 },
+  // The shared state store (STATE_STORE=redis://…) cannot be reached; the message names it.
+  store_unavailable: { status: 503, close: 1013 },
 
   // Media socket: frames that are reported with an `error` event and skipped
   bad_json: { status: 400 },

@@ -1,0 +1,152 @@
+/**
+ * Per-tenant media-stream config shared through Redis, served from a local cache.
+ *
+ * The media endpoint verifies every upgrade with a tenant's secret, so reads never go to Redis: the
+ * cache is filled at start, refreshed when any instance announces a change (pub/sub), and re-read
+ * whole after every reconnect (announcements made while away are lost). Writes go to Redis first and
+ * fail with `store_unavailable` when it is away, so instances never disagree for long.
+ *
+ * Layout (prefix P): `P tenant:<tenant>` hash {config (JSON), secret (sealed)}; `P tenants` set of names.
+ * The secret is sealed with AES-256-GCM (secret-box.ts), so a dump of Redis alone does not reveal it.
+ */
+import type { Logger } from '../log.js';
+import type { RedisLink } from './redis-link.js';
+import type { SecretBox } from './secret-box.js';
+import type { StoreMetrics } from './store-metrics.js';
+import type { MediaStreamConfig, TenantStore } from './types.js';
+
+/** Tenants read per pipeline when loading the cache. */
+const BATCH = 500;
+
+interface Cached {
+  config: MediaStreamConfig | undefined;
+  secret: string | undefined;
+}
+
+export class RedisTenantStore implements TenantStore {
+  readonly #link: RedisLink;
+  readonly #box: SecretBox;
+  readonly #log: Logger;
+  readonly #metrics: StoreMetrics;
+  readonly #initialSecrets: Readonly<Record<string, string>>;
+  readonly #cache = new Map<string, Cached>();
+  #loaded = false;
+
+  constructor(
+    link: RedisLink,
+    box: SecretBox,
+    initialSecrets: Readonly<Record<string, string>>,
+    log: Logger,
+    metrics: StoreMetrics,
+  ) {
+    this.#link = link;
+    this.#box = box;
+    this.#initialSecrets = initialSecrets;
+    this.#log = log;
+    this.#metrics = metrics;
+    link.onMessage((m) => {
+      if (m.t === 'tenant' && typeof m.tenant === 'string') {
+        this.#refresh(m.tenant).catch((err: unknown) =>
+          this.#log.warn({ tenant: m.tenant, err: (err as Error).message }, 'tenant refresh failed'),
+        );
+      }
+    });
+    link.onReady(() => {
+      this.load().catch((err: unknown) =>
+        this.#log.warn({ err: (err as Error).message }, 'tenant cache load failed'),
+      );
+    });
+  }
+
+  /** True once the cache has been read from Redis at least once. */
+  get loaded(): boolean {
+    return this.#loaded;
+  }
+
+  async getMediaStream(tenant: string): Promise<MediaStreamConfig | undefined> {
+    return this.#cache.get(tenant)?.config;
+  }
+
+  async getMediaSecret(tenant: string): Promise<string | undefined> {
+    // Until Redis has answered once, a secret rotated by another instance is unknown: accepting the
+    // environment's initial secret then could let a revoked secret in. Refuse (503) instead.
+    if (!this.#loaded)
+      throw this.#link.unavailable('verifying media tokens', 'tenant secrets not loaded yet');
+    return this.#cache.get(tenant)?.secret ?? this.#initialSecrets[tenant];
+  }
+
+  async putMediaStream(config: MediaStreamConfig, secret: string | undefined): Promise<void> {
+    const { tenant } = config;
+    const fields: Record<string, string> = { config: JSON.stringify(config) };
+    if (secret !== undefined) fields.secret = this.#box.seal(secret, tenant);
+    await this.#link.run('put_media_stream', async (r) => {
+      await r.multi().hset(this.#tenantKey(tenant), fields).sadd(this.#indexKey(), tenant).exec();
+    });
+    const prev = this.#cache.get(tenant);
+    this.#cache.set(tenant, { config, secret: secret ?? prev?.secret });
+    // Every other instance re-reads the tenant now; the message names the tenant only.
+    await this.#link.publish('put_media_stream', { t: 'tenant', tenant });
+  }
+
+  /**
+   * Reads every tenant into the cache. Tenants missing from Redis (say, a Redis restarted without
+   * persistence) keep their cached entry: config is never deleted, and an empty store must not undo
+   * a rotation.
+   */
+  async load(): Promise<void> {
+    const names = await this.#link.run('load_tenants', (r) => r.smembers(this.#indexKey()));
+    for (let i = 0; i < names.length; i += BATCH) {
+      const batch = names.slice(i, i + BATCH);
+      const res = await this.#link.run('load_tenants', (r) => {
+        const p = r.pipeline();
+        for (const t of batch) p.hmget(this.#tenantKey(t), 'config', 'secret');
+        return p.exec();
+      });
+      batch.forEach((t, j) => {
+        const [err, v] = res?.[j] ?? [null, null];
+        if (err === null) this.#apply(t, v as (string | null)[]);
+      });
+    }
+    this.#loaded = true;
+  }
+
+  async #refresh(tenant: string): Promise<void> {
+    const v = await this.#link.run('load_tenants', (r) =>
+      r.hmget(this.#tenantKey(tenant), 'config', 'secret'),
+    );
+    this.#apply(tenant, v);
+  }
+
+  #apply(tenant: string, [configText, sealed]: (string | null)[]): void {
+    if (configText === null || configText === undefined) return;
+    const prev = this.#cache.get(tenant);
+    let config = prev?.config;
+    let secret = prev?.secret;
+    try {
+      config = JSON.parse(configText) as MediaStreamConfig;
+    } catch {
+      this.#log.warn({ tenant }, 'stored media-stream config is not JSON; kept the cached one');
+    }
+    if (typeof sealed === 'string') {
+      try {
+        secret = this.#box.open(sealed, tenant);
+      } catch {
+        // A different STATE_SECRET_KEY on another instance, or tampering. Never log the value.
+        this.#metrics.errors.labels('open_secret').inc();
+        this.#log.error(
+          { tenant },
+          'stored media secret does not open with this STATE_SECRET_KEY; every instance needs the same key',
+        );
+      }
+    }
+    this.#cache.set(tenant, { config, secret });
+  }
+
+  #tenantKey(tenant: string): string {
+    return `${this.#link.prefix}tenant:${encodeURIComponent(tenant)}`;
+  }
+
+  #indexKey(): string {
+    return `${this.#link.prefix}tenants`;
+  }
+}
