@@ -1,4 +1,4 @@
-import { afterEach, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import type { Codec } from '../../src/audio/format.js';
 import { createMetrics } from '../../src/metrics.js';
 import { createPipeline, type DspPipeline } from '../../src/pipeline/index.js';
@@ -63,8 +63,19 @@ function signal(rate: number, n: number, seed: number): Int16Array {
 }
 
 describe.each([0, 2])('pipeline with %i workers', (workers) => {
+  // One pipeline for the whole block (worker start-up under tsx is most of a test's time); every test
+  // opens its own sessions, so they do not see each other's audio.
+  let shared: DspPipeline | undefined;
+  const sharedPipeline = (): DspPipeline => {
+    shared ??= createPipeline({ workers });
+    return shared;
+  };
+  afterAll(async () => {
+    await shared?.close();
+  });
+
   it('carries a tone caller -> bot (8k slin -> 16k) at high SNR, and through µ-law at G.711 SNR', async () => {
-    const p = pipeline(workers);
+    const p = sharedPipeline();
     const slin = new Collector();
     const ulaw = new Collector();
     const a = p.open(spec('slin', 8000, 'slin', 8000, 16000), slin);
@@ -85,7 +96,7 @@ describe.each([0, 2])('pipeline with %i workers', (workers) => {
   });
 
   it('carries a tone bot -> caller (16k -> 8k A-law) at G.711 SNR', async () => {
-    const p = pipeline(workers);
+    const p = sharedPipeline();
     const sink = new Collector();
     const s = p.open(spec('slin', 8000, 'pcma', 8000, 16000), sink);
     for (const c of chunks(tone(700, 16000, 16000, 12000), [320])) s.fromBot(asBytes(c));
@@ -96,7 +107,7 @@ describe.each([0, 2])('pipeline with %i workers', (workers) => {
   });
 
   it('gives exact sample counts at any whole-sample chunking', async () => {
-    const p = pipeline(workers);
+    const p = sharedPipeline();
     const cases = [
       { spec: spec('slin', 8000, 'slin', 8000, 16000), inSamples: 8000, sizes: [160, 7, 333, 1, 80] },
       { spec: spec('pcmu', 8000, 'pcma', 16000, 24000), inSamples: 8000, sizes: [160, 13] },
@@ -135,7 +146,7 @@ describe.each([0, 2])('pipeline with %i workers', (workers) => {
   });
 
   it('keeps per-session order both ways across hundreds of sessions under load', async () => {
-    const p = pipeline(workers);
+    const p = sharedPipeline();
     const N = 300;
     const CHUNKS = 30;
     // 8 kHz everywhere: no resampling, so each chunk's stamp (session, sequence) comes back verbatim.
@@ -168,7 +179,7 @@ describe.each([0, 2])('pipeline with %i workers', (workers) => {
   });
 
   it('refuses a spec it cannot run when the session opens, naming the field', () => {
-    const p = pipeline(workers);
+    const p = sharedPipeline();
     expect(() => p.open(spec('slin', 11025, 'slin', 8000, 16000), new Collector())).toThrow(
       /callerIn.sampleRate must be 8000, 16000, 22050, 24000, 44100, 48000, got 11025/,
     );
@@ -179,7 +190,7 @@ describe.each([0, 2])('pipeline with %i workers', (workers) => {
   });
 
   it('refuses half a PCM16 sample synchronously', () => {
-    const p = pipeline(workers);
+    const p = sharedPipeline();
     const s = p.open(spec('slin', 8000, 'pcmu', 8000, 16000), new Collector());
     expect(() => s.fromCaller(new Uint8Array(321))).toThrow(/even byte count/);
     expect(() => s.fromBot(new Uint8Array(3))).toThrow(/even byte count/);
@@ -187,7 +198,7 @@ describe.each([0, 2])('pipeline with %i workers', (workers) => {
   });
 
   it('keeps going for other sessions when a sink throws', async () => {
-    const p = pipeline(workers);
+    const p = sharedPipeline();
     const bad = new Collector();
     bad.toBot = () => {
       throw new Error('sink bug');
@@ -217,7 +228,7 @@ describe.each([0, 2])('pipeline with %i workers', (workers) => {
   });
 
   it('calls no sink after a session is closed', async () => {
-    const p = pipeline(workers);
+    const p = sharedPipeline();
     const closed = new Collector();
     const live = new Collector();
     const a = p.open(spec('slin', 8000, 'slin', 8000, 16000), closed);
