@@ -84,6 +84,9 @@ port.on('message', (batch: ArrayBuffer) => {
     }
     off = at + align4(len);
   }
+  // Wall time on this thread, one clock read per batch: Node 20 has no per-thread CPU clock
+  // (process.cpuUsage() is the whole process's), and a busy DSP thread's wall time is its CPU time
+  // unless the OS preempts it.
   const reply = out.take((performance.now() - t0) / 1000);
   port.postMessage(reply, [reply]);
   if (faultAfterBatch === FAULT_THROW) {
