@@ -110,6 +110,7 @@ class Slot {
   worker: Worker | null = null;
   /** Deaths in a row with no batch answered: a worker that cannot even start is retried with backoff. */
   failures = 0;
+  respawnTimer: NodeJS.Timeout | undefined;
   staging = new BatchWriter(STAGING_INITIAL_BYTES, STAGING_MAX_BYTES);
   readonly sessions = new Set<WorkerSession>();
   inFlight = 0;
@@ -207,6 +208,7 @@ export class WorkerPipeline implements DspPipeline {
     if (this.closing) return;
     this.closing = true;
     clearInterval(this.watchdog);
+    for (const slot of this.slots) clearTimeout(slot.respawnTimer);
     for (const s of this.byId.values()) s.closed = true;
     this.byId.clear();
     await Promise.all(this.slots.map((s) => s.worker?.terminate()));
@@ -311,7 +313,10 @@ export class WorkerPipeline implements DspPipeline {
       }
     }
     if (delayMs === 0) this.respawn(slot);
-    else setTimeout(() => this.respawn(slot), delayMs).unref();
+    else {
+      slot.respawnTimer = setTimeout(() => this.respawn(slot), delayMs);
+      slot.respawnTimer.unref();
+    }
   }
 
   private respawn(slot: Slot): void {

@@ -299,7 +299,8 @@ describe('inline and worker modes', () => {
     }
     const want = inputs.reduce((n, x) => n + x.caller.length + x.bot.length, 0);
     const got = (run: Run) => run.sinks.reduce((n, k) => n + k.bot.length + k.caller.length, 0);
-    expect(await until(() => runs.every((r) => got(r) === want))).toBe(true);
+    await until(() => runs.every((r) => got(r) === want));
+    expect(runs.map(got), 'chunks out of [inline, workers]').toEqual([want, want]);
     inputs.forEach((x, i) => {
       const ref = reference(x.sp, x.caller, x.bot);
       for (const run of runs) {
