@@ -73,6 +73,7 @@ export class ProviderConnection {
     }
     this.#alive = false;
     if (this.#ws.readyState === WebSocket.OPEN) this.#ws.ping();
+    this.#session?.heartbeat();
   }
 
   /** Shutdown: the bot is told `session_end`, the provider socket closed with 1001. */

@@ -85,6 +85,11 @@ export class MediaSession implements PipelineSink, BotHandler {
     this.log.info({ format }, 'session started');
   }
 
+  /** From the shared heartbeat timer: the bot leg's socket is checked too. */
+  heartbeat(): void {
+    if (!this.#ended) this.#bot.heartbeat?.();
+  }
+
   get ended(): boolean {
     return this.#ended;
   }

@@ -70,8 +70,12 @@ export class TestBot {
     wss.on('connection', (ws) => this.connections.push(new BotConnection(ws, this.echo)));
   }
 
-  static async start(options: { echo?: boolean; port?: number } = {}): Promise<TestBot> {
-    const wss = new WebSocketServer({ host: '127.0.0.1', port: options.port ?? 0 });
+  static async start(options: { echo?: boolean; port?: number; autoPong?: boolean } = {}): Promise<TestBot> {
+    const wss = new WebSocketServer({
+      host: '127.0.0.1',
+      port: options.port ?? 0,
+      autoPong: options.autoPong ?? true,
+    });
     await new Promise<void>((resolve) => wss.once('listening', () => resolve()));
     return new TestBot(wss, options.echo ?? true);
   }

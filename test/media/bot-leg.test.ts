@@ -168,6 +168,17 @@ describe('bot leg', () => {
     expect(bridge.bridge.ctx.sessions.count()).toBe(1);
   });
 
+  it('cuts and redials a bot that stops answering pings', async () => {
+    bot = await TestBot.start({ echo: false, autoPong: false });
+    bridge = await startBridge({ BOT_URL: bot.url, HEARTBEAT_INTERVAL_MS: '1000', BOT_RETRY_BASE_MS: '50' });
+    const p = await connect();
+    await p.start('deadbot-1');
+    await bot.waitConnection(0);
+    const again = await bot.waitConnection(1, 4_000);
+    expect(again.sessionStart?.session_id).toBe('deadbot-1');
+    expect(p.closeCode).toBeUndefined();
+  });
+
   it('redials a bot that drops mid-call; audio flows again on the new connection', async () => {
     bot = await TestBot.start({ echo: true });
     bridge = await startBridge({ BOT_URL: bot.url, BOT_RETRY_BASE_MS: '50' });

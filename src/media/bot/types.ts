@@ -31,6 +31,8 @@ export interface BotLeg {
   mark(name: string): void;
   /** Tells the bot the call ended and lets go of it. Idempotent. */
   end(reason: string): void;
+  /** Called by the shared heartbeat timer: a socket bot that missed the last ping is cut (and redialled). */
+  heartbeat?(): void;
 }
 
 /** `session_start` as a bot receives it: the call, with `media` in the bot's format. */

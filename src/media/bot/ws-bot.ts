@@ -40,6 +40,7 @@ export class WsBot implements BotLeg {
   #failures = 0;
   #retryTimer: NodeJS.Timeout | undefined;
   #ended = false;
+  #alive = true;
   /** True once the provider has been told the bot is lost, until it is back. */
   #reported = false;
 
@@ -73,6 +74,18 @@ export class WsBot implements BotLeg {
     this.#sendText(JSON.stringify({ event: 'mark', name }));
   }
 
+  heartbeat(): void {
+    const ws = this.#ws;
+    if (ws === undefined || ws.readyState !== WebSocket.OPEN) return;
+    if (!this.#alive) {
+      this.#o.log.warn({ bot: this.#o.url }, 'bot socket unresponsive; redialling');
+      ws.terminate();
+      return;
+    }
+    this.#alive = false;
+    ws.ping();
+  }
+
   end(reason: string): void {
     if (this.#ended) return;
     this.#ended = true;
@@ -101,8 +114,12 @@ export class WsBot implements BotLeg {
     });
     this.#ws = ws;
     let opened = false;
+    ws.on('pong', () => {
+      this.#alive = true;
+    });
     ws.on('open', () => {
       opened = true;
+      this.#alive = true;
       this.#failures = 0;
       this.#o.metrics.botConnects.labels('ok').inc();
       this.#o.log.info({ bot: this.#o.url }, 'bot connected');
