@@ -1,6 +1,8 @@
 /**
- * Filter design for the streaming resampler: one linear-phase, Kaiser-windowed sinc prototype per
- * rate pair, designed once in double precision and cached (every instance of a ratio shares it).
+ * Filter design for the streaming resampler: one linear-phase lowpass prototype per rate pair, designed
+ * once in double precision and cached (every instance of a ratio shares it). Short prototypes are
+ * minimax designs (Lawson-weighted least squares, the fewest taps for the spec); half-band and the long
+ * prototypes of the 22.05k/44.1k ratios are Kaiser-windowed sincs (see `build`).
  *
  * Model: the input is upsampled by L and the output taken every M samples of the virtual rate
  * F = inRate * L = outRate * M (L/M is the reduced ratio). Output n sits at virtual time n*M and

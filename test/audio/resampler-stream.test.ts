@@ -172,3 +172,31 @@ describe('the two implementations', () => {
     }
   });
 });
+
+describe('the WebAssembly instances', () => {
+  it('keep working while linear memory grows under them, and reuse freed state', () => {
+    const x = testSignal(24000, 24000, 11);
+    const whole = feed(createResampler(24000, 16000, { impl: 'wasm' }), x, () => x.length);
+    const y = testSignal(22050, 4410, 6);
+    const reference = feed(createResampler(22050, 8000, { impl: 'wasm' }), y, () => 441);
+    const a = createResampler(24000, 16000, { impl: 'wasm' });
+    const first = feed(a, x.subarray(0, 12000), () => 480);
+    // Thousands of instances (about 5 KB each) force memory.grow, which detaches old views.
+    const many = Array.from({ length: 3000 }, () => createResampler(22050, 8000, { impl: 'wasm' }));
+    const used = many[1234]!;
+    const out = new Int16Array(used.maxOutput(441));
+    expect(used.process(testSignal(22050, 441, 5), out)).toBe(160);
+    for (const r of many) if (r !== used) r.free();
+    used.free();
+    // The last block freed (with history in it) is handed out first, zeroed: it behaves as new.
+    expect(
+      bytes(feed(createResampler(22050, 8000, { impl: 'wasm' }), y, () => 441)).equals(bytes(reference)),
+    ).toBe(true);
+    const second = feed(a, x.subarray(12000), () => 480);
+    const joined = new Int16Array(first.length + second.length);
+    joined.set(first);
+    joined.set(second, first.length);
+    expect(bytes(joined).equals(bytes(whole))).toBe(true);
+    expect(() => many[0]!.process(x, new Int16Array(x.length))).toThrow(/after free/);
+  });
+});
