@@ -37,6 +37,15 @@ const SET_CONF = `if redis.call('exists', KEYS[1]) == 0 then return 0 end
 redis.call('hset', KEYS[1], 'conf', ARGV[1])
 return 1`;
 
+/** info and conf of each key, flattened: [info1, conf1, info2, conf2, ...] (nil where gone). */
+const READ_MANY = `local out = {}
+for i, k in ipairs(KEYS) do
+  local v = redis.call('hmget', k, 'info', 'conf')
+  out[2 * i - 1] = v[1]
+  out[2 * i] = v[2]
+end
+return out`;
+
 /** Commands per pipeline: bounds the memory of one heartbeat or resync round. */
 const BATCH = 500;
 /** Most sessions one list answers with (a tenant's live calls across all instances). */
@@ -100,21 +109,26 @@ export class RedisSessionRegistry implements SessionRegistry {
     const idx = this.#indexKey(tenant);
     const found = await this.#link.run('list_sessions', async (r) => {
       // Index entries not refreshed for a whole TTL past their expiry belong to crashed instances.
-      await r.zremrangebyscore(idx, '-inf', Date.now() - this.#ttlMs);
-      const ids = await r.zrange(idx, '0', String(MAX_LISTED - 1));
+      const [, [err, idsOrNull]] = ((await r
+        .pipeline()
+        .zremrangebyscore(idx, '-inf', Date.now() - this.#ttlMs)
+        .zrange(idx, '0', String(MAX_LISTED - 1))
+        .exec()) ?? [[], [null, []]]) as [unknown, [Error | null, string[] | null]];
+      if (err !== null) throw err;
+      const ids = idsOrNull ?? [];
       const out: SessionInfo[] = [];
       const gone: string[] = [];
       for (let i = 0; i < ids.length; i += BATCH) {
         const batch = ids.slice(i, i + BATCH);
-        const p = r.pipeline();
-        for (const id of batch) p.hmget(this.#key(tenant, id), 'info', 'conf');
-        const res = (await p.exec()) ?? [];
+        // One script per batch: as 1,000 separate HMGETs the list took twice as long (bench:state).
+        const flat = (await r.eval(READ_MANY, batch.length, ...batch.map((id) => this.#key(tenant, id)))) as (
+          | string
+          | null
+        )[];
         batch.forEach((id, j) => {
-          const [err, v] = res[j] ?? [null, null];
-          const [info, conf] = (err === null ? v : [null, null]) as (string | null)[];
-          const s = parseEntry(info ?? null, conf ?? null);
+          const s = parseEntry(flat[2 * j] ?? null, flat[2 * j + 1] ?? null);
           if (s !== undefined) out.push(s);
-          else if (err === null) gone.push(id);
+          else gone.push(id);
         });
       }
       if (gone.length > 0) await r.zrem(idx, ...gone);
