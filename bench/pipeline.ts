@@ -5,9 +5,10 @@
  * chunk, both directions pooled. Inline, one worker and two workers; 100, 500 and 1000 sessions.
  *
  * Also reported, because latency alone would flatter a saturated inline pipeline (its callbacks are
- * synchronous, so submit -> sink is just the DSP time): `lagP99Ms`, how late the load generator got to
- * submit against the schedule (the main thread's backlog), the main thread's utilisation, process CPU,
- * and chunks lost or dropped.
+ * synchronous, so submit -> sink is just the DSP time): `e2eP99Ms`, due -> sink, where due is when the
+ * chunk would have arrived on schedule (so the main thread's backlog counts, in both modes alike);
+ * `lagP99Ms`, how late the load generator got to submit against the schedule; the main thread's
+ * utilisation, process CPU, and chunks lost or dropped.
  *
  * With `--rounds R` every cell runs R times and each figure is the median of the rounds; `p99RangeMs`
  * gives the lowest and highest p99 seen (this machine is shared and noisy: read the spread).
@@ -49,40 +50,53 @@ const botChunk = new Uint8Array(640);
 
 /** Latencies of one run, preallocated; recording stops when full. */
 class Recorder {
+  /** submit -> sink */
   readonly lat: Float64Array;
+  /** due (when the chunk would have arrived) -> sink: adds the main thread's own backlog */
+  readonly e2e: Float64Array;
   n = 0;
   delivered = 0;
   recording = false;
   constructor(capacity: number) {
     this.lat = new Float64Array(capacity);
+    this.e2e = new Float64Array(capacity);
   }
-  add(ms: number): void {
+  add(now: number, sent: number, due: number): void {
     this.delivered++;
-    if (this.recording && this.n < this.lat.length) this.lat[this.n++] = ms;
+    if (this.recording && this.n < this.lat.length) {
+      this.lat[this.n] = now - sent;
+      this.e2e[this.n++] = now - due;
+    }
   }
 }
 
-/** One per session: FIFOs of submit times per direction (per-session order is guaranteed). */
+/** One per session: FIFOs of submit and due times per direction (per-session order is guaranteed). */
 class BenchSink implements PipelineSink {
   private readonly botT = new Float64Array(512);
   private readonly callerT = new Float64Array(512);
+  private readonly botDue = new Float64Array(512);
+  private readonly callerDue = new Float64Array(512);
   private botHead = 0;
   private botTail = 0;
   private callerHead = 0;
   private callerTail = 0;
   gaps = 0;
   constructor(private readonly rec: Recorder) {}
-  sentToBot(t: number): void {
+  sentToBot(t: number, due: number): void {
+    this.botDue[this.botTail & 511] = due;
     this.botT[this.botTail++ & 511] = t;
   }
-  sentToCaller(t: number): void {
+  sentToCaller(t: number, due: number): void {
+    this.callerDue[this.callerTail & 511] = due;
     this.callerT[this.callerTail++ & 511] = t;
   }
   toBot(): void {
-    this.rec.add(performance.now() - this.botT[this.botHead++ & 511]!);
+    const i = this.botHead++ & 511;
+    this.rec.add(performance.now(), this.botT[i]!, this.botDue[i]!);
   }
   toCaller(): void {
-    this.rec.add(performance.now() - this.callerT[this.callerHead++ & 511]!);
+    const i = this.callerHead++ & 511;
+    this.rec.add(performance.now(), this.callerT[i]!, this.callerDue[i]!);
   }
   onGap(): void {
     this.gaps++;
@@ -93,6 +107,8 @@ interface Cell {
   p50Ms: number;
   p99Ms: number;
   maxMs: number;
+  /** due -> sink p99: what a chunk arriving on schedule waited in all, main-thread backlog included. */
+  e2eP99Ms: number;
   lagP99Ms: number;
   mainThreadUtil: number;
   cpuCores: number;
@@ -157,9 +173,9 @@ async function runCell(workers: number, sessions: number): Promise<Cell> {
     for (let i = slot * perSlot; i < end; i++) {
       const sink = sinks[i]!;
       const session = live[i]!;
-      sink.sentToBot(performance.now());
+      sink.sentToBot(performance.now(), due);
       session.fromCaller(callerChunk);
-      sink.sentToCaller(performance.now());
+      sink.sentToCaller(performance.now(), due);
       session.fromBot(botChunk);
     }
   }
@@ -174,11 +190,13 @@ async function runCell(workers: number, sessions: number): Promise<Cell> {
   const stats = pipeline.stats();
   await pipeline.close();
   const lat = rec.lat.subarray(0, rec.n).sort();
+  const e2e = rec.e2e.subarray(0, rec.n).sort();
   const lagSorted = lags.subarray(0, nLags).sort();
   return {
     p50Ms: r3(pct(lat, 0.5)),
     p99Ms: r3(pct(lat, 0.99)),
     maxMs: r3(lat.length === 0 ? Number.NaN : lat[lat.length - 1]!),
+    e2eP99Ms: r3(pct(e2e, 0.99)),
     lagP99Ms: r3(pct(lagSorted, 0.99)),
     mainThreadUtil: r3(elu.utilization),
     cpuCores: r3((cpu.user + cpu.system) / 1000 / wall),
@@ -198,6 +216,7 @@ function median(rounds: Cell[]): Cell & { p99RangeMs: [number, number] } {
     p50Ms: mid('p50Ms'),
     p99Ms: mid('p99Ms'),
     maxMs: mid('maxMs'),
+    e2eP99Ms: mid('e2eP99Ms'),
     lagP99Ms: mid('lagP99Ms'),
     mainThreadUtil: mid('mainThreadUtil'),
     cpuCores: mid('cpuCores'),
@@ -236,12 +255,12 @@ if (JSON_OUT) {
     `${machine.cpus} x ${machine.model}, Node ${machine.node}, resampler ${machine.resampler}; ${SECONDS} s per cell, median of ${ROUNDS}`,
   );
   console.log(
-    'mode       sessions  p50 ms   p99 ms   (p99 range)      max ms   lag p99  main util  cpu cores     lost  dropped',
+    'mode       sessions  p50 ms   p99 ms   (p99 range)      max ms   e2e p99  lag p99  main util  cpu cores     lost  dropped',
   );
   for (const [mode, row] of Object.entries(results)) {
     for (const [sessions, c] of Object.entries(row)) {
       console.log(
-        `${mode.padEnd(10)} ${sessions.padStart(8)}  ${c.p50Ms.toFixed(3).padStart(6)}  ${c.p99Ms.toFixed(3).padStart(7)}  ${`(${c.p99RangeMs[0].toFixed(2)}-${c.p99RangeMs[1].toFixed(2)})`.padEnd(14)}  ${c.maxMs.toFixed(2).padStart(7)}  ${c.lagP99Ms.toFixed(2).padStart(7)}  ${c.mainThreadUtil.toFixed(2).padStart(9)}  ${c.cpuCores.toFixed(2).padStart(9)}  ${String(c.lost).padStart(7)}  ${String(c.dropped).padStart(7)}`,
+        `${mode.padEnd(10)} ${sessions.padStart(8)}  ${c.p50Ms.toFixed(3).padStart(6)}  ${c.p99Ms.toFixed(3).padStart(7)}  ${`(${c.p99RangeMs[0].toFixed(2)}-${c.p99RangeMs[1].toFixed(2)})`.padEnd(14)}  ${c.maxMs.toFixed(2).padStart(7)}  ${c.e2eP99Ms.toFixed(2).padStart(7)}  ${c.lagP99Ms.toFixed(2).padStart(7)}  ${c.mainThreadUtil.toFixed(2).padStart(9)}  ${c.cpuCores.toFixed(2).padStart(9)}  ${String(c.lost).padStart(7)}  ${String(c.dropped).padStart(7)}`,
       );
     }
   }
