@@ -2,6 +2,7 @@
  * What `npm start` prints for a person at start-up: where to point a provider, and how to get a token.
  */
 import type { Config } from '../config.js';
+import { displayUrl } from '../media/bot/ws-bot.js';
 
 /** `http://0.0.0.0:8080` listens everywhere; a person connects to loopback. */
 export function connectableUrl(listenUrl: string): string {
@@ -27,7 +28,7 @@ export function startupBanner(listenUrl: string, config: Config): string {
   }
   lines.push(
     `  REST token${config.authSecretIsDev ? ' (development secret)' : ''}: npm run token`,
-    `  bot: ${config.botUrl} at ${config.botSampleRate} Hz; DSP workers: ${config.dspWorkers}`,
+    `  bot: ${config.botUrl.startsWith('ws') ? displayUrl(config.botUrl) : config.botUrl} at ${config.botSampleRate} Hz; DSP workers: ${config.dspWorkers}`,
   );
   return `${lines.join('\n')}\n`;
 }

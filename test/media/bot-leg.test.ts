@@ -148,7 +148,7 @@ describe('bot leg', () => {
   it('keeps the call up when the bot cannot be reached: retries, error events, metrics', async () => {
     const port = await closedPort();
     bridge = await startBridge({
-      BOT_URL: `ws://127.0.0.1:${port}/bot`,
+      BOT_URL: `ws://127.0.0.1:${port}/bot?token=bot-credential`,
       BOT_RETRIES: '2',
       BOT_RETRY_BASE_MS: '50',
     });
@@ -157,6 +157,7 @@ describe('bot leg', () => {
     const first = await p.waitEvent('error', 2_000);
     expect(first.code).toBe('bot_unavailable');
     expect(first.message).toMatch(new RegExp(`ws://127.0.0.1:${port}/bot could not be reached; retrying`));
+    expect(first.message).not.toContain('bot-credential'); // the bot URL's query is not shown
     const last = await p.waitEvent('error', 3_000, (e) => /gave up after 3 attempts/.test(String(e.message)));
     expect(last.code).toBe('bot_unavailable');
     expect(await connects('failed')).toBe(3);

@@ -36,6 +36,8 @@ export class WsBot implements BotLeg {
   readonly #framesOut;
   readonly #bytesOut;
   readonly #shed;
+  /** The URL without credentials or query, for logs and error events (a bot URL may carry a token). */
+  readonly #name: string;
   #ws: WebSocket | undefined;
   #failures = 0;
   #retryTimer: NodeJS.Timeout | undefined;
@@ -51,6 +53,7 @@ export class WsBot implements BotLeg {
     this.#framesOut = o.metrics.framesOut.labels('bot');
     this.#bytesOut = o.metrics.bytesOut.labels('bot');
     this.#shed = o.metrics.shedChunks.labels('bot_backpressure');
+    this.#name = displayUrl(o.url);
     this.#dial();
   }
 
@@ -78,7 +81,7 @@ export class WsBot implements BotLeg {
     const ws = this.#ws;
     if (ws === undefined || ws.readyState !== WebSocket.OPEN) return;
     if (!this.#alive) {
-      this.#o.log.warn({ bot: this.#o.url }, 'bot socket unresponsive; redialling');
+      this.#o.log.warn({ bot: this.#name }, 'bot socket unresponsive; redialling');
       ws.terminate();
       return;
     }
@@ -122,13 +125,13 @@ export class WsBot implements BotLeg {
       this.#alive = true;
       this.#failures = 0;
       this.#o.metrics.botConnects.labels('ok').inc();
-      this.#o.log.info({ bot: this.#o.url }, 'bot connected');
+      this.#o.log.info({ bot: this.#name }, 'bot connected');
       if (this.#reported) this.#reported = false;
       ws.send(botSessionStart(this.#call, this.#o.botRate));
     });
     ws.on('message', (data: Buffer, isBinary: boolean) => this.#onMessage(ws, data, isBinary));
     ws.on('error', (err) => {
-      this.#o.log.warn({ bot: this.#o.url, err: err.message }, 'bot socket error');
+      this.#o.log.warn({ bot: this.#name, err: err.message }, 'bot socket error');
     });
     ws.on('close', (code: number) => {
       if (this.#ended || this.#ws !== ws) return;
@@ -170,12 +173,12 @@ export class WsBot implements BotLeg {
     this.#failures++;
     this.#o.metrics.botConnects.labels('failed').inc();
     const giveUp = this.#failures > this.#o.retries;
-    this.#o.log.warn({ bot: this.#o.url, failures: this.#failures, giveUp }, `bot ${what}`);
+    this.#o.log.warn({ bot: this.#name, failures: this.#failures, giveUp }, `bot ${what}`);
     if (giveUp) {
       this.#handler.botFailed(
         new BridgeError(
           'bot_unavailable',
-          `bot ${this.#o.url} ${what}; gave up after ${this.#failures} attempts, the call continues without a bot`,
+          `bot ${this.#name} ${what}; gave up after ${this.#failures} attempts, the call continues without a bot`,
         ),
       );
       this.#ws = undefined;
@@ -184,7 +187,7 @@ export class WsBot implements BotLeg {
     if (!this.#reported) {
       this.#reported = true;
       this.#handler.botFailed(
-        new BridgeError('bot_unavailable', `bot ${this.#o.url} ${what}; retrying (the caller hears silence)`),
+        new BridgeError('bot_unavailable', `bot ${this.#name} ${what}; retrying (the caller hears silence)`),
       );
     }
     const delay = Math.min(RETRY_MAX_MS, this.#o.retryBaseMs * 2 ** (this.#failures - 1));
@@ -193,5 +196,15 @@ export class WsBot implements BotLeg {
       if (!this.#ended) this.#dial();
     }, delay);
     this.#retryTimer.unref();
+  }
+}
+
+/** `wss://user:pw@bot.example/path?token=x` -> `wss://bot.example/path` */
+export function displayUrl(url: string): string {
+  try {
+    const u = new URL(url);
+    return `${u.protocol}//${u.host}${u.pathname}`;
+  } catch {
+    return '(bad URL)';
   }
 }
