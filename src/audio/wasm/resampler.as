@@ -118,6 +118,17 @@ export function halfbandDown(st: usize, g: usize, m: i32, cap: i32, src: usize, 
     no++;
     i = 1;
   }
+  // Eight inputs at a time: widen, then split even and odd lanes (measured ~10% of a 20 ms chunk
+  // when done one sample at a time).
+  for (; i + 8 <= n; i += 8) {
+    const v = v128.load(src + (<usize>i << 1));
+    const a = f32x4.convert_i32x4_s(i32x4.extend_low_i16x8_s(v));
+    const b = f32x4.convert_i32x4_s(i32x4.extend_high_i16x8_s(v));
+    v128.store(E + (<usize>ne << 2), i32x4.shuffle(a, b, 0, 2, 4, 6));
+    v128.store(O + (<usize>no << 2), i32x4.shuffle(a, b, 1, 3, 5, 7));
+    ne += 4;
+    no += 4;
+  }
   for (; i + 1 < n; i += 2) {
     store<f32>(E + (<usize>ne << 2), <f32>load<i16>(src + (<usize>i << 1)));
     store<f32>(O + (<usize>no << 2), <f32>load<i16>(src + (<usize>i << 1), 2));
