@@ -1,11 +1,34 @@
 import { defineConfig } from 'vitest/config';
 
+/** Tests that start several bridge processes and a Redis each. */
+const MULTI_PROCESS = ['test/state/cluster.test.ts', 'test/state/cluster-cli.test.ts'];
+
 export default defineConfig({
   test: {
-    include: ['test/**/*.test.ts'],
     // Real servers and real-time pacing: generous per-test bounds, no retries that could hide flakes.
     testTimeout: 60_000,
     hookTimeout: 30_000,
     pool: 'forks',
+    projects: [
+      {
+        extends: true,
+        test: {
+          name: 'main',
+          include: ['test/**/*.test.ts'],
+          exclude: MULTI_PROCESS,
+          sequence: { groupOrder: 0 },
+        },
+      },
+      {
+        // After the rest, one file at a time: their processes' CPU would skew the real-time timing tests.
+        extends: true,
+        test: {
+          name: 'multi-process',
+          include: MULTI_PROCESS,
+          fileParallelism: false,
+          sequence: { groupOrder: 1 },
+        },
+      },
+    ],
   },
 });

@@ -64,6 +64,8 @@ export class RedisSessionRegistry implements SessionRegistry {
   readonly #ttlMs: number;
   readonly #own = new Map<Key, SessionInfo>();
   readonly #pendingRemovals = new Map<Key, { tenant: string; id: string }>();
+  /** Own sessions whose id another instance holds in Redis: never refreshed (that entry is not ours). */
+  readonly #conflicted = new Set<Key>();
   readonly #inFlight = new Set<Promise<unknown>>();
   readonly #timer: NodeJS.Timeout;
   #beating = false;
@@ -92,6 +94,7 @@ export class RedisSessionRegistry implements SessionRegistry {
   async remove(tenant: string, sessionId: string): Promise<void> {
     const k = this.#key(tenant, sessionId);
     if (!this.#own.delete(k)) return;
+    if (this.#conflicted.delete(k)) return;
     if (this.#pendingRemovals.size < MAX_PENDING_REMOVALS)
       this.#pendingRemovals.set(k, { tenant, id: sessionId });
     if (this.#link.up) this.#track(this.#release());
@@ -171,7 +174,9 @@ export class RedisSessionRegistry implements SessionRegistry {
     this.#beating = true;
     try {
       await this.#link.run('heartbeat', async (r) => {
-        const sessions = [...this.#own.values()];
+        const sessions = [...this.#own.values()].filter(
+          (s) => !this.#conflicted.has(this.#key(s.tenant, s.session_id)),
+        );
         const expiresAt = Date.now() + this.#ttlMs;
         const missing: SessionInfo[] = [];
         for (let i = 0; i < sessions.length; i += BATCH) {
@@ -227,7 +232,9 @@ export class RedisSessionRegistry implements SessionRegistry {
 
   async #resync(): Promise<void> {
     try {
-      await this.#claim([...this.#own.values()]);
+      await this.#claim(
+        [...this.#own.values()].filter((s) => !this.#conflicted.has(this.#key(s.tenant, s.session_id))),
+      );
       await this.#release();
     } catch (err) {
       this.#log.debug({ err: (err as Error).message }, 'state resync failed');
@@ -262,6 +269,7 @@ export class RedisSessionRegistry implements SessionRegistry {
       const res = (await p.exec()) ?? [];
       batch.forEach((s, j) => {
         if (res[j]?.[1] === 0) {
+          this.#conflicted.add(this.#key(s.tenant, s.session_id));
           this.#metrics.conflicts.inc();
           this.#log.warn(
             { session_id: s.session_id, tenant: s.tenant },
