@@ -4,11 +4,14 @@
  */
 import { performance } from 'node:perf_hooks';
 import WebSocket from 'ws';
+import { runDelayMs } from './schedstat.js';
 import { waitFor } from './wait.js';
 
 export interface AudioArrival {
   readonly at: number;
   readonly data: Buffer;
+  /** The main thread's CPU run-queue wait so far (ms), when sampled (see schedstat.ts). */
+  readonly runDelay?: number | undefined;
 }
 
 export interface ProviderEventMsg {
@@ -29,7 +32,11 @@ export class TestProvider {
   readonly opened: Promise<void>;
   unexpectedResponse: number | undefined;
 
-  constructor(url: string, options: { token?: string; header?: boolean; autoPong?: boolean } = {}) {
+  constructor(
+    url: string,
+    options: { token?: string; header?: boolean; autoPong?: boolean; sampleRunDelay?: boolean } = {},
+  ) {
+    const sample = options.sampleRunDelay === true;
     const headers: Record<string, string> = {};
     let target = url;
     if (options.token !== undefined) {
@@ -49,7 +56,7 @@ export class TestProvider {
     this.ws.on('message', (data: Buffer, isBinary: boolean) => {
       const at = performance.now();
       if (isBinary) {
-        this.audio.push({ at, data });
+        this.audio.push({ at, data, runDelay: sample ? runDelayMs() : undefined });
         this.order.push({ kind: 'audio', bytes: data.length });
       } else {
         const ev = JSON.parse(data.toString('utf8')) as { event: string };
@@ -122,4 +129,23 @@ export class TestProvider {
     if (this.ws.readyState === WebSocket.OPEN || this.ws.readyState === WebSocket.CONNECTING)
       this.ws.terminate();
   }
+}
+
+/**
+ * Gaps between consecutive audio arrivals: `raw`, and `own` less the time this process sat runnable but
+ * off the CPU within each gap (other tenants of a shared machine; see schedstat.ts). `own` equals `raw`
+ * on a quiet machine, or when run delay was not sampled.
+ */
+export function interArrival(audio: readonly AudioArrival[]): { raw: number[]; own: number[] } {
+  const raw: number[] = [];
+  const own: number[] = [];
+  for (let i = 1; i < audio.length; i++) {
+    const a = audio[i]!;
+    const prev = audio[i - 1]!;
+    const gap = a.at - prev.at;
+    const waited = a.runDelay !== undefined && prev.runDelay !== undefined ? a.runDelay - prev.runDelay : 0;
+    raw.push(gap);
+    own.push(gap - waited);
+  }
+  return { raw, own };
 }
