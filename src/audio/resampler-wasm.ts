@@ -8,8 +8,12 @@ import { readFileSync } from 'node:fs';
 import type { FilterDesign } from './filters.js';
 import type { Resampler } from './resampler.js';
 
-/** Input samples per kernel call; bounds each instance's history buffer (about 4 KB + taps). */
-const BLOCK = 1024;
+/**
+ * Input samples per kernel call; bounds each instance's history buffer (about 8 KB + taps). Larger
+ * inputs are split: measured 24k -> 16k at 44 ms chunks (1,056 samples) at 0.65x the speed of 42 ms
+ * chunks with 1,024, so this covers 85 ms at 24 kHz and 42 ms at 48 kHz unsplit.
+ */
+const BLOCK = 2048;
 /** Largest ratio among the supported rates (8000 -> 48000). */
 const MAX_RATIO = 6;
 const HEADER = 16;
@@ -341,8 +345,9 @@ class WasmResampler implements Resampler {
     let written = 0;
     while (read < input.length) {
       const n = Math.min(BLOCK, input.length - read);
-      if (read === 0 && n === input.length) rt.i16.set(input, inBase);
-      else for (let i = 0; i < n; i++) rt.i16[inBase + i] = input[read + i]!;
+      const heap = rt.i16;
+      if (read === 0 && n === input.length) heap.set(input, inBase);
+      else for (let i = 0; i < n; i++) heap[inBase + i] = input[read + i]!;
       let got: number;
       if (this.kind === 1)
         got = k.halfbandDown(this.st, t.g, this.d.halfLength, this.cap, rt.inPtr, n, rt.outPtr);
