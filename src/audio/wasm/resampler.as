@@ -289,8 +289,9 @@ function splitAny(S: usize, capBytes: usize, M: i32, fill: i32, src: usize, n: i
 }
 
 /**
- * The same for M = 3 (24 kHz in), twelve inputs at a time by shuffles: the one-at-a-time split was
- * about a fifth of a 20 ms chunk's time on 24k -> 16k.
+ * The same for M = 3 (24 kHz in), twelve inputs at a time by shuffles. By operation count the
+ * one-at-a-time split was about a fifth of a 20 ms chunk's work on 24k -> 16k; the measured gain was
+ * within this shared machine's noise (A/B, 00:50 UTC), so this is kept for the operation count only.
  */
 function split3(S: usize, capBytes: usize, fill: i32, src: usize, n: i32): void {
   let i = 0;
