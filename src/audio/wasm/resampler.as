@@ -118,8 +118,8 @@ export function halfbandDown(st: usize, g: usize, m: i32, cap: i32, src: usize, 
     no++;
     i = 1;
   }
-  // Eight inputs at a time: widen, then split even and odd lanes (measured ~10% of a 20 ms chunk
-  // when done one sample at a time).
+  // Eight inputs at a time: widen, then split even and odd lanes (16k -> 8k in 20 ms chunks measured
+  // best 25.9k x realtime with it against 11-20k without, on a noisy shared machine).
   for (; i + 8 <= n; i += 8) {
     const v = v128.load(src + (<usize>i << 1));
     const a = f32x4.convert_i32x4_s(i32x4.extend_low_i16x8_s(v));
