@@ -154,6 +154,14 @@ export function parseProviderEvent(text: string): ProviderEvent {
     case 'media': {
       const payload = o.payload;
       if (typeof payload !== 'string') throw invalidField('payload', 'a base64 string', payload);
+      // seq and timestamp are informational (the bridge orders by arrival) but must have their types.
+      if (o.seq !== undefined && !(Number.isInteger(o.seq) && (o.seq as number) >= 0)) {
+        throw invalidField('seq', 'a whole number', o.seq);
+      }
+      const ts = o.timestamp;
+      if (ts !== undefined && typeof ts !== 'string' && !(typeof ts === 'number' && Number.isFinite(ts))) {
+        throw invalidField('timestamp', 'a number or a string', ts);
+      }
       return { event: 'media', payload };
     }
     case 'dtmf':

@@ -55,12 +55,17 @@ describe('bad input', () => {
         /digit must be one of 0-9, \*, #, A-D, got 5/,
       ],
       [JSON.stringify({ event: 'mark', name: '' }), 'invalid_field', /name must be a non-empty string/],
+      [
+        JSON.stringify({ event: 'media', payload: '', seq: 'one' }),
+        'invalid_field',
+        /seq must be a whole number, got "one"/,
+      ],
     ];
-    // Good audio with a bad frame after every fifth chunk.
+    // Good audio with a bad frame after every fourth chunk.
     const tone = tonePcm16(1000, 8000, 8000);
     for (let i = 0, b = 0; i < 50; i++) {
       p.sendRaw(tone.subarray(i * 320, (i + 1) * 320));
-      if (i % 5 === 4 && b < bad.length) p.sendRaw(bad[b++]![0]);
+      if (i % 4 === 3 && b < bad.length) p.sendRaw(bad[b++]![0]);
       await new Promise((r) => setTimeout(r, 2));
     }
     await waitFor(() => p.errors().length >= bad.length, 3_000, 'error events');
