@@ -6,6 +6,7 @@ import { describe, expect, it } from 'vitest';
 import { designFilter } from '../../src/audio/filters.js';
 import { RESAMPLER_RATES } from '../../src/audio/format.js';
 import { createResampler, type Resampler, type ResamplerImpl } from '../../src/audio/resampler.js';
+import { wasmAvailable } from '../../src/audio/resampler-wasm.js';
 import { BridgeError } from '../../src/errors.js';
 
 const IMPLS: ResamplerImpl[] = ['wasm', 'js'];
@@ -149,6 +150,15 @@ describe('createResampler', () => {
       expect((err as BridgeError).code).toBe('invalid_field');
       expect((err as BridgeError).message).toContain('12345');
     }
+  });
+
+  it('uses the WebAssembly kernel by default where it loads (the JS one only as a fallback)', () => {
+    expect(wasmAvailable()).toBe(true);
+    const x = testSignal(24000, 4800, 2);
+    const byDefault = feed(createResampler(24000, 16000), x, () => 480);
+    expect(
+      bytes(byDefault).equals(bytes(feed(createResampler(24000, 16000, { impl: 'wasm' }), x, () => 480))),
+    ).toBe(true);
   });
 
   it('designs each filter once and shares it', () => {
