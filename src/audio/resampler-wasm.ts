@@ -147,7 +147,7 @@ interface Tables {
   readonly coef: number;
   readonly nextPhase: number;
   readonly advance: number;
-  /** Taps per branch padded to a multiple of 8 (zeros first, so windows stay aligned to the newest input). */
+  /** Taps per branch padded to a multiple of 16 (zeros first, so windows stay aligned to the newest input). */
   readonly tp: number;
   readonly g: number;
   /** Lanes kernel: branch table, stream capacity (groups) and history kept (groups). */

@@ -52,8 +52,8 @@ function widen(dst: usize, src: usize, n: i32): void {
 }
 
 /**
- * Any ratio: one dot product per output over `tp` taps (a multiple of 8) of the output's branch,
- * two accumulators to hide add latency, then a fixed-order horizontal sum.
+ * Any ratio: one dot product per output over `tp` taps (a multiple of 16) of the output's branch,
+ * four accumulators to hide add latency, then a fixed-order horizontal sum.
  */
 export function polyphase(
   st: usize, coef: usize, nextPhase: usize, advance: usize, tp: i32, src: usize, n: i32, out: usize,
