@@ -53,6 +53,8 @@ export class MediaSession implements PipelineSink, BotHandler {
   #callerDelivered = 0;
   /** Set by the provider's session_end while the flush runs. */
   #endReason: string | undefined;
+  /** Bounds a hang-up that waits (for the DSP flush, or for the bot's last words to play out). */
+  #endTimer: NodeJS.Timeout | undefined;
 
   constructor(ws: WebSocket, info: SessionInfo, format: SessionFormat, deps: SessionDeps) {
     const { ctx } = deps;
@@ -206,10 +208,8 @@ export class MediaSession implements PipelineSink, BotHandler {
       case 'session_end': {
         // The bot hangs up: what it said plays out first, then the provider is told and the socket closes.
         const reason = ev.reason;
-        const timer = setTimeout(() => this.end(1000, 'session ended', reason), HANGUP_PLAYOUT_MAX_MS);
-        timer.unref();
+        this.#armEndTimer(HANGUP_PLAYOUT_MAX_MS, reason);
         this.#out.drain(() => {
-          clearTimeout(timer);
           this.#send(JSON.stringify({ event: 'session_end', reason }));
           this.end(1000, 'session ended', reason);
         });
@@ -230,6 +230,7 @@ export class MediaSession implements PipelineSink, BotHandler {
   end(code: number, closeReason: string, botReason: string): void {
     if (this.#ended) return;
     this.#ended = true;
+    if (this.#endTimer !== undefined) clearTimeout(this.#endTimer);
     this.#deps.loop.delete(this.#out);
     this.#bot.end(botReason);
     this.#dsp.close();
@@ -239,6 +240,12 @@ export class MediaSession implements PipelineSink, BotHandler {
     }
     this.log.info({ code, reason: botReason }, 'session ended');
     this.#deps.onEnded(this);
+  }
+
+  #armEndTimer(ms: number, reason: string): void {
+    if (this.#endTimer !== undefined) return;
+    this.#endTimer = setTimeout(() => this.end(1000, 'session ended', reason), ms);
+    this.#endTimer.unref();
   }
 
   /** Sends an `error` event to the provider and counts the bad frame; the frame is skipped. */
@@ -260,7 +267,7 @@ export class MediaSession implements PipelineSink, BotHandler {
       this.end(1000, 'session ended', reason);
       return;
     }
-    setTimeout(() => this.end(1000, 'session ended', reason), FLUSH_MAX_MS).unref();
+    this.#armEndTimer(FLUSH_MAX_MS, reason);
   }
 
   #callerAudio(data: Uint8Array): void {
