@@ -53,6 +53,8 @@ describe.skipIf(skip !== undefined)('several instances sharing Redis', () => {
     const p = new TestProvider(a.mediaUrl, { token: await cluster.mediaToken() });
     providers.push(p);
     await p.opened;
+    // B's first answer includes connection set-up and route warm-up; what is measured is propagation.
+    expect((await listIds(b.http, rt))?.size).toBe(0);
     const t0 = performance.now();
     p.send({
       event: 'session_start',
