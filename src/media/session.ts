@@ -28,6 +28,8 @@ export interface SessionDeps {
 
 /** How long a bot-initiated hang-up may wait for queued audio to play out. */
 const HANGUP_PLAYOUT_MAX_MS = 60_000;
+/** Digits held behind caller audio in the DSP; a keypad does not outrun this. */
+const MAX_HELD_DIGITS = 64;
 /** How long the provider's session_end may wait for caller audio still in the DSP. */
 const FLUSH_MAX_MS = 2_000;
 
@@ -53,6 +55,8 @@ export class MediaSession implements PipelineSink, BotHandler {
   #callerDelivered = 0;
   /** Set by the provider's session_end while the flush runs. */
   #endReason: string | undefined;
+  /** Caller digits waiting for the caller audio before them to come back from the DSP. */
+  #digits: { after: number; digit: string }[] = [];
   /** Bounds a hang-up that waits (for the DSP flush, or for the bot's last words to play out). */
   #endTimer: NodeJS.Timeout | undefined;
 
@@ -129,7 +133,11 @@ export class MediaSession implements PipelineSink, BotHandler {
           return;
         }
         case 'dtmf':
-          this.#bot.dtmf(ev.digit);
+          // Behind the caller audio before it, like the bot's events behind the bot's audio.
+          if (this.#callerDelivered >= this.#callerSubmitted && this.#digits.length === 0)
+            this.#bot.dtmf(ev.digit);
+          else if (this.#digits.length < MAX_HELD_DIGITS)
+            this.#digits.push({ after: this.#callerSubmitted, digit: ev.digit });
           return;
         case 'mark':
           this.#bot.mark(ev.name);
@@ -155,6 +163,7 @@ export class MediaSession implements PipelineSink, BotHandler {
     if (this.#ended) return;
     this.#callerDelivered++;
     this.#bot.audio(pcm);
+    if (this.#digits.length > 0) this.#releaseDigits();
     if (this.#endReason !== undefined && this.#callerDelivered >= this.#callerSubmitted) {
       this.end(1000, 'session ended', this.#endReason);
     }
@@ -165,6 +174,7 @@ export class MediaSession implements PipelineSink, BotHandler {
   onGap(reason: string): void {
     // Chunks in flight in a lost worker will not come back.
     this.#callerDelivered = this.#callerSubmitted;
+    this.#releaseDigits();
     this.log.warn({ reason, direction: 'caller_to_bot' }, 'DSP state lost and rebuilt; audio goes on');
   }
   botGap(reason: string): void {
@@ -240,6 +250,13 @@ export class MediaSession implements PipelineSink, BotHandler {
     }
     this.log.info({ code, reason: botReason }, 'session ended');
     this.#deps.onEnded(this);
+  }
+
+  /** Sends the caller's digits whose preceding audio has reached the bot. */
+  #releaseDigits(): void {
+    while (this.#digits.length > 0 && this.#digits[0]!.after <= this.#callerDelivered) {
+      this.#bot.dtmf(this.#digits.shift()!.digit);
+    }
   }
 
   #armEndTimer(ms: number, reason: string): void {

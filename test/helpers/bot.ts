@@ -10,6 +10,8 @@ import { waitFor } from './wait.js';
 
 export class BotConnection {
   readonly audio: Buffer[] = [];
+  /** Audio bytes received so far. */
+  audioBytesSoFar = 0;
   readonly events: { at: number; event: string; [k: string]: unknown }[] = [];
   closed = false;
 
@@ -20,10 +22,11 @@ export class BotConnection {
     ws.on('message', (data: Buffer, isBinary: boolean) => {
       if (isBinary) {
         this.audio.push(data);
+        this.audioBytesSoFar += data.length;
         if (echo) ws.send(data);
       } else {
         const ev = JSON.parse(data.toString('utf8')) as { event: string };
-        this.events.push({ ...ev, at: performance.now() });
+        this.events.push({ ...ev, at: performance.now(), audioBytesBefore: this.audioBytesSoFar });
       }
     });
     ws.on('close', () => {

@@ -69,9 +69,12 @@ describe('bot leg', () => {
     const p = await connect();
     await p.start('events-1');
     const conn = await bot.waitConnection();
+    // The caller's digit reaches the bot behind the caller audio sent before it (through the DSP worker).
+    p.sendRaw(tonePcm16(440, 8000, 8000));
     p.send({ event: 'dtmf', digit: '7' });
     p.send({ event: 'mark', name: 'prompt-done' });
-    await conn.waitEvent('dtmf', 2_000, (e) => e.digit === '7');
+    const digit = await conn.waitEvent('dtmf', 2_000, (e) => e.digit === '7');
+    expect(digit.audioBytesBefore).toBeGreaterThan(32000 - 400);
     await conn.waitEvent('mark', 2_000, (e) => e.name === 'prompt-done');
     conn.ws.send(tonePcm16(440, 16000, 1600)); // 100 ms: 5 chunks
     conn.send({ event: 'dtmf', digit: '#' });
