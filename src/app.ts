@@ -12,6 +12,7 @@ import { registerHealthRoutes } from './control/health.js';
 import { registerMediaStreamRoutes } from './control/media-stream.js';
 import { registerSessionRoutes } from './control/sessions.js';
 import { BridgeError, isBridgeError } from './errors.js';
+import { registerRestRateLimit } from './limits/rest.js';
 import { createLogger, type Logger } from './log.js';
 import { attachMediaEndpoint, type MediaEndpoint } from './media/endpoint.js';
 import { createMetrics } from './metrics.js';
@@ -76,7 +77,7 @@ export async function createBridge(config: Config, options: BridgeOptions = {}):
     requestTimeout: config.requestTimeoutMs,
     connectionTimeout: 0,
     keepAliveTimeout: 72_000,
-    bodyLimit: 64 * 1024,
+    bodyLimit: config.bodyLimitBytes,
   });
 
   app.setErrorHandler((err, req, reply) => {
@@ -99,7 +100,8 @@ export async function createBridge(config: Config, options: BridgeOptions = {}):
       .send(new BridgeError('not_found', `no route ${req.method} ${req.url.split('?')[0]}`).toBody()),
   );
 
-  // The OpenAPI generator collects routes as they are added: register it first.
+  // Both hook routes as they are added: register them first.
+  await registerRestRateLimit(app, { max: config.restRateLimit, windowMs: config.restRateWindowMs });
   await registerDocs(app);
   registerHealthRoutes(app, ctx);
   registerMediaStreamRoutes(app, ctx, ctx.verifyRest);

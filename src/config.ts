@@ -64,6 +64,17 @@ export interface Config {
   readonly providerReadTimeoutMs: number;
   /** Server request timeout; above the provider read timeout so the bridge answers 504 itself. */
   readonly requestTimeoutMs: number;
+
+  // Limits (src/limits/): what one client may cost the bridge.
+  /** Live media connections above which upgrades are refused with 503 before the upgrade. */
+  readonly maxSessions: number;
+  /** Media upgrade attempts per client address per second above which it gets 429. */
+  readonly mediaConnectPerSec: number;
+  /** REST requests per client address per `restRateWindowMs` above which it gets 429. */
+  readonly restRateLimit: number;
+  readonly restRateWindowMs: number;
+  /** Largest REST request body; over it: 413. The largest real body (a media-stream upsert) is < 1 KB. */
+  readonly bodyLimitBytes: number;
 }
 
 type Env = Readonly<Record<string, string | undefined>>;
@@ -225,6 +236,12 @@ export function loadConfig(env: Env = process.env, argv: readonly string[] = [])
     providerConnectTimeoutMs: int('PROVIDER_CONNECT_TIMEOUT_MS', 5_000, 100, 60_000),
     providerReadTimeoutMs,
     requestTimeoutMs: int('REQUEST_TIMEOUT_MS', providerReadTimeoutMs + 5_000, 1_000, 3_600_000),
+    // Defaults sized for one busy provider per address (a capacity run ramps 200 calls/s from one address).
+    maxSessions: int('MAX_SESSIONS', 2_000, 1, 1_000_000),
+    mediaConnectPerSec: int('MEDIA_CONNECT_PER_SEC', 500, 1, 1_000_000),
+    restRateLimit: int('REST_RATE_LIMIT', 100, 1, 1_000_000),
+    restRateWindowMs: int('REST_RATE_WINDOW_MS', 1_000, 100, 3_600_000),
+    bodyLimitBytes: int('BODY_LIMIT_BYTES', 64 * 1024, 1024, 16 * 1024 * 1024),
   };
   if (config.requestTimeoutMs <= config.providerReadTimeoutMs) {
     problems.push(

@@ -10,6 +10,7 @@ import { WebSocketServer } from 'ws';
 import { DEFAULT_TENANT, verifyMediaToken } from '../auth/jwt.js';
 import type { BridgeContext } from '../context.js';
 import { BridgeError, isBridgeError } from '../errors.js';
+import { Admission } from '../limits/admission.js';
 import type { AudioPipeline } from '../pipeline/types.js';
 import { ProviderConnection } from './connection.js';
 import { PacingLoop } from './pacing-loop.js';
@@ -41,6 +42,13 @@ export function attachMediaEndpoint(
   });
   const loop = new PacingLoop(config.paceMinGapMs);
   const conns = new Set<ProviderConnection>();
+  const admission = new Admission({
+    maxSessions: config.maxSessions,
+    connectPerSec: config.mediaConnectPerSec,
+    registry: ctx.metrics.registry,
+  });
+  /** Upgrades admitted and still authenticating: they count against MAX_SESSIONS too. */
+  let pending = 0;
 
   const heartbeat = setInterval(() => {
     for (const c of conns) c.heartbeat();
@@ -58,6 +66,13 @@ export function attachMediaEndpoint(
       );
       return;
     }
+    // Rate and capacity caps (src/limits/admission.ts), before any token work.
+    const refusal = admission.check(req, conns.size + pending);
+    if (refusal !== undefined) {
+      log.warn({ code: refusal.code, remote: req.socket.remoteAddress }, 'media upgrade refused');
+      refuse(socket, refusal);
+      return;
+    }
     if (ctx.draining) {
       refuse(
         socket,
@@ -65,8 +80,10 @@ export function attachMediaEndpoint(
       );
       return;
     }
+    pending++;
     authenticate(ctx, req, url).then(
       (auth) => {
+        pending--;
         if (ctx.draining) {
           refuse(
             socket,
@@ -86,6 +103,7 @@ export function attachMediaEndpoint(
         });
       },
       (err: unknown) => {
+        pending--;
         if (!isBridgeError(err)) log.error({ err }, 'media auth failed');
         refuse(socket, isBridgeError(err) ? err : new BridgeError('internal', 'internal error'));
       },
@@ -137,6 +155,7 @@ const STATUS_TEXT: Readonly<Record<number, string>> = {
   401: 'Unauthorized',
   403: 'Forbidden',
   404: 'Not Found',
+  429: 'Too Many Requests',
   500: 'Internal Server Error',
   503: 'Service Unavailable',
 };

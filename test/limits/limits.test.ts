@@ -1,0 +1,118 @@
+/**
+ * Each limit, against a real bridge on loopback: a cap on live sessions (503 before the upgrade), a
+ * cap on upgrade attempts per address (429 before the upgrade), REST rate limits (429) and the body
+ * size limit (413), each with the contract's error body and a configurable bound.
+ */
+import { afterEach, describe, expect, it } from 'vitest';
+import { loadConfig } from '../../src/config.js';
+import { startBridge, type TestBridge } from '../helpers/bridge.js';
+import { TestProvider } from '../helpers/provider.js';
+import { upgradeAnswer } from '../helpers/upgrade.js';
+import { waitFor } from '../helpers/wait.js';
+
+let bridge: TestBridge | undefined;
+const providers: TestProvider[] = [];
+
+afterEach(async () => {
+  for (const p of providers.splice(0)) p.close();
+  await bridge?.close();
+  bridge = undefined;
+});
+
+async function refused(reason: string): Promise<number> {
+  const m = bridge!.bridge.ctx.metrics.registry.getSingleMetric('voicebridge_media_refused_total');
+  const v = (await m!.get()).values.find((x) => x.labels.reason === reason);
+  return v?.value ?? 0;
+}
+
+describe('limits', () => {
+  it('MAX_SESSIONS: the next upgrade is refused with 503 and a message; a slot freed admits again', async () => {
+    bridge = await startBridge({ MAX_SESSIONS: '2' });
+    const token = await bridge.mediaToken();
+    for (let i = 0; i < 2; i++) {
+      const p = new TestProvider(bridge.mediaUrl, { token });
+      providers.push(p);
+      await p.start(`cap-${i}`);
+    }
+    const third = await upgradeAnswer(bridge.mediaUrl, token);
+    expect(third.status).toBe(503);
+    expect(JSON.parse(third.body)).toEqual({
+      error: 'capacity',
+      message: expect.stringMatching(/limit of 2 live sessions \(MAX_SESSIONS\)/),
+    });
+    expect(await refused('capacity')).toBe(1);
+    providers[0]!.send({ event: 'session_end' });
+    await providers[0]!.waitClosed();
+    await waitFor(() => bridge!.bridge.media.connections === 1, 3_000, 'the slot to free');
+    expect((await upgradeAnswer(bridge.mediaUrl, token)).status).toBe(101);
+  });
+
+  it('MEDIA_CONNECT_PER_SEC: attempts past the cap from one address get 429 before the upgrade', async () => {
+    bridge = await startBridge({ MEDIA_CONNECT_PER_SEC: '3' });
+    const token = await bridge.mediaToken();
+    // Fired together so they fall in one one-second window (a window boundary can split them: retry once).
+    let answers = await Promise.all(Array.from({ length: 6 }, () => upgradeAnswer(bridge!.mediaUrl, token)));
+    if (answers.filter((a) => a.status === 429).length < 3)
+      answers = await Promise.all(Array.from({ length: 6 }, () => upgradeAnswer(bridge!.mediaUrl, token)));
+    const statuses = answers.map((a) => a.status).sort();
+    expect(statuses).toEqual([101, 101, 101, 429, 429, 429]);
+    const body = JSON.parse(answers.find((a) => a.status === 429)!.body);
+    expect(body).toEqual({
+      error: 'too_many_requests',
+      message: expect.stringMatching(/at most 3 per second \(MEDIA_CONNECT_PER_SEC\)/),
+    });
+    expect(await refused('rate')).toBeGreaterThanOrEqual(3);
+    // A new window admits again.
+    await new Promise((r) => setTimeout(r, 1_050));
+    expect((await upgradeAnswer(bridge.mediaUrl, token)).status).toBe(101);
+  });
+
+  it('REST_RATE_LIMIT: past the limit a route answers 429 with the contract body; probes are never limited', async () => {
+    bridge = await startBridge({ REST_RATE_LIMIT: '5', REST_RATE_WINDOW_MS: '60000' });
+    const auth = { authorization: `Bearer ${await bridge.restToken(['sessions:read'])}` };
+    const codes: number[] = [];
+    for (let i = 0; i < 7; i++)
+      codes.push((await fetch(`${bridge.http}/v1/sessions`, { headers: auth })).status);
+    expect(codes).toEqual([200, 200, 200, 200, 200, 429, 429]);
+    const res = await fetch(`${bridge.http}/v1/sessions/x`, { headers: auth });
+    expect(res.status).toBe(429);
+    expect(res.headers.get('retry-after')).not.toBeNull();
+    expect(await res.json()).toEqual({
+      error: 'too_many_requests',
+      message: expect.stringMatching(/at most 5 per 1 minute/),
+    });
+    for (let i = 0; i < 10; i++) {
+      expect((await fetch(`${bridge.http}/healthz`)).status).toBe(200);
+      expect((await fetch(`${bridge.http}/readyz`)).status).toBe(200);
+      expect((await fetch(`${bridge.http}/metrics`)).status).toBe(200);
+    }
+  });
+
+  it('BODY_LIMIT_BYTES: a larger body is 413 with the contract body', async () => {
+    bridge = await startBridge({ BODY_LIMIT_BYTES: '1024' });
+    const auth = `Bearer ${await bridge.restToken(['media:manage'])}`;
+    const res = await fetch(`${bridge.http}/v1/media-stream`, {
+      method: 'PUT',
+      headers: { authorization: auth, 'content-type': 'application/json' },
+      body: JSON.stringify({ media_ws_url: 'wss://example.test/v1/media', pad: 'x'.repeat(2_000) }),
+    });
+    expect(res.status).toBe(413);
+    expect(await res.json()).toEqual({ error: 'payload_too_large', message: expect.any(String) });
+  });
+
+  it('each limit is validated at start-up, naming the variable; flags work too', () => {
+    expect(() => loadConfig({ MAX_SESSIONS: '0' })).toThrow(/MAX_SESSIONS must be an integer from 1/);
+    expect(() => loadConfig({ MEDIA_CONNECT_PER_SEC: 'lots' })).toThrow(/MEDIA_CONNECT_PER_SEC/);
+    expect(() => loadConfig({ REST_RATE_LIMIT: '-1' })).toThrow(/REST_RATE_LIMIT/);
+    expect(() => loadConfig({ REST_RATE_WINDOW_MS: '5' })).toThrow(/REST_RATE_WINDOW_MS/);
+    expect(() => loadConfig({ BODY_LIMIT_BYTES: '10' })).toThrow(/BODY_LIMIT_BYTES/);
+    const c = loadConfig({}, [
+      '--max-sessions',
+      '7',
+      '--media-connect-per-sec=9',
+      '--body-limit-bytes',
+      '2048',
+    ]);
+    expect([c.maxSessions, c.mediaConnectPerSec, c.bodyLimitBytes]).toEqual([7, 9, 2048]);
+  });
+});
