@@ -5,7 +5,8 @@ ARG NODE_IMAGE=node:26-slim
 FROM ${NODE_IMAGE} AS build
 WORKDIR /app
 COPY package.json package-lock.json ./
-RUN npm ci
+# Scripts run in `npm run build` below, once the sources they build are here.
+RUN npm ci --ignore-scripts
 COPY tsconfig.json tsconfig.build.json ./
 COPY scripts ./scripts
 COPY src ./src
