@@ -55,6 +55,12 @@ export class OutboundQueue implements Paced {
   readonly #now: () => number;
   readonly #loop: Pick<PacingLoop, 'wakeBy'> | undefined;
   #onDrained: (() => void) | undefined;
+  /**
+   * When the oldest whole chunk became ready. Lateness counts from the later of its scheduled time and
+   * this: a chunk that left the moment its audio arrived was not late, whatever its schedule said (with
+   * live audio, an echo say, every chunk arrives after its earliest allowed send time).
+   */
+  #readyAt = 0;
 
   constructor(ws: WebSocket, o: OutboundOptions) {
     this.#ws = ws;
@@ -88,7 +94,9 @@ export class OutboundQueue implements Paced {
 
   /** Encoded audio in the session's output format, any length. */
   push(encoded: Uint8Array): void {
+    const had = this.#chunks.chunks > 0;
     const shed = this.#chunks.push(encoded);
+    if (!had) this.#readyAt = this.#now();
     if (shed > 0) this.#shedFull.inc(Math.ceil(shed / this.#format.chunkBytes));
     // Send at once what is already due (the start of a run) rather than wait for the next tick.
     this.#pump();
@@ -97,6 +105,7 @@ export class OutboundQueue implements Paced {
   /** A mark from the bot: delivered once the audio queued before it has been sent. */
   mark(name: string): void {
     // Close a partial chunk with silence so the audio before the mark can leave whole.
+    if (this.#chunks.chunks === 0) this.#readyAt = this.#now();
     this.#chunks.pad(this.#format.silenceByte);
     if (this.#marks.length >= MAX_MARKS) this.#marks.shift();
     this.#marks.push({ name, at: this.#chunks.written });
@@ -117,6 +126,7 @@ export class OutboundQueue implements Paced {
 
   /** Lets what is queued leave whole (pads a partial chunk), then calls `done` once all is sent. */
   drain(done: () => void): void {
+    if (this.#chunks.chunks === 0) this.#readyAt = this.#now();
     this.#chunks.pad(this.#format.silenceByte);
     this.#onDrained = done;
     this.#pump();
@@ -127,7 +137,7 @@ export class OutboundQueue implements Paced {
     const chunks = this.#chunks;
     if (ws.readyState !== WebSocket.OPEN) return Number.POSITIVE_INFINITY;
     while (chunks.chunks > 0 && this.#clock.isDue(now)) {
-      const lateness = this.#clock.sent(now);
+      const lateness = Math.max(0, Math.min(this.#clock.sent(now), now - this.#readyAt));
       this.#lateness.observe(lateness);
       if (lateness > this.#format.chunkMs) this.#late.inc();
       if (ws.bufferedAmount > this.#highWater) {

@@ -113,6 +113,25 @@ describe('OutboundQueue', () => {
     expect(ws.audio().length).toBe(sentBefore);
   });
 
+  it('counts lateness the pacer caused, not audio that arrived after its earliest send time', async () => {
+    clock = 0;
+    const metrics = createMetrics();
+    const { ws, q } = queue(metrics);
+    // Live audio (an echo): each chunk arrives at real time and leaves at once; none is late.
+    for (let i = 0; i < 50; i++) {
+      clock = i * 20 + 0.3;
+      q.push(Buffer.alloc(320));
+    }
+    expect(ws.audio()).toHaveLength(50);
+    expect((await metrics.lateChunks.get()).values[0]?.value ?? 0).toBe(0);
+    // A burst the loop then serves 50 ms late: those chunks are late.
+    clock = 5000;
+    q.push(Buffer.alloc(320 * 10));
+    clock = 5000 + 3 * 20 - 40 + 50;
+    q.service(clock);
+    expect((await metrics.lateChunks.get()).values[0]?.value).toBeGreaterThan(0);
+  });
+
   it('sends base64 media events in base64 encoding', () => {
     const ws = new FakeSocket();
     const f = resolveFormat({ codec: 'pcmu', encoding: 'base64' }, undefined);
