@@ -47,6 +47,8 @@ export interface RigOptions {
   readonly config?: Partial<Config>;
   readonly env?: Record<string, string>;
   readonly dialTimeoutMs?: number;
+  /** Level of the captured logs (default debug); the secrets test captures trace. */
+  readonly logLevel?: string;
 }
 
 /** A bridge on 127.0.0.1:0 with an emulator as its provider (unless told otherwise). */
@@ -81,7 +83,7 @@ export async function startRig(o: RigOptions = {}): Promise<Rig> {
   });
   const config: Config = Object.freeze({ ...base, port: 0, host: '127.0.0.1', ...o.config });
   const logs: string[] = [];
-  const log = createLogger('debug', { write: (line: string) => void logs.push(line) });
+  const log = createLogger(o.logLevel ?? 'debug', { write: (line: string) => void logs.push(line) });
   const bridge = await createBridge(config, { log });
   bridgeRef = bridge;
   const http = await bridge.listen();
