@@ -11,9 +11,11 @@
  * and past STAGING_MAX_BYTES new chunks are dropped and counted (shed, not queued without bound).
  *
  * Failure: a worker that exits for any reason other than close() (uncaught error, process.exit, OOM, or
- * the watchdog terminating one that stopped answering) is replaced at once; its sessions are re-opened
- * first in the new worker's first batch, each sink gets one onGap, and dspGaps counts them. Audio in
- * flight in the dead worker is lost, nothing else.
+ * the watchdog terminating one that stopped answering) is replaced at once, or after a growing delay
+ * when replacements keep dying before answering anything (a crash loop must not spin a core). Its
+ * sessions are re-opened first in the new worker's first batch, each sink gets one onGap per death, and
+ * dspGaps counts them. Audio in flight in the dead worker is lost, nothing else; other workers' sessions
+ * never notice.
  */
 import { createRequire } from 'node:module';
 import { pathToFileURL } from 'node:url';
