@@ -1,0 +1,98 @@
+/**
+ * A healthy control call for fault and fuzz tests: a 1 kHz tone sent at real time (drift-free, against
+ * the clock) for as long as the test runs, its echo measured on arrival. It shows whether other calls'
+ * faults harmed it: samples returned, gaps between arrivals in any window, and the tone's SNR.
+ */
+import { performance } from 'node:perf_hooks';
+import { fitSine, pcm16Samples, quantile, tonePcm16 } from './audio.js';
+import { interArrival, TestProvider } from './provider.js';
+import { waitFor } from './wait.js';
+
+const RATE = 8000;
+const CHUNK_MS = 20;
+const CHUNK_SAMPLES = (RATE * CHUNK_MS) / 1000;
+const HZ = 1000;
+/** One period-aligned second of tone (1 kHz at 8 kHz is 8 samples a period), reused chunk by chunk. */
+const SECOND = tonePcm16(HZ, RATE, RATE);
+
+export interface WindowStats {
+  /** Audio chunks that arrived in the window. */
+  readonly chunks: number;
+  /** The longest gap between arrivals in the window, less this process's CPU run-queue wait. */
+  readonly maxGapMs: number;
+  readonly p99GapMs: number;
+}
+
+export class ControlCall {
+  readonly provider: TestProvider;
+  #sent = 0;
+  #timer: NodeJS.Timeout | undefined;
+  #stopped = false;
+
+  private constructor(provider: TestProvider) {
+    this.provider = provider;
+  }
+
+  /** Opens the call, sends session_start (slin 8 kHz, 320-byte chunks) and starts the tone. */
+  static async start(mediaUrl: string, token: string, sessionId: string): Promise<ControlCall> {
+    const p = new TestProvider(mediaUrl, { token, sampleRunDelay: true });
+    await p.start(sessionId, {
+      media: { codec: 'slin', sample_rate: RATE, encoding: 'binary', chunk_bytes: CHUNK_SAMPLES * 2 },
+    });
+    const c = new ControlCall(p);
+    const t0 = performance.now();
+    const tick = () => {
+      if (c.#stopped) return;
+      // Send every chunk due by now (catching up after a stall of this process), then sleep to the next.
+      const due = Math.floor((performance.now() - t0) / CHUNK_MS) + 1;
+      for (; c.#sent < due; c.#sent++) {
+        const off = ((c.#sent * CHUNK_SAMPLES) % RATE) * 2;
+        p.sendRaw(SECOND.subarray(off, off + CHUNK_SAMPLES * 2));
+      }
+      c.#timer = setTimeout(tick, Math.max(1, t0 + c.#sent * CHUNK_MS - performance.now()));
+    };
+    tick();
+    return c;
+  }
+
+  get sentSamples(): number {
+    return this.#sent * CHUNK_SAMPLES;
+  }
+
+  get receivedSamples(): number {
+    let n = 0;
+    for (const a of this.provider.audio) n += a.data.length / 2;
+    return n;
+  }
+
+  /** Arrivals and gaps between `from` and `to` (performance.now() times). */
+  window(from: number, to = performance.now()): WindowStats {
+    const inWindow = this.provider.audio.filter((a) => a.at >= from && a.at <= to);
+    const { own } = interArrival(inWindow);
+    return {
+      chunks: inWindow.length,
+      maxGapMs: own.length === 0 ? Number.POSITIVE_INFINITY : Math.max(...own),
+      p99GapMs: own.length === 0 ? Number.POSITIVE_INFINITY : quantile(own, 0.99),
+    };
+  }
+
+  /** Stops sending, waits (bounded) for the echo to catch up, and returns the totals. */
+  async stop(): Promise<{ sentSamples: number; receivedSamples: number; snrDb: number }> {
+    this.#stopped = true;
+    clearTimeout(this.#timer);
+    const sent = this.sentSamples;
+    // The echo returns what was sent, less what the pacing lead and DSP still hold (a few chunks).
+    await waitFor(() => this.receivedSamples >= sent - 8 * CHUNK_SAMPLES, 5_000, 'the control echo').catch(
+      () => {},
+    );
+    const x = pcm16Samples(this.provider.audioBytes());
+    const snrDb = x.length > 400 ? fitSine(x.subarray(200, x.length - 200), HZ, RATE).snrDb : 0;
+    return { sentSamples: sent, receivedSamples: this.receivedSamples, snrDb };
+  }
+
+  close(): void {
+    this.#stopped = true;
+    clearTimeout(this.#timer);
+    this.provider.close();
+  }
+}
