@@ -105,6 +105,31 @@ describe('a DSP worker that hangs', () => {
   });
 });
 
+describe('a DSP worker that keeps dying before it answers', () => {
+  it('is respawned after a growing delay, not in a tight loop, and its sessions still go on', async () => {
+    const { p, lines, sinks, live, chunks } = setup(2);
+    const victim = live.findIndex((s) => p.workerOf(s) === 0);
+    feed(live, chunks, 0, 1);
+    expect(await until(() => sinks.every((k) => k.bot.length === 1))).toBe(true);
+    // On the first death, poison the replacement's first batch: it dies before answering anything,
+    // which is what a worker that cannot start looks like, so the next replacement must wait.
+    const sink = sinks[victim]!;
+    sink.onGap = (reason) => {
+      sink.gaps.push(reason);
+      if (sink.gaps.length === 1) p.injectWorkerFault(0, 'exit');
+    };
+    p.injectWorkerFault(0, 'exit');
+    expect(await until(() => sink.gaps.length === 2)).toBe(true);
+    feed(live, chunks, 1, 2);
+    expect(await until(() => sinks[victim]!.bot.length === 2)).toBe(true);
+    const delays = lines
+      .filter((l) => l['msg']?.toString().startsWith('dsp worker died'))
+      .map((l) => l['respawnDelayMs']);
+    expect(delays).toEqual([0, 100]);
+    expect(p.stats().replaced).toBe(2);
+  });
+});
+
 describe('worker fault injection', () => {
   it('names a worker that exists', () => {
     const p = createPipeline({ workers: 1 });
