@@ -42,6 +42,8 @@ export interface Config {
   readonly maxPayloadBytes: number;
   /** How far ahead of real time outbound audio may be sent. */
   readonly paceLeadMs: number;
+  /** How far behind its schedule outbound audio may fall and still catch up (see src/audio/pacer.ts). */
+  readonly paceCatchUpMs: number;
   /** Bot audio buffered ahead of playout before the oldest is shed. */
   readonly outboundBufferMs: number;
   /** A provider socket with more than this buffered sheds stale audio. */
@@ -223,6 +225,8 @@ export function loadConfig(env: Env = process.env, argv: readonly string[] = [])
     stateSessionTtlMs: int('STATE_SESSION_TTL_MS', 10_000, 1_000, 60_000),
     maxPayloadBytes: int('MAX_PAYLOAD_BYTES', 64 * 1024, 1024, 16 * 1024 * 1024),
     paceLeadMs: int('PACE_LEAD_MS', 40, 0, 60),
+    // 200 ms covers the stalls of a busy 2-core machine; beyond it a new run starts (a pause, a long stall).
+    paceCatchUpMs: int('PACE_CATCH_UP_MS', 200, 20, 2_000),
     outboundBufferMs: int('OUTBOUND_BUFFER_MS', 60_000, 1000, 600_000),
     socketHighWaterBytes: int('SOCKET_HIGH_WATER_BYTES', 64 * 1024, 4096, 16 * 1024 * 1024),
     heartbeatIntervalMs: int('HEARTBEAT_INTERVAL_MS', 15_000, 1000, 300_000),

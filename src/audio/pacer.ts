@@ -6,24 +6,33 @@
  * never by adding up sleeps, so timer jitter does not accumulate into drift. The lead lets the first
  * `leadMs` of audio leave at once (the far end's jitter buffer is primed) and absorbs timer jitter later.
  *
- * A run ends when the far end must have run dry: the queue was empty more than one chunk past a chunk's
- * playout time (`t0 + i * chunkMs`), or a chunk leaves that late (the process stalled). The next chunk
- * then starts a new run at the current time, instead of bursting out every chunk "owed" since. The one
- * chunk of grace keeps a coarse timer tick (or audio arriving just in time) from restarting the run, which
- * would let the tick's rounding accumulate into drift.
+ * Late is not early: a chunk behind its schedule (the process stalled, or the bot's audio came late)
+ * leaves at once, and so do the chunks after it until the schedule is met again. Restarting the schedule
+ * at every hiccup instead would add each stall to the call's delay for good: on a live stream (an echo,
+ * a speech-to-speech bot) the delay would only ever ratchet up, measured at 0.1-2 s after a minute of
+ * 100 calls on a busy machine. The catch-up is bounded by `catchUpMs`: a run ends when the queue stays
+ * empty, or a chunk leaves, more than `catchUpMs` past a chunk's playout time (`t0 + i * chunkMs`). The
+ * far end has then surely run dry (a pause between utterances, a long stall), and the next chunk starts
+ * a new run at the current time rather than bursting out everything "owed" since. So a burst never
+ * carries more than `leadMs + catchUpMs` of audio ahead of real time, and a coarse timer tick (or audio
+ * arriving just in time) never restarts a run, which would let the tick's rounding become drift.
  */
 export class PaceClock {
   readonly chunkMs: number;
   readonly leadMs: number;
+  readonly catchUpMs: number;
   #running = false;
   #t0 = 0;
   #index = 0;
 
-  constructor(chunkMs: number, leadMs: number) {
+  /** `catchUpMs` defaults to one chunk: the least that keeps a coarse tick from restarting runs. */
+  constructor(chunkMs: number, leadMs: number, catchUpMs = chunkMs) {
     if (!(chunkMs > 0)) throw new RangeError('chunkMs must be > 0');
     if (!(leadMs >= 0)) throw new RangeError('leadMs must be >= 0');
+    if (!(catchUpMs >= chunkMs)) throw new RangeError('catchUpMs must be >= chunkMs');
     this.chunkMs = chunkMs;
     this.leadMs = leadMs;
+    this.catchUpMs = catchUpMs;
   }
 
   get running(): boolean {
@@ -46,7 +55,7 @@ export class PaceClock {
 
   /**
    * Records that the next chunk left at `now`. Returns how late it left against its schedule in ms
-   * (0 for the first chunk of a run). A chunk over one chunk past its playout time restarts the run.
+   * (0 for the first chunk of a run). A chunk over `catchUpMs` past its playout time restarts the run.
    */
   sent(now: number): number {
     if (!this.#running) {
@@ -55,8 +64,8 @@ export class PaceClock {
     }
     const due = this.#t0 + this.#index * this.chunkMs;
     const lateness = Math.max(0, now - (due - this.leadMs));
-    if (now > due + this.chunkMs) {
-      // Stalled past the playout time: the far end has run dry; start afresh rather than burst.
+    if (now > due + this.catchUpMs) {
+      // Stalled far past the playout time: the far end has run dry; start afresh rather than burst.
       this.#start(now);
       return lateness;
     }
@@ -64,9 +73,9 @@ export class PaceClock {
     return lateness;
   }
 
-  /** The queue is empty at `now`: a run whose next chunk is over a chunk past its playout time is over. */
+  /** The queue is empty at `now`: a run whose next chunk is over `catchUpMs` past its playout time is over. */
   idle(now: number): void {
-    if (this.#running && now > this.#t0 + (this.#index + 1) * this.chunkMs) this.#running = false;
+    if (this.#running && now > this.#t0 + this.#index * this.chunkMs + this.catchUpMs) this.#running = false;
   }
 
   /** Ends the run at once (after a clear: the far end drops its buffer too). */

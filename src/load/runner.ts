@@ -189,6 +189,10 @@ export class LoadRun {
       if (!call.open) this.#fail(call, err.code ?? 'connect_error');
     });
     ws.on('open', () => {
+      // The call's audio clock starts when its socket opens, as a provider's does: anchoring it at the
+      // planned start would open with a burst of everything "owed" during the handshake, which the bridge
+      // then paces out at real time as a standing backlog.
+      call.startAt = performance.now();
       call.open = true;
       this.#r.callsConnected++;
       ws.send(this.#sessionStart(call));

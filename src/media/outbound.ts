@@ -18,6 +18,8 @@ import type { Paced, PacingLoop } from './pacing-loop.js';
 export interface OutboundOptions {
   readonly format: SessionFormat;
   readonly leadMs: number;
+  /** How far behind schedule the queue may fall and still catch up; default one chunk. */
+  readonly catchUpMs?: number;
   readonly bufferMs: number;
   readonly highWaterBytes: number;
   readonly metrics: Metrics;
@@ -70,7 +72,7 @@ export class OutboundQueue implements Paced {
     this.#loop = o.loop;
     const maxChunks = Math.max(1, Math.ceil(o.bufferMs / o.format.chunkMs));
     this.#chunks = new Rechunker(o.format.chunkBytes, maxChunks);
-    this.#clock = new PaceClock(o.format.chunkMs, o.leadMs);
+    this.#clock = new PaceClock(o.format.chunkMs, o.leadMs, Math.max(o.format.chunkMs, o.catchUpMs ?? 0));
     this.#scratch = Buffer.alloc(o.format.chunkBytes);
     // Labelled children once per session, not a label lookup per chunk.
     this.#framesOut = o.metrics.framesOut.labels('caller');

@@ -74,6 +74,7 @@ export class MediaSession implements PipelineSink, BotHandler {
     this.#out = new OutboundQueue(ws, {
       format,
       leadMs: ctx.config.paceLeadMs,
+      catchUpMs: ctx.config.paceCatchUpMs,
       bufferMs: ctx.config.outboundBufferMs,
       highWaterBytes: ctx.config.socketHighWaterBytes,
       metrics: ctx.metrics,

@@ -48,30 +48,46 @@ describe('PaceClock', () => {
     expect(c.nextDueAt()).toBe(130);
   });
 
-  it('restarts after an underrun without a burst of catch-up chunks', () => {
-    const c = new PaceClock(20, 40);
-    run(c, 10, 1, 0); // chunks 0..9 of a run that started at 0
+  it('catches up after a short underrun or stall instead of adding it to the delay for good', () => {
+    const c = new PaceClock(20, 40, 200);
+    run(c, 10, 1, 0); // chunks 0..9 of a run that started at 0; chunk 10 plays out at 200
+    c.idle(390);
+    expect(c.running).toBe(true); // within the 200 ms catch-up bound
+    // Audio comes back at 390, 190 ms behind: the owed chunks leave at once, then the schedule holds.
+    const sent = run(c, 20, 1, 390);
+    expect(sent.filter((t) => t === 390)).toHaveLength(12); // chunks 10..21: due by 390 + 40 ms lead
+    expect(sent[12]).toBe(400); // chunk 22 on the original schedule: 22 * 20 - 40
+    expect(sent[19]).toBe(540);
+    // A stall within the bound: chunk 30 plays out at 600; at 790 every owed chunk leaves at once.
+    expect(c.sent(790)).toBe(230);
+    let burst = 0;
+    while (c.isDue(790)) {
+      c.sent(790);
+      burst++;
+    }
+    expect(burst).toBe(11); // chunks 31..41: chunk i is due at i * 20 - 40 <= 790
+    expect(c.nextDueAt()).toBe(42 * 20 - 40); // back on the schedule of the run that started at 0
+  });
+
+  it('starts a new run after a pause longer than the catch-up bound, without a burst', () => {
+    const c = new PaceClock(20, 40, 200);
+    run(c, 10, 1, 0);
+    c.idle(400);
     expect(c.running).toBe(true);
-    // The queue stays empty over a chunk past the next chunk's playout time (200 + 20 ms): the run ends.
-    c.idle(150);
-    expect(c.running).toBe(true); // not yet: the far end still has audio
-    c.idle(215);
-    expect(c.running).toBe(true); // within one chunk of grace
-    c.idle(221);
+    c.idle(401);
     expect(c.running).toBe(false);
-    // Audio comes back at 1000: a new run with the lead, then real time; no chunks "owed" since 200.
+    // The next utterance at 1000: a new run with the lead, then real time; nothing "owed" since 200.
     const sent = run(c, 10, 1, 1000);
     expect(sent.slice(0, 3)).toEqual([1000, 1000, 1000]);
     expect(sent[3]).toBe(1020);
     expect(sent[9]).toBe(1140);
   });
 
-  it('restarts when a chunk leaves after its playout time (a stall), instead of bursting', () => {
-    const c = new PaceClock(20, 20);
+  it('restarts when a chunk leaves more than the bound after its playout time (a long stall)', () => {
+    const c = new PaceClock(20, 20, 200);
     c.sent(0); // run starts at 0; chunk 1 due at 0 (lead), playout at 20
     c.sent(0);
-    // The loop stalls until 300: chunk 2's playout time (40) is long past.
-    expect(c.isDue(300)).toBe(true);
+    // The loop stalls until 300: chunk 2's playout time (40) is 260 ms past, over the bound.
     expect(c.sent(300)).toBe(280);
     // Only the lead may follow at once, not the 13 chunks "owed".
     let burst = 0;
@@ -80,6 +96,15 @@ describe('PaceClock', () => {
       burst++;
     }
     expect(burst).toBe(1);
+  });
+
+  it('with the default bound of one chunk, any underrun past a chunk restarts the run', () => {
+    const c = new PaceClock(20, 0);
+    run(c, 5, 1, 0); // next chunk 5 plays out at 100
+    c.idle(120);
+    expect(c.running).toBe(true);
+    c.idle(121);
+    expect(c.running).toBe(false);
   });
 
   it('reset() ends the run (after a clear)', () => {
