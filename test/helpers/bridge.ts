@@ -4,6 +4,7 @@
 import { type Bridge, createBridge } from '../../src/app.js';
 import { mintToken } from '../../src/auth/jwt.js';
 import { DEV_AUTH_JWT_SECRET, DEV_MEDIA_SECRET, loadConfig } from '../../src/config.js';
+import type { Logger } from '../../src/log.js';
 
 export interface TestBridge {
   readonly bridge: Bridge;
@@ -15,7 +16,10 @@ export interface TestBridge {
   close(): Promise<void>;
 }
 
-export async function startBridge(env: Record<string, string> = {}): Promise<TestBridge> {
+export async function startBridge(
+  env: Record<string, string> = {},
+  options: { log?: Logger } = {},
+): Promise<TestBridge> {
   const config = loadConfig({
     PORT: '0',
     HOST: '127.0.0.1',
@@ -23,7 +27,7 @@ export async function startBridge(env: Record<string, string> = {}): Promise<Tes
     DSP_WORKERS: '0',
     ...env,
   });
-  const bridge = await createBridge(config);
+  const bridge = await createBridge(config, options.log === undefined ? {} : { log: options.log });
   const http = await bridge.listen();
   let closed = false;
   return {
