@@ -127,6 +127,24 @@ describe('bot leg', () => {
     },
   );
 
+  it('a bot that hangs up and closes its socket is not redialled; its audio plays out first', async () => {
+    bot = await TestBot.start({ echo: false });
+    bridge = await startBridge({ BOT_URL: bot.url, BOT_RETRY_BASE_MS: '10' });
+    const p = await connect();
+    await p.start('bye-close-1');
+    const conn = await bot.waitConnection();
+    conn.ws.send(tonePcm16(440, 16000, 4000)); // 250 ms: 12.5 chunks
+    conn.send({ event: 'session_end', reason: 'goodbye' });
+    conn.ws.close(1000, 'bye'); // as bots do, right after their session_end
+    expect(await p.waitClosed(3_000)).toBe(1000);
+    expect(p.errors()).toEqual([]);
+    expect(p.audio).toHaveLength(13);
+    const end = p.order.findIndex((o) => o.kind === 'event' && o.event === 'session_end');
+    expect(end).toBe(p.order.length - 1);
+    expect(bot.connections).toHaveLength(1);
+    expect(await connects('failed')).toBe(0);
+  });
+
   it('reports bad bot frames back to the bot and goes on', async () => {
     bot = await TestBot.start({ echo: false });
     bridge = await startBridge({ BOT_URL: bot.url });

@@ -42,6 +42,8 @@ export class WsBot implements BotLeg {
   #failures = 0;
   #retryTimer: NodeJS.Timeout | undefined;
   #ended = false;
+  /** The bot sent `session_end`: its socket closing next is a hang-up, not a loss to redial. */
+  #hangingUp = false;
   #alive = true;
   /** True once the provider has been told the bot is lost, until it is back. */
   #reported = false;
@@ -134,7 +136,7 @@ export class WsBot implements BotLeg {
       this.#o.log.warn({ bot: this.#name, err: err.message }, 'bot socket error');
     });
     ws.on('close', (code: number) => {
-      if (this.#ended || this.#ws !== ws) return;
+      if (this.#ended || this.#hangingUp || this.#ws !== ws) return;
       this.#lost(opened ? `dropped the connection (close code ${code})` : 'could not be reached');
     });
   }
@@ -156,7 +158,9 @@ export class WsBot implements BotLeg {
       return;
     }
     try {
-      this.#handler.botEvent(parseBotEvent(data.toString('utf8')));
+      const ev = parseBotEvent(data.toString('utf8'));
+      if (ev.event === 'session_end') this.#hangingUp = true;
+      this.#handler.botEvent(ev);
     } catch (err) {
       if (!isBridgeError(err)) throw err;
       this.#badFrame(ws, err);
