@@ -8,7 +8,6 @@
  */
 import type { FastifyInstance } from 'fastify';
 import {
-  bytesForMs,
   CHUNK_BYTES_MAX,
   CHUNK_BYTES_MIN,
   CODEC_NAMES_ACCEPTED,
@@ -20,6 +19,7 @@ import {
 import type { RestVerifier } from '../auth/jwt.js';
 import type { BridgeContext } from '../context.js';
 import { BridgeError, invalidField } from '../errors.js';
+import { resolveFormat } from '../media/format.js';
 import type { MediaStreamUpsert } from '../provider/types.js';
 import type { MediaStreamConfig } from '../state/types.js';
 import { principal, scopeGuard } from './guard.js';
@@ -79,7 +79,8 @@ export function secretHint(secret: string | undefined): string | undefined {
   return secret.length >= 12 ? `****${secret.slice(-2)}` : '****';
 }
 
-/** The stored config of an upsert: fields left out take the contract's defaults (slin, 8000, binary, 20 ms). */
+/** The stored config of an upsert: only the fields the request gave (validated and normalised); the
+ * rest are resolved at each session_start, so the contract's defaults (20 ms at the session's rate) apply. */
 export function configFromUpsert(tenant: string, body: Record<string, unknown>): MediaStreamConfig {
   const url = body.media_ws_url;
   try {
@@ -88,27 +89,35 @@ export function configFromUpsert(tenant: string, body: Record<string, unknown>):
   } catch {
     throw invalidField('media_ws_url', WS_URL_ACCEPTS, url);
   }
-  const codec = body.codec === undefined ? 'slin' : parseCodec(body.codec);
-  const input =
-    body.input_sample_rate === undefined
-      ? 8000
-      : parseTelephonyRate(body.input_sample_rate, 'input_sample_rate');
-  const output =
-    body.output_sample_rate === undefined
-      ? input
-      : parseTelephonyRate(body.output_sample_rate, 'output_sample_rate');
-  const encoding = body.encoding === undefined ? 'binary' : parseEncoding(body.encoding);
-  const chunk =
-    body.chunk_bytes === undefined ? bytesForMs(codec, output, 20) : parseChunkBytes(body.chunk_bytes);
   return {
     tenant,
     media_ws_url: String(url),
-    codec,
-    input_sample_rate: input,
-    output_sample_rate: output,
+    ...(body.codec !== undefined && { codec: parseCodec(body.codec) }),
+    ...(body.input_sample_rate !== undefined && {
+      input_sample_rate: parseTelephonyRate(body.input_sample_rate, 'input_sample_rate'),
+    }),
+    ...(body.output_sample_rate !== undefined && {
+      output_sample_rate: parseTelephonyRate(body.output_sample_rate, 'output_sample_rate'),
+    }),
     channels: 1,
-    encoding,
-    chunk_bytes: chunk,
+    ...(body.encoding !== undefined && { encoding: parseEncoding(body.encoding) }),
+    ...(body.chunk_bytes !== undefined && { chunk_bytes: parseChunkBytes(body.chunk_bytes) }),
+  };
+}
+
+/** The config as reads show it: the stored fields, and for those left out the values a session_start
+ * without a `media` object gets. */
+export function effectiveConfig(config: MediaStreamConfig): Required<MediaStreamConfig> {
+  const f = resolveFormat(undefined, config);
+  return {
+    tenant: config.tenant,
+    media_ws_url: config.media_ws_url,
+    codec: f.codec,
+    input_sample_rate: f.inputRate,
+    output_sample_rate: f.outputRate,
+    channels: 1,
+    encoding: f.encoding,
+    chunk_bytes: f.chunkBytes,
   };
 }
 
@@ -159,7 +168,10 @@ export function registerMediaStreamRoutes(
             `tenant "${tenant}" has no media stream registered: PUT /v1/media-stream first`,
           );
         }
-        return { ...config, secret_hint: secretHint(await ctx.tenants.getMediaSecret(tenant)) };
+        return {
+          ...effectiveConfig(config),
+          secret_hint: secretHint(await ctx.tenants.getMediaSecret(tenant)),
+        };
       },
     );
 
@@ -187,7 +199,10 @@ export function registerMediaStreamRoutes(
           { tenant, media_ws_url: config.media_ws_url, secret_changed: secret !== undefined },
           'media stream registered',
         );
-        return { ...config, secret_hint: secretHint(await ctx.tenants.getMediaSecret(tenant)) };
+        return {
+          ...effectiveConfig(config),
+          secret_hint: secretHint(await ctx.tenants.getMediaSecret(tenant)),
+        };
       },
     );
   });

@@ -6,7 +6,7 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { parseCodec } from '../audio/format.js';
 import { assertScope, type RestVerifier } from '../auth/jwt.js';
-import { configFromUpsert, secretHint } from '../control/media-stream.js';
+import { configFromUpsert, effectiveConfig, secretHint } from '../control/media-stream.js';
 import { BridgeError, invalidField } from '../errors.js';
 import type { ConferenceResult, ConsultResult, ProviderMediaStreamConfig } from '../provider/types.js';
 import { type DialPlan, dialOutcome } from './dial-plan.js';
@@ -124,7 +124,8 @@ export function registerProviderApi(app: FastifyInstance, o: ProviderApiOptions)
   app.put('/v1/media-stream', async (req) => {
     const { tenant } = await auth(req, 'media:manage');
     const body = bodyOf(req);
-    const parsed = configFromUpsert(tenant, body);
+    // The provider stores its defaults for the fields left out.
+    const parsed = effectiveConfig(configFromUpsert(tenant, body));
     if (
       body.media_secret !== undefined &&
       (typeof body.media_secret !== 'string' || body.media_secret === '')

@@ -25,16 +25,20 @@ export interface SessionRegistry {
   count(): number;
 }
 
-/** A tenant's registered media stream (the provider's MediaStreamConfig, without the secret). */
+/**
+ * A tenant's registered media stream (the provider's MediaStreamConfig, without the secret), as the
+ * tenant wrote it: a field the PUT left out is absent, so that a session_start resolves it from its own
+ * `media` object, then the defaults (resolveFormat in media/format.ts), never from a stored guess.
+ */
 export interface MediaStreamConfig {
   readonly tenant: string;
   readonly media_ws_url: string;
-  readonly codec: Codec;
-  readonly input_sample_rate: 8000 | 16000;
-  readonly output_sample_rate: 8000 | 16000;
+  readonly codec?: Codec;
+  readonly input_sample_rate?: 8000 | 16000;
+  readonly output_sample_rate?: 8000 | 16000;
   readonly channels: 1;
-  readonly encoding: Encoding;
-  readonly chunk_bytes: number;
+  readonly encoding?: Encoding;
+  readonly chunk_bytes?: number;
 }
 
 export interface TenantStore {

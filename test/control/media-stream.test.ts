@@ -1,6 +1,9 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import WebSocket from 'ws';
 import { mintToken } from '../../src/auth/jwt.js';
+import { startBridge, type TestBridge } from '../helpers/bridge.js';
+import { TestProvider } from '../helpers/provider.js';
+import { waitFor } from '../helpers/wait.js';
 import {
   call,
   closedPort,
@@ -115,6 +118,12 @@ describe('media-stream registration', () => {
       token,
       body: { media_ws_url: 'ws://127.0.0.1:2/v1/media' },
     });
+    // Stored as given: what was left out is resolved at each session_start, not guessed now.
+    expect(await rig.bridge.ctx.tenants.getMediaStream('acme')).toStrictEqual({
+      tenant: 'acme',
+      media_ws_url: 'ws://127.0.0.1:2/v1/media',
+      channels: 1,
+    });
     expect(await rig.bridge.ctx.tenants.getMediaSecret('acme')).toBe('short-one');
     expect(await rig.bridge.ctx.tenants.getMediaStream('default')).toBeUndefined();
   });
@@ -196,5 +205,47 @@ describe('media-stream registration', () => {
     } finally {
       await refusing.close();
     }
+  });
+});
+
+describe('stored media stream at session_start', () => {
+  let bridge: TestBridge | undefined;
+  let provider: TestProvider | undefined;
+  afterEach(async () => {
+    provider?.close();
+    provider = undefined;
+    await bridge?.close();
+    bridge = undefined;
+  });
+
+  /** Registers `body` for tenant "default", starts a call with `media`, returns its outbound chunk sizes. */
+  async function chunkSizes(body: Record<string, unknown>, media: Record<string, unknown>) {
+    bridge = await startBridge({ BOT_URL: 'builtin:tone:1000' });
+    const put = await fetch(`${bridge.http}/v1/media-stream`, {
+      method: 'PUT',
+      headers: {
+        authorization: `Bearer ${await bridge.restToken(['media:manage'])}`,
+        'content-type': 'application/json',
+      },
+      body: JSON.stringify(body),
+    });
+    expect(put.status).toBe(200);
+    provider = new TestProvider(bridge.mediaUrl, { token: await bridge.mediaToken() });
+    await provider.start('stored-defaults-1', { media });
+    await waitFor(() => provider!.audio.length >= 10, 3_000, 'tone audio');
+    return new Set(provider.audio.map((a) => a.data.length));
+  }
+
+  it('a PUT with only media_ws_url leaves chunk_bytes to the default: 20 ms at the session rate', async () => {
+    const sizes = await chunkSizes({ media_ws_url: 'ws://127.0.0.1:9/v1/media' }, { sample_rate: 16000 });
+    expect([...sizes]).toEqual([640]);
+  });
+
+  it('a PUT with chunk_bytes is honoured at any session rate', async () => {
+    const sizes = await chunkSizes(
+      { media_ws_url: 'ws://127.0.0.1:9/v1/media', chunk_bytes: 480 },
+      { sample_rate: 16000 },
+    );
+    expect([...sizes]).toEqual([480]);
   });
 });
