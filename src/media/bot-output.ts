@@ -33,13 +33,22 @@ export const ORDER_WAIT_MAX_MS = 2_000;
 
 export class BotOutput {
   readonly #pipeline: AudioPipeline;
+  readonly #near: PipelineSession | undefined;
   readonly #spec: PipelineSessionSpec;
   readonly #out: OutboundQueue;
   readonly #owner: BotOutputOwner;
   #leg: DspLeg;
   #closed = false;
 
-  constructor(pipeline: AudioPipeline, spec: PipelineSessionSpec, out: OutboundQueue, owner: BotOutputOwner) {
+  constructor(
+    pipeline: AudioPipeline,
+    spec: PipelineSessionSpec,
+    out: OutboundQueue,
+    owner: BotOutputOwner,
+    /** The call's caller -> bot DSP session: this direction's sessions share its worker. */
+    near?: PipelineSession,
+  ) {
+    this.#near = near;
     this.#pipeline = pipeline;
     this.#spec = spec;
     this.#out = out;
@@ -77,7 +86,7 @@ export class BotOutput {
   }
 
   /** @internal */ open(sink: PipelineSink): PipelineSession {
-    return this.#pipeline.open(this.#spec, sink);
+    return this.#pipeline.open(this.#spec, sink, this.#near);
   }
   /** @internal */ push(encoded: Uint8Array): void {
     if (!this.#closed) this.#out.push(encoded);

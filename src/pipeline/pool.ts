@@ -152,11 +152,13 @@ export class WorkerPipeline implements DspPipeline {
     this.watchdog.unref();
   }
 
-  open(spec: PipelineSessionSpec, sink: PipelineSink): PipelineSession {
+  open(spec: PipelineSessionSpec, sink: PipelineSink, near?: PipelineSession): PipelineSession {
     if (this.closing) throw new Error('the DSP pipeline is closed');
     checkSpec(spec);
     let slot = this.slots[0]!;
     for (const s of this.slots) if (s.sessions.size < slot.sessions.size) slot = s;
+    // Beside `near` (a call's other direction): a worker's loss then reaches half as many calls.
+    if (near instanceof WorkerSession && near.owner === this && !near.closed) slot = near.slot;
     const id = this.nextId++;
     if (this.nextId > 0x7fffffff) this.nextId = 1;
     const session = new WorkerSession(this, id, spec, sink, slot);

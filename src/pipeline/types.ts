@@ -40,7 +40,11 @@ export interface PipelineSession {
 
 export interface AudioPipeline {
   readonly workers: number;
-  open(spec: PipelineSessionSpec, sink: PipelineSink): PipelineSession;
+  /**
+   * `near`: a session to share a worker with (a call's other direction), so that losing a worker
+   * touches that worker's calls only, not one direction of twice as many calls.
+   */
+  open(spec: PipelineSessionSpec, sink: PipelineSink, near?: PipelineSession): PipelineSession;
   /** Stops the workers. */
   close(): Promise<void>;
 }
