@@ -196,6 +196,12 @@ export function loadConfig(env: Env = process.env, argv: readonly string[] = [])
     );
   }
 
+  const providerBaseUrl = url('PROVIDER_BASE_URL', ['https:', 'http:']);
+  if (production && providerBaseUrl === undefined && !e.PROVIDER_BASE_URL) {
+    problems.push(
+      "PROVIDER_BASE_URL must be set when NODE_ENV=production (the provider's voice API; the built-in provider emulator is for development only)",
+    );
+  }
   const providerReadTimeoutMs = int('PROVIDER_READ_TIMEOUT_MS', 30_000, 30_000, 600_000);
   const config: Config = {
     port: int('PORT', 8080, 0, 65535),
@@ -213,7 +219,7 @@ export function loadConfig(env: Env = process.env, argv: readonly string[] = [])
     authJwtSecret,
     authJwksUrl,
     authSecretIsDev,
-    providerBaseUrl: url('PROVIDER_BASE_URL', ['https:', 'http:']),
+    providerBaseUrl,
     providerToken: e.PROVIDER_TOKEN || undefined,
     botUrl,
     botSampleRate,

@@ -33,17 +33,38 @@ describe('config', () => {
   });
 
   it('refuses development shortcuts in production', () => {
-    expect(() => loadConfig({ NODE_ENV: 'production', MEDIA_AUTH: 'none', AUTH_JWT_SECRET: 'x' })).toThrow(
+    const prod = { NODE_ENV: 'production', PROVIDER_BASE_URL: 'https://provider.example/v1' };
+    expect(() => loadConfig({ ...prod, MEDIA_AUTH: 'none', AUTH_JWT_SECRET: 'x' })).toThrow(
       /MEDIA_AUTH must be "jwt" when NODE_ENV=production/,
     );
-    expect(() => loadConfig({ NODE_ENV: 'production', AUTH_JWT_SECRET: 'x' })).toThrow(
-      /MEDIA_SECRET must be set/,
-    );
-    expect(() => loadConfig({ NODE_ENV: 'production', MEDIA_SECRET: 's' })).toThrow(
-      /AUTH_JWT_SECRET or AUTH_JWKS_URL/,
-    );
-    const ok = loadConfig({ NODE_ENV: 'production', MEDIA_SECRET: 's', AUTH_JWT_SECRET: 'a' });
+    expect(() => loadConfig({ ...prod, AUTH_JWT_SECRET: 'x' })).toThrow(/MEDIA_SECRET must be set/);
+    expect(() => loadConfig({ ...prod, MEDIA_SECRET: 's' })).toThrow(/AUTH_JWT_SECRET or AUTH_JWKS_URL/);
+    const ok = loadConfig({ ...prod, MEDIA_SECRET: 's', AUTH_JWT_SECRET: 'a' });
     expect(ok.mediaSecretIsDev).toBe(false);
+  });
+
+  it('production needs PROVIDER_BASE_URL, reported with the other problems', () => {
+    let err: unknown;
+    try {
+      loadConfig({ NODE_ENV: 'production', MEDIA_SECRET: 's', PORT: 'x' });
+    } catch (e) {
+      err = e;
+    }
+    expect(err).toBeInstanceOf(ConfigError);
+    const lines = (err as ConfigError).problems;
+    expect(lines).toHaveLength(3);
+    expect(
+      lines.filter((l) => l.startsWith('PROVIDER_BASE_URL must be set when NODE_ENV=production')),
+    ).toHaveLength(1);
+    // Set but not a URL: one line, saying so.
+    expect(() =>
+      loadConfig({
+        NODE_ENV: 'production',
+        MEDIA_SECRET: 's',
+        AUTH_JWT_SECRET: 'a',
+        PROVIDER_BASE_URL: 'ftp://p',
+      }),
+    ).toThrow(/^PROVIDER_BASE_URL must be a https: or http: URL, got "ftp:\/\/p\/"$/);
   });
 
   it('takes --flag twins over the environment', () => {

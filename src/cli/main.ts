@@ -19,12 +19,6 @@ async function main(): Promise<void> {
     }
     throw err;
   }
-  if (config.providerBaseUrl === undefined && config.production) {
-    process.stderr.write(
-      "voicebridge: bad configuration:\nPROVIDER_BASE_URL must be set when NODE_ENV=production (the provider's voice API; the built-in provider emulator is for development only)\n",
-    );
-    process.exit(2);
-  }
   const log = createLogger(config.logLevel);
   // Without a provider, the emulator stands in for it (development only), taking call control for the
   // calls this bridge holds; `bridge` is bound once it exists.

@@ -31,6 +31,7 @@ describe('state store configuration', () => {
   it('refuses Redis in production without STATE_SECRET_KEY, in one line naming it', () => {
     const prod = {
       NODE_ENV: 'production',
+      PROVIDER_BASE_URL: 'https://provider.example/v1',
       MEDIA_SECRET: 'm'.repeat(16),
       AUTH_JWT_SECRET: 'a'.repeat(16),
       STATE_STORE: 'redis://127.0.0.1:6379',
