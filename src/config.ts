@@ -4,6 +4,7 @@
  */
 import { availableParallelism } from 'node:os';
 import { RESAMPLER_RATES } from './audio/format.js';
+import { displayUrl } from './log.js';
 
 /** Development-only secrets, used when none is configured outside production. */
 export const DEV_MEDIA_SECRET = 'voicebridge-dev-media-secret';
@@ -137,7 +138,7 @@ export function loadConfig(env: Env = process.env, argv: readonly string[] = [])
       const u = new URL(raw);
       if (protocols.includes(u.protocol)) return raw;
     } catch {}
-    problems.push(`${name} must be a ${protocols.join(' or ')} URL, got ${JSON.stringify(raw)}`);
+    problems.push(`${name} must be a ${protocols.join(' or ')} URL, got ${JSON.stringify(displayUrl(raw))}`);
     return undefined;
   };
 
@@ -180,7 +181,9 @@ export function loadConfig(env: Env = process.env, argv: readonly string[] = [])
 
   const stateStore = e.STATE_STORE || 'memory';
   if (stateStore !== 'memory' && !/^rediss?:\/\/.+/.test(stateStore)) {
-    problems.push(`STATE_STORE must be "memory" or a redis://… URL, got ${JSON.stringify(stateStore)}`);
+    problems.push(
+      `STATE_STORE must be "memory" or a redis://… URL, got ${JSON.stringify(displayUrl(stateStore))}`,
+    );
   }
 
   const stateSecretKey = parseStateKey(e.STATE_SECRET_KEY, problems);

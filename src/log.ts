@@ -31,3 +31,20 @@ export function createLogger(level: string, destination?: pino.DestinationStream
     destination,
   );
 }
+
+/**
+ * A URL as messages and logs may show it: scheme, host and path, never `user:pw@`, the query or the
+ * fragment (`wss://user:pw@bot.example/path?token=x` -> `wss://bot.example/path`).
+ */
+export function displayUrl(url: string): string {
+  try {
+    const u = new URL(url);
+    // An opaque URL ("redis:user:pw@host") has everything in its path: show the scheme only.
+    if (u.host === '') return `${u.protocol}…`;
+    return `${u.protocol}//${u.host}${u.pathname}`;
+  } catch {
+    // Not a URL: the same parts by pattern, so the message still says which one.
+    const m = /^([a-z][a-z0-9+.-]*:\/\/)(?:[^/?#]*@)?([^/?#]*)([^?#]*)/i.exec(url);
+    return m === null ? '(bad URL)' : `${m[1]}${m[2]}${m[3]}`;
+  }
+}

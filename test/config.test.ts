@@ -67,6 +67,29 @@ describe('config', () => {
     ).toThrow(/^PROVIDER_BASE_URL must be a https: or http: URL, got "ftp:\/\/p\/"$/);
   });
 
+  it('never shows credentials, tokens or queries of the URLs it refuses', () => {
+    let err: unknown;
+    try {
+      loadConfig({
+        PROVIDER_BASE_URL: 'ftp://admin:pw-1234@provider.example/v1?token=tok-5678',
+        AUTH_JWKS_URL: 'ws://jwks-user:pw-2345@idp.example/jwks?token=tok-6789#tok-frag',
+        STATE_STORE: 'mongodb://db:pw-3456@db.example:27017/calls?token=tok-7890',
+      });
+    } catch (e) {
+      err = e;
+    }
+    expect(err).toBeInstanceOf(ConfigError);
+    const text = (err as ConfigError).message;
+    expect(text).toContain(
+      'PROVIDER_BASE_URL must be a https: or http: URL, got "ftp://provider.example/v1"',
+    );
+    expect(text).toContain('AUTH_JWKS_URL must be a https: or http: URL, got "ws://idp.example/jwks"');
+    expect(text).toContain(
+      'STATE_STORE must be "memory" or a redis://… URL, got "mongodb://db.example:27017/calls"',
+    );
+    expect(text).not.toMatch(/pw|tok|admin|user/);
+  });
+
   it('takes --flag twins over the environment', () => {
     expect(flagsToEnv(['--port', '9001', '--bot-url=builtin:tone', '--dsp-workers', '0'])).toEqual({
       PORT: '9001',

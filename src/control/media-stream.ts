@@ -19,6 +19,7 @@ import {
 import type { RestVerifier } from '../auth/jwt.js';
 import type { BridgeContext } from '../context.js';
 import { BridgeError, invalidField } from '../errors.js';
+import { displayUrl } from '../log.js';
 import { resolveFormat } from '../media/format.js';
 import type { MediaStreamUpsert } from '../provider/types.js';
 import type { MediaStreamConfig } from '../state/types.js';
@@ -196,7 +197,7 @@ export function registerMediaStreamRoutes(
         if (ctx.provider !== undefined) await ctx.provider.putMediaStream(forwardedUpsert(body));
         await ctx.tenants.putMediaStream(config, secret);
         req.log.info(
-          { tenant, media_ws_url: config.media_ws_url, secret_changed: secret !== undefined },
+          { tenant, media_ws_url: displayUrl(config.media_ws_url), secret_changed: secret !== undefined },
           'media stream registered',
         );
         return {

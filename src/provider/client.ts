@@ -176,7 +176,7 @@ export function createProviderClient(options: ProviderClientOptions): ProviderCl
       }
       return { kind: 'value', value };
     }
-    const message = providerMessage(text);
+    const message = withoutSecret(providerMessage(text), body);
     if (status === 500) return { kind: 'retry', message };
     const passCode = PASS_THROUGH[status];
     if (passCode !== undefined) {
@@ -232,6 +232,13 @@ const CONFERENCE: CheckedCall = {
 };
 
 /** The `message` of a provider error body, if it has one. */
+/** The provider's message with any echo of the media_secret it was sent taken out: the message is passed
+ * through and logged, and a provider may quote the request body. */
+function withoutSecret(message: string, body: unknown): string {
+  const secret = (body as { media_secret?: unknown } | undefined)?.media_secret;
+  return typeof secret === 'string' && secret !== '' ? message.replaceAll(secret, '[redacted]') : message;
+}
+
 function providerMessage(text: string): string {
   try {
     const v = JSON.parse(text) as { message?: unknown };

@@ -178,6 +178,40 @@ describe('media-stream registration', () => {
     });
   });
 
+  it('the media_ws_url is logged without credentials or query', async () => {
+    rig = await startRig({ providerUrl: null });
+    const token = await restToken(['media:manage']);
+    const media_ws_url = 'wss://tenant:pw-4711@bridge.example/v1/media?token=tok-4712';
+    const r = await call(rig.http, 'PUT', '/v1/media-stream', { token, body: { media_ws_url } });
+    expect(r.status).toBe(200);
+    const line = rig.logs.find((l) => l.includes('media stream registered'));
+    expect(line).toContain('"media_ws_url":"wss://bridge.example/v1/media"');
+    for (const l of rig.logs) expect(l).not.toMatch(/pw-4711|tok-4712/);
+  });
+
+  it('a provider that echoes the media_secret in its refusal: neither the answer nor the logs carry it', async () => {
+    const echoing = await tinyServer((_req, res, n) => {
+      res.writeHead(n === 1 ? 400 : 500, { 'content-type': 'application/json' });
+      res.end(JSON.stringify({ error: 'bad_request', message: `media_secret "${NEW_SECRET}" is too weak` }));
+    });
+    try {
+      rig = await startRig({ providerUrl: `${echoing.url}/v1` });
+      const token = await restToken(['media:manage']);
+      const body = { media_ws_url: 'ws://h/v1/media', media_secret: NEW_SECRET };
+      const refused = await call(rig.http, 'PUT', '/v1/media-stream', { token, body });
+      expect(refused.status).toBe(400);
+      expect(refused.body.message).toBe('media_secret "[redacted]" is too weak');
+      // A 500 (retried once): the message goes into the 502's.
+      const failed = await call(rig.http, 'PUT', '/v1/media-stream', { token, body });
+      expect(failed.status).toBe(502);
+      expect(failed.body.message).toContain('"[redacted]"');
+      expect(rig.logs.filter((l) => l.includes('provider call failed'))).toHaveLength(2);
+      for (const text of [refused.text, failed.text, ...rig.logs]) expect(text).not.toContain(NEW_SECRET);
+    } finally {
+      await echoing.close();
+    }
+  });
+
   it('local state changes only when the provider accepted the upsert', async () => {
     const refusing = await tinyServer((_req, res) => {
       res.writeHead(400, { 'content-type': 'application/json' });
