@@ -9,6 +9,7 @@ import type { BridgeContext } from '../context.js';
 import { BridgeError, isBridgeError } from '../errors.js';
 import type { AudioPipeline } from '../pipeline/types.js';
 import type { SessionInfo } from '../state/types.js';
+import { displayUrl } from './bot/ws-bot.js';
 import type { MediaAuth } from './endpoint.js';
 import { resolveFormat } from './format.js';
 import type { PacingLoop } from './pacing-loop.js';
@@ -130,7 +131,16 @@ export class ProviderConnection {
     }
     this.#state = 'starting';
     this.#setUp(ev).catch((err: unknown) => {
-      this.#deps.ctx.log.error({ err }, 'session set-up failed');
+      // Not the error's message: one from a library may quote the whole BOT_URL, credentials and all.
+      this.#deps.ctx.log.error(
+        {
+          session_id: ev.session_id,
+          code: isBridgeError(err) ? err.code : 'internal',
+          err: (err as Error).name,
+          bot: displayUrl(this.#deps.ctx.config.botUrl),
+        },
+        'session set-up failed',
+      );
       this.#fail(
         isBridgeError(err) ? err : new BridgeError('internal', 'internal error setting up the session'),
       );
@@ -164,14 +174,20 @@ export class ProviderConnection {
       await ctx.sessions.remove(tenant, ev.session_id);
       return;
     }
+    try {
+      this.#session = new MediaSession(this.#ws, info, format, {
+        ctx,
+        pipeline: this.#deps.pipeline,
+        loop: this.#deps.loop,
+        onEnded: (s) => this.#sessionEnded(s),
+      });
+    } catch (err) {
+      // MediaSession undoes its own steps; the registry entry goes too, so the id can start again.
+      await ctx.sessions.remove(tenant, ev.session_id);
+      throw err;
+    }
     ctx.metrics.sessions.set(ctx.sessions.count());
     ctx.metrics.sessionsTotal.inc();
-    this.#session = new MediaSession(this.#ws, info, format, {
-      ctx,
-      pipeline: this.#deps.pipeline,
-      loop: this.#deps.loop,
-      onEnded: (s) => this.#sessionEnded(s),
-    });
     this.#state = 'live';
     const held = this.#held;
     this.#held = [];

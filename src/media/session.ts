@@ -86,9 +86,19 @@ export class MediaSession implements PipelineSink, BotHandler {
       callerOut: { codec: format.codec, sampleRate: format.outputRate },
       botRate: ctx.config.botSampleRate,
     };
-    this.#dsp = deps.pipeline.open(spec, this);
-    this.#botOut = new BotOutput(deps.pipeline, spec, this.#out, this);
-    this.#bot = createBotLeg(info, this, { ctx, loop: deps.loop, log: this.log });
+    let dsp: PipelineSession | undefined;
+    let botOut: BotOutput | undefined;
+    try {
+      this.#dsp = dsp = deps.pipeline.open(spec, this);
+      this.#botOut = botOut = new BotOutput(deps.pipeline, spec, this.#out, this);
+      this.#bot = createBotLeg(info, this, { ctx, loop: deps.loop, log: this.log });
+    } catch (err) {
+      // A session that fails to start leaves nothing behind: no pacing member, no open DSP session.
+      deps.loop.delete(this.#out);
+      botOut?.close();
+      dsp?.close();
+      throw err;
+    }
     this.log.info({ format }, 'session started');
   }
 

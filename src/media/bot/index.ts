@@ -8,7 +8,7 @@ import type { PacingLoop } from '../pacing-loop.js';
 import { EchoBot, ToneBot } from './builtin.js';
 import type { BotCall, BotHandler, BotLeg } from './types.js';
 import { loadWav, WavBot } from './wav.js';
-import { WsBot } from './ws-bot.js';
+import { displayUrl, WsBot } from './ws-bot.js';
 
 export interface BotDeps {
   readonly ctx: BridgeContext;
@@ -23,17 +23,25 @@ export function createBotLeg(call: BotCall, handler: BotHandler, deps: BotDeps):
   const url = config.botUrl;
   const rate = config.botSampleRate;
   if (url.startsWith('ws://') || url.startsWith('wss://')) {
-    return new WsBot(call, handler, {
-      url,
-      botRate: rate,
-      retries: config.botRetries,
-      retryBaseMs: config.botRetryBaseMs,
-      connectTimeoutMs: config.botConnectTimeoutMs,
-      maxPayloadBytes: config.botMaxPayloadBytes,
-      highWaterBytes: config.socketHighWaterBytes,
-      metrics,
-      log: deps.log,
-    });
+    try {
+      return new WsBot(call, handler, {
+        url,
+        botRate: rate,
+        retries: config.botRetries,
+        retryBaseMs: config.botRetryBaseMs,
+        connectTimeoutMs: config.botConnectTimeoutMs,
+        maxPayloadBytes: config.botMaxPayloadBytes,
+        highWaterBytes: config.socketHighWaterBytes,
+        metrics,
+        log: deps.log,
+      });
+    } catch (err) {
+      // ws quotes the URL in its message, credentials and all: the bot is named by its display form only.
+      throw new BridgeError(
+        'bot_unavailable',
+        `bot ${displayUrl(url)} cannot be dialled (${(err as Error).name}: not a URL the WebSocket client accepts); check BOT_URL`,
+      );
+    }
   }
   if (url === 'builtin:echo') return new EchoBot(handler, deps.loop, config.echoDelayMs);
   if (url.startsWith('builtin:tone')) {

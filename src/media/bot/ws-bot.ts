@@ -209,6 +209,8 @@ export function displayUrl(url: string): string {
     const u = new URL(url);
     return `${u.protocol}//${u.host}${u.pathname}`;
   } catch {
-    return '(bad URL)';
+    // Not a URL: the same parts by pattern, so the message still says which bot.
+    const m = /^([a-z][a-z0-9+.-]*:\/\/)(?:[^/?#]*@)?([^/?#]*)([^?#]*)/i.exec(url);
+    return m === null ? '(bad URL)' : `${m[1]}${m[2]}${m[3]}`;
   }
 }

@@ -1,0 +1,64 @@
+/**
+ * A connection between its upgrade and its live session: a set-up that fails part way leaves nothing
+ * behind.
+ */
+import { afterEach, describe, expect, it } from 'vitest';
+import type { Config } from '../../src/config.js';
+import { startBridge, type TestBridge } from '../helpers/bridge.js';
+import { captureLog } from '../helpers/log-capture.js';
+import { TestProvider } from '../helpers/provider.js';
+import { waitFor } from '../helpers/wait.js';
+
+let bridge: TestBridge | undefined;
+const providers: TestProvider[] = [];
+
+afterEach(async () => {
+  for (const p of providers.splice(0)) p.close();
+  await bridge?.close();
+  bridge = undefined;
+});
+
+async function connect(): Promise<TestProvider> {
+  const p = new TestProvider(bridge!.mediaUrl, { token: await bridge!.mediaToken() });
+  providers.push(p);
+  await p.opened;
+  return p;
+}
+
+async function listed(): Promise<string[]> {
+  const res = await fetch(`${bridge!.http}/v1/sessions`, {
+    headers: { authorization: `Bearer ${await bridge!.restToken(['sessions:read'])}` },
+  });
+  return ((await res.json()) as { session_id: string }[]).map((s) => s.session_id);
+}
+
+describe('session set-up', () => {
+  it('a session whose bot leg cannot be built is closed 1011 and unregistered; its id can start again', async () => {
+    const logs = captureLog('debug');
+    bridge = await startBridge({ LOG_LEVEL: 'debug' }, { log: logs.log });
+    const ctx = bridge.bridge.ctx as { config: Config };
+    const good = ctx.config;
+    // A URL that ws refuses to dial (a space in the host), with credentials and a token in it.
+    ctx.config = { ...good, botUrl: 'ws://bot-user:pw-s3cret@bad host/x?token=tok-s3cret' };
+    const p = await connect();
+    await p.start('setup-fail-1');
+    expect(await p.waitClosed()).toBe(1011);
+    const [err] = p.errors();
+    expect(err?.code).toBe('bot_unavailable');
+    expect(err?.message).toContain('ws://bad host/x');
+    expect(err?.message).not.toMatch(/s3cret|bot-user/);
+    await waitFor(() => bridge!.bridge.ctx.sessions.count() === 0, 2_000, 'session unregistered');
+    expect(await listed()).toEqual([]);
+    expect(logs.find(/session set-up failed/)).toHaveLength(1);
+    expect(logs.lines.filter((l) => /s3cret|bot-user/.test(JSON.stringify(l)))).toEqual([]);
+
+    // The same session_id starts again once the bot can be reached.
+    ctx.config = good;
+    const again = await connect();
+    await again.start('setup-fail-1');
+    await waitFor(() => bridge!.bridge.ctx.sessions.count() === 1, 2_000, 'session live again');
+    expect(await listed()).toEqual(['setup-fail-1']);
+    expect(again.errors()).toEqual([]);
+    expect(again.closeCode).toBeUndefined();
+  });
+});
