@@ -5,9 +5,9 @@
  * all, and Redis too when this started it.
  */
 import { type ChildProcess, spawn } from 'node:child_process';
-import { Socket } from 'node:net';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
+import { pingRedis, redisServerArgs, waitForRedis } from '../state/redis-server.js';
 
 const USAGE = `usage: npm run cluster -- [--instances 2] [--port 8080] [--host 127.0.0.1] [--redis-port 6379]
   --instances   bridge instances to start (1 to 16), on ports --port, --port + 1, ...
@@ -43,21 +43,6 @@ if (!Number.isInteger(basePort) || basePort < 1 || basePort + instances - 1 > 65
 if (!Number.isInteger(redisPort) || redisPort < 1 || redisPort > 65535)
   fail(`--redis-port must be 1 to 65535, got ${values['redis-port']}`);
 
-/** PING over a raw socket: no client library needed to tell whether Redis is there. */
-function ping(port: number, timeoutMs = 300): Promise<boolean> {
-  return new Promise((resolve) => {
-    const s = new Socket();
-    const done = (ok: boolean) => {
-      s.destroy();
-      resolve(ok);
-    };
-    s.setTimeout(timeoutMs, () => done(false));
-    s.once('error', () => done(false));
-    s.once('data', (d) => done(d.toString().startsWith('+PONG')));
-    s.connect(port, '127.0.0.1', () => s.write('PING\r\n'));
-  });
-}
-
 /** Prefixes each line a child prints, so N instances' logs stay readable together. */
 function relay(child: ChildProcess, tag: string): void {
   for (const [stream, out] of [
@@ -77,24 +62,17 @@ const children: { child: ChildProcess; tag: string }[] = [];
 let redis: ChildProcess | undefined;
 let stopping = false;
 
-if (await ping(redisPort)) {
+if (await pingRedis(redisPort)) {
   process.stdout.write(`cluster: using the Redis already on 127.0.0.1:${redisPort}\n`);
 } else {
-  redis = spawn(
-    'redis-server',
-    ['--port', String(redisPort), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'],
-    { stdio: ['ignore', 'pipe', 'pipe'] },
-  );
+  redis = spawn('redis-server', redisServerArgs(redisPort), { stdio: ['ignore', 'pipe', 'pipe'] });
   redis.once('error', (err) =>
     fail(`cannot start redis-server (${err.message}): install it (apt-get install redis-server)`),
   );
   relay(redis, '[redis]');
-  const deadline = Date.now() + 10_000;
-  while (!(await ping(redisPort))) {
-    if (Date.now() > deadline || redis.exitCode !== null)
-      fail(`redis-server did not answer on port ${redisPort}`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
+  const child = redis;
+  if (!(await waitForRedis(redisPort, 10_000, () => child.exitCode !== null)))
+    fail(`redis-server did not answer on port ${redisPort}`);
   process.stdout.write(`cluster: started redis-server on 127.0.0.1:${redisPort} (no persistence)\n`);
 }
 

@@ -4,7 +4,8 @@
  * redis-server binary at all.
  */
 import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
-import { createServer, Socket } from 'node:net';
+import { createServer } from 'node:net';
+import { redisServerArgs, waitForRedis } from '../../src/state/redis-server.js';
 
 export interface TestRedis {
   readonly url: string;
@@ -43,21 +44,6 @@ export async function freePort(): Promise<number> {
   });
 }
 
-/** PING over a raw socket: true on +PONG within `timeoutMs`. */
-export function ping(port: number, timeoutMs = 500): Promise<boolean> {
-  return new Promise((resolve) => {
-    const s = new Socket();
-    const done = (ok: boolean) => {
-      s.destroy();
-      resolve(ok);
-    };
-    s.setTimeout(timeoutMs, () => done(false));
-    s.once('error', () => done(false));
-    s.once('data', (d) => done(d.toString().startsWith('+PONG')));
-    s.connect(port, '127.0.0.1', () => s.write('PING\r\n'));
-  });
-}
-
 /** Redis for a test: CI's when `own` is not required and REDIS_URL is set, else a child of our own. */
 export async function useRedis(o: { own?: boolean } = {}): Promise<TestRedis> {
   const shared = process.env.REDIS_URL;
@@ -76,16 +62,8 @@ export async function useRedis(o: { own?: boolean } = {}): Promise<TestRedis> {
   const port = await freePort();
   let child: ChildProcess | undefined;
   const start = async () => {
-    child = spawn(bin, ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'], {
-      stdio: 'ignore',
-    });
-    let alive = false;
-    const deadline = Date.now() + 10_000;
-    while (!alive && Date.now() < deadline) {
-      alive = await ping(port, 200);
-      if (!alive) await new Promise((r) => setTimeout(r, 20));
-    }
-    if (!alive) throw new Error(`redis-server did not answer on port ${port}`);
+    child = spawn(bin, redisServerArgs(port), { stdio: 'ignore' });
+    if (!(await waitForRedis(port))) throw new Error(`redis-server did not answer on port ${port}`);
   };
   const stop = async () => {
     const c = child;

@@ -5,7 +5,8 @@ import { spawn } from 'node:child_process';
 import { createServer } from 'node:net';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
-import { freePort, ping, redisServerBinary } from '../helpers/redis.js';
+import { pingRedis } from '../../src/state/redis-server.js';
+import { freePort, redisServerBinary } from '../helpers/redis.js';
 import { pollUntil } from './cluster-rig.js';
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
@@ -69,13 +70,13 @@ describe.skipIf(!hasBinary)('npm run cluster', () => {
         const metrics = await (await fetch(`http://127.0.0.1:${p}/metrics`)).text();
         expect(metrics).toMatch(/^voicebridge_store_up 1$/m);
       }
-      expect(await ping(redisPort)).toBe(true);
+      expect(await pingRedis(redisPort, 500)).toBe(true);
       expect(out).toContain(`started redis-server on 127.0.0.1:${redisPort}`);
       expect(out).toMatch(new RegExp(`\\[1:${port + 1}\\] voicebridge listening`));
 
       child.kill('SIGINT');
       expect(await exited).toBe(0);
-      expect(await ping(redisPort)).toBe(false);
+      expect(await pingRedis(redisPort, 500)).toBe(false);
       expect(await ok(`http://127.0.0.1:${port}/healthz`)).toBe(false);
       expect(await ok(`http://127.0.0.1:${port + 1}/healthz`)).toBe(false);
     } finally {
