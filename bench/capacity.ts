@@ -49,6 +49,7 @@ async function startBridge(): Promise<Target> {
       LOG_LEVEL: 'warn',
       BOT_URL: 'builtin:echo',
       MEDIA_AUTH: 'none',
+      MEDIA_CONNECT_PER_SEC: '100000',
     },
     stdio: ['ignore', 'inherit', 'inherit'],
   });
