@@ -9,7 +9,7 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { RestVerifier } from '../auth/jwt.js';
 import type { BridgeContext } from '../context.js';
-import { BridgeError, invalidField } from '../errors.js';
+import { BridgeError, invalidField, isBridgeError } from '../errors.js';
 import type { ProviderClient } from '../provider/client.js';
 import type { ConferenceRequest, ConsultRequest } from '../provider/types.js';
 import type { SessionInfo } from '../state/types.js';
@@ -103,7 +103,9 @@ export function registerCallRoutes(app: FastifyInstance, ctx: BridgeContext, ver
         const session = await heldSession(ctx, req);
         const provider = providerOf(ctx);
         const body = req.body as ConsultRequest;
-        const result = await provider.consult(session.session_id, body);
+        const result = await provider
+          .consult(session.session_id, body)
+          .catch(logFailure(req, session.session_id, 'consult'));
         req.log.info(
           { session_id: session.session_id, status: result.status, dialStatus: result.dialStatus },
           'consult finished',
@@ -133,7 +135,9 @@ export function registerCallRoutes(app: FastifyInstance, ctx: BridgeContext, ver
         }
         const session = await heldSession(ctx, req);
         const provider = providerOf(ctx);
-        const result = await provider.conference(session.session_id, body);
+        const result = await provider
+          .conference(session.session_id, body)
+          .catch(logFailure(req, session.session_id, 'conference'));
         await syncConferenceNumbers(ctx, session, body, result.status);
         req.log.info(
           { session_id: session.session_id, action: body.action, status: result.status },
@@ -143,6 +147,21 @@ export function registerCallRoutes(app: FastifyInstance, ctx: BridgeContext, ver
       },
     );
   });
+}
+
+/**
+ * Logs a failed provider call with the session it was for (the provider client's own line names the
+ * call, not the session), then rethrows: upstream faults at warn, the provider's own refusals at info.
+ */
+function logFailure(req: FastifyRequest, sessionId: string, call: string) {
+  return (err: unknown): never => {
+    const code = isBridgeError(err) ? err.code : 'internal';
+    req.log[code.startsWith('upstream_') || code === 'internal' ? 'warn' : 'info'](
+      { session_id: sessionId, call, code },
+      'call control failed',
+    );
+    throw err;
+  };
 }
 
 /** Keeps the session's `conferenceNumbers` in step with what the provider just did. */
