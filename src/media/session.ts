@@ -90,7 +90,7 @@ export class MediaSession implements PipelineSink, BotHandler {
     let botOut: BotOutput | undefined;
     try {
       this.#dsp = dsp = deps.pipeline.open(spec, this);
-      this.#botOut = botOut = new BotOutput(deps.pipeline, spec, this.#out, this);
+      this.#botOut = botOut = new BotOutput(deps.pipeline, spec, this.#out, this, dsp);
       this.#bot = createBotLeg(info, this, { ctx, loop: deps.loop, log: this.log });
     } catch (err) {
       // A session that fails to start leaves nothing behind: no pacing member, no open DSP session.
