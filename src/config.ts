@@ -50,6 +50,8 @@ export interface Config {
   /** A provider socket with more than this buffered sheds stale audio. */
   readonly socketHighWaterBytes: number;
   readonly heartbeatIntervalMs: number;
+  /** How long an authenticated socket may wait before its first frame, the session_start (else 4400). */
+  readonly sessionStartTimeoutMs: number;
   readonly drainTimeoutMs: number;
   /** Delay of the `builtin:echo` bot. */
   readonly echoDelayMs: number;
@@ -239,6 +241,8 @@ export function loadConfig(env: Env = process.env, argv: readonly string[] = [])
     outboundBufferMs: int('OUTBOUND_BUFFER_MS', 60_000, 1000, 600_000),
     socketHighWaterBytes: int('SOCKET_HIGH_WATER_BYTES', 64 * 1024, 4096, 16 * 1024 * 1024),
     heartbeatIntervalMs: int('HEARTBEAT_INTERVAL_MS', 15_000, 1000, 300_000),
+    // A provider sends session_start at once; 10 s covers a slow link without letting an idle peer hold a slot.
+    sessionStartTimeoutMs: int('SESSION_START_TIMEOUT_MS', 10_000, 100, 600_000),
     drainTimeoutMs: int('DRAIN_TIMEOUT_MS', 30_000, 0, 3_600_000),
     echoDelayMs: int('ECHO_DELAY_MS', 200, 0, 10_000),
     paceMinGapMs: int('PACE_MIN_GAP_MS', 2, 1, 20),

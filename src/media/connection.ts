@@ -39,6 +39,8 @@ export class ProviderConnection {
   #session: MediaSession | undefined;
   #held: { data: Buffer; isBinary: boolean }[] = [];
   #expiry: NodeJS.Timeout | undefined;
+  /** Bounds the wait for session_start: a peer that never sends it must not hold a slot. */
+  #startTimer: NodeJS.Timeout | undefined;
 
   constructor(ws: WebSocket, auth: MediaAuth, deps: ConnectionDeps) {
     this.#ws = ws;
@@ -56,6 +58,9 @@ export class ProviderConnection {
       this.#expiry = setTimeout(() => this.#expired(), ms);
       this.#expiry.unref();
     }
+    const startMs = deps.ctx.config.sessionStartTimeoutMs;
+    this.#startTimer = setTimeout(() => this.#startTimedOut(startMs), startMs);
+    this.#startTimer.unref();
   }
 
   get session(): MediaSession | undefined {
@@ -109,6 +114,7 @@ export class ProviderConnection {
   }
 
   #start(data: Buffer, isBinary: boolean): void {
+    clearTimeout(this.#startTimer);
     let ev: SessionStartEvent;
     try {
       if (isBinary) {
@@ -202,6 +208,16 @@ export class ProviderConnection {
     );
   }
 
+  #startTimedOut(ms: number): void {
+    if (this.#state !== 'awaiting_start') return;
+    this.#fail(
+      new BridgeError(
+        'bad_session_start',
+        `no session_start within ${ms} ms of connecting; send session_start as the first frame`,
+      ),
+    );
+  }
+
   #expired(): void {
     const err = new BridgeError(
       'token_expired',
@@ -230,6 +246,7 @@ export class ProviderConnection {
     this.#state = 'closed';
     this.#held = [];
     if (this.#expiry !== undefined) clearTimeout(this.#expiry);
+    clearTimeout(this.#startTimer);
     this.#session?.end(
       code === 1000 ? 1000 : 1001,
       'closed',

@@ -3,7 +3,7 @@
  * behind.
  */
 import { afterEach, describe, expect, it } from 'vitest';
-import type { Config } from '../../src/config.js';
+import { type Config, ConfigError, loadConfig } from '../../src/config.js';
 import { startBridge, type TestBridge } from '../helpers/bridge.js';
 import { captureLog } from '../helpers/log-capture.js';
 import { TestProvider } from '../helpers/provider.js';
@@ -60,5 +60,30 @@ describe('session set-up', () => {
     expect(await listed()).toEqual(['setup-fail-1']);
     expect(again.errors()).toEqual([]);
     expect(again.closeCode).toBeUndefined();
+  });
+
+  it('closes 4400 a socket that sends no session_start within SESSION_START_TIMEOUT_MS', async () => {
+    bridge = await startBridge({ SESSION_START_TIMEOUT_MS: '200' });
+    const idle = await connect();
+    const prompt = await connect();
+    await prompt.start('in-time-1');
+    const t0 = performance.now();
+    expect(await idle.waitClosed(2_000)).toBe(4400);
+    expect(performance.now() - t0).toBeGreaterThanOrEqual(150);
+    expect(idle.closeReason).toMatch(/no session_start within 200 ms/);
+    expect(idle.errors().map((e) => e.code)).toEqual(['bad_session_start']);
+    // The timer stopped at session_start: that call outlives the deadline.
+    await new Promise((r) => setTimeout(r, 400));
+    expect(prompt.closeCode).toBeUndefined();
+    expect(await listed()).toEqual(['in-time-1']);
+  });
+
+  it('validates SESSION_START_TIMEOUT_MS, with a --flag twin', () => {
+    expect(loadConfig({}, ['--session-start-timeout-ms', '250']).sessionStartTimeoutMs).toBe(250);
+    expect(loadConfig({}).sessionStartTimeoutMs).toBe(10_000);
+    expect(() => loadConfig({ SESSION_START_TIMEOUT_MS: '5' })).toThrow(ConfigError);
+    expect(() => loadConfig({ SESSION_START_TIMEOUT_MS: 'soon' })).toThrow(
+      /SESSION_START_TIMEOUT_MS must be/,
+    );
   });
 });
