@@ -93,11 +93,19 @@ async function startBridge(): Promise<{ child: ChildProcess; http: string; media
       NODE_ENV: 'development',
       PORT: '0',
       HOST: '127.0.0.1',
-      LOG_LEVEL: 'warn',
+      LOG_LEVEL: 'info',
       BOT_URL: 'builtin:echo',
       MEDIA_SECRET: DEV_MEDIA_SECRET,
     },
     stdio: ['ignore', 'pipe', 'inherit'],
+    // Its own process group: a Ctrl-C or group signal meant for another job on a shared machine
+    // must not end the soak's bridge.
+    detached: true,
+  });
+  child.unref();
+  // Say why the bridge ended, if it ends early (its "shutting down" line names the signal).
+  child.stdout!.on('data', (d: Buffer) => {
+    if (d.includes('shutting down')) process.stderr.write(`bridge: ${d.toString()}`);
   });
   let out = '';
   const http = await new Promise<string>((resolve, reject) => {
@@ -157,15 +165,25 @@ async function main(): Promise<void> {
     };
     t0 = performance.now();
     let lastLine = 0;
-    const result = await orchestrate(options, procs, (p) => {
-      if (p.elapsedS - lastLine < 30) return;
-      lastLine = p.elapsedS;
-      const s = samples.at(-1);
-      process.stderr.write(
-        `${Math.round(p.elapsedS)} s: ${p.connected} connected, ${p.failed} failed, markers ${p.markersReturned} back / ${p.markersLost} lost; ` +
-          `RSS ${s?.rssMb.toFixed(1)} MB, heap ${s?.heapUsedMb.toFixed(1)} MB, sessions ${s?.sessions}\n`,
-      );
-    });
+    // A bridge that dies mid-run ends the soak at once: its figures would mean nothing.
+    const died = new Promise<never>((_, reject) =>
+      bridge.child.once('exit', (code, signal) =>
+        reject(new Error(`the bridge exited during the soak (code ${code}, signal ${signal})`)),
+      ),
+    );
+    died.catch(() => {});
+    const result = await Promise.race([
+      died,
+      orchestrate(options, procs, (p) => {
+        if (p.elapsedS - lastLine < 30) return;
+        lastLine = p.elapsedS;
+        const s = samples.at(-1);
+        process.stderr.write(
+          `${Math.round(p.elapsedS)} s: ${p.connected} connected, ${p.failed} failed, markers ${p.markersReturned} back / ${p.markersLost} lost; ` +
+            `RSS ${s?.rssMb.toFixed(1)} MB, heap ${s?.heapUsedMb.toFixed(1)} MB, sessions ${s?.sessions}\n`,
+        );
+      }),
+    ]);
     const loadEnd = rampSeconds + seconds;
     // After every call ended: let the bridge settle, then compare with the idle baseline.
     await sleep(5_000);
@@ -240,6 +258,7 @@ async function main(): Promise<void> {
   } finally {
     stopSampling = true;
     bridge.child.kill('SIGTERM');
+    await sampler;
   }
 }
 
