@@ -27,11 +27,11 @@ export interface ToneFit {
 }
 
 /**
- * Least-squares fit of `a·cos(wn) + b·sin(wn) + c` at the known frequency: the SNR is the fitted tone's
- * power over the residual's. A single fit over the whole signal also charges phase jumps (a lost or
+ * Least-squares fit of `a·cos(wn) + b·sin(wn) + c` at the known frequency of PCM16 sample values: the
+ * SNR is the fitted tone's power over the residual's (noise, distortion, aliasing, clicks at seams). A single fit over the whole signal also charges phase jumps (a lost or
  * repeated chunk) to the noise, which is what a listener would hear.
  */
-export function fitTone(x: Int16Array, hz: number, rate: number): ToneFit {
+export function fitTone(x: ArrayLike<number>, hz: number, rate: number): ToneFit {
   const n = x.length;
   if (n === 0) return { snrDb: Number.NEGATIVE_INFINITY, amplitude: 0, samples: 0 };
   const w = (2 * Math.PI * hz) / rate;
@@ -77,16 +77,23 @@ export function fitTone(x: Int16Array, hz: number, rate: number): ToneFit {
   return { snrDb, amplitude: Math.hypot(a, b) / 32767, samples: n };
 }
 
-/** Solves a 3x3 linear system by Cramer's rule; zeros when it is singular. */
+/** Solves a 3x3 linear system by Gauss-Jordan elimination with partial pivoting (steadier than Cramer's
+ * rule when the fit is nearly degenerate, a tone near 0 Hz or Nyquist); zeros when it is singular. */
 function solve3(m: number[][], y: number[]): [number, number, number] {
-  const det = (q: number[][]): number =>
-    q[0]![0]! * (q[1]![1]! * q[2]![2]! - q[1]![2]! * q[2]![1]!) -
-    q[0]![1]! * (q[1]![0]! * q[2]![2]! - q[1]![2]! * q[2]![0]!) +
-    q[0]![2]! * (q[1]![0]! * q[2]![1]! - q[1]![1]! * q[2]![0]!);
-  const d = det(m);
-  if (Math.abs(d) < 1e-12) return [0, 0, 0];
-  const col = (k: number): number[][] => m.map((row, i) => row.map((v, j) => (j === k ? y[i]! : v)));
-  return [det(col(0)) / d, det(col(1)) / d, det(col(2)) / d];
+  const a = m.map((row, i) => [...row, y[i]!]);
+  const scale = Math.max(...m.flat().map(Math.abs));
+  for (let col = 0; col < 3; col++) {
+    let piv = col;
+    for (let r = col + 1; r < 3; r++) if (Math.abs(a[r]![col]!) > Math.abs(a[piv]![col]!)) piv = r;
+    if (!(Math.abs(a[piv]![col]!) > 1e-12 * scale)) return [0, 0, 0];
+    [a[col], a[piv]] = [a[piv]!, a[col]!];
+    for (let r = 0; r < 3; r++) {
+      if (r === col) continue;
+      const f = a[r]![col]! / a[col]![col]!;
+      for (let c = col; c < 4; c++) a[r]![c]! -= f * a[col]![c]!;
+    }
+  }
+  return [a[0]![3]! / a[0]![0]!, a[1]![3]! / a[1]![1]!, a[2]![3]! / a[2]![2]!];
 }
 
 /**

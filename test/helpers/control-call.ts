@@ -4,7 +4,9 @@
  * faults harmed it: samples returned, gaps between arrivals in any window, and the tone's SNR.
  */
 import { performance } from 'node:perf_hooks';
-import { fitSine, pcm16Samples, quantile, tonePcm16 } from './audio.js';
+import { fitTone } from '../../src/audio/tone.js';
+import { quantile } from '../../src/emulator/stats.js';
+import { pcm16Samples, tonePcm16 } from './audio.js';
 import { interArrival, TestProvider } from './provider.js';
 import { waitFor } from './wait.js';
 
@@ -86,7 +88,7 @@ export class ControlCall {
       () => {},
     );
     const x = pcm16Samples(this.provider.audioBytes());
-    const snrDb = x.length > 400 ? fitSine(x.subarray(200, x.length - 200), HZ, RATE).snrDb : 0;
+    const snrDb = x.length > 400 ? fitTone(x.subarray(200, x.length - 200), HZ, RATE).snrDb : 0;
     return { sentSamples: sent, receivedSamples: this.receivedSamples, snrDb };
   }
 

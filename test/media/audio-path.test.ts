@@ -8,7 +8,9 @@ import { join } from 'node:path';
 import alawmulaw from 'alawmulaw';
 import { afterEach, describe, expect, it } from 'vitest';
 import wavefile from 'wavefile';
-import { fitSine, pcm16Samples, quantile, tonePcm16 } from '../helpers/audio.js';
+import { fitTone } from '../../src/audio/tone.js';
+import { quantile } from '../../src/emulator/stats.js';
+import { pcm16Samples, tonePcm16 } from '../helpers/audio.js';
 import { TestBot } from '../helpers/bot.js';
 import { startBridge, type TestBridge } from '../helpers/bridge.js';
 import { interArrival, TestProvider } from '../helpers/provider.js';
@@ -47,13 +49,13 @@ describe('audio path', () => {
     // The bot heard the caller at 16 kHz.
     const heard = pcm16Samples(conn.audioBytes());
     expect(heard.length).toBeGreaterThan(15_000);
-    expect(fitSine(heard.subarray(1600, heard.length - 1600), 1000, 16000).snrDb).toBeGreaterThan(40);
+    expect(fitTone(heard.subarray(1600, heard.length - 1600), 1000, 16000).snrDb).toBeGreaterThan(40);
     const back = pcm16Samples(p.audioBytes());
     // Skip the filters' start-up transient; measure 0.8 s of steady state.
-    const fit = fitSine(back.subarray(400, 400 + 6400), 1000, 8000);
+    const fit = fitTone(back.subarray(400, 400 + 6400), 1000, 8000);
     expect(fit.snrDb).toBeGreaterThanOrEqual(40);
-    expect(fit.amplitude).toBeGreaterThan(9_000);
-    console.log(`round-trip SNR ${fit.snrDb.toFixed(1)} dB, amplitude ${fit.amplitude.toFixed(0)}`);
+    expect(fit.amplitude * 32767).toBeGreaterThan(9_000);
+    console.log(`round-trip SNR ${fit.snrDb.toFixed(1)} dB, amplitude ${(fit.amplitude * 32767).toFixed(0)}`);
   });
 
   it('plays a 3 s burst from the bot at real time: 3 s +/- 5 %, chunk inter-arrival p99 <= 25 ms', async () => {
@@ -87,7 +89,7 @@ describe('audio path', () => {
     expect(p99Own).toBeLessThanOrEqual(25);
     // Caller audio is still one continuous tone after the burst went through re-chunking and pacing.
     const back = pcm16Samples(p.audioBytes());
-    expect(fitSine(back.subarray(400, 23_600), 440, 8000).snrDb).toBeGreaterThan(40);
+    expect(fitTone(back.subarray(400, 23_600), 440, 8000).snrDb).toBeGreaterThan(40);
   });
 
   it('paces many sessions from the one shared timer, each at real time', async () => {
@@ -218,7 +220,7 @@ describe('audio path', () => {
     const delay = p.audio[0]!.at - sent;
     expect(delay).toBeGreaterThan(200 - 40 - 5);
     expect(delay).toBeLessThan(200 + 100);
-    expect(fitSine(pcm16Samples(p.audioBytes()).subarray(800, 14_400), 1000, 16000).snrDb).toBeGreaterThan(
+    expect(fitTone(pcm16Samples(p.audioBytes()).subarray(800, 14_400), 1000, 16000).snrDb).toBeGreaterThan(
       40,
     );
   });
@@ -235,7 +237,7 @@ describe('audio path', () => {
     expect(p.events.filter((e) => e.event === 'media').length).toBe(p.audio.length);
     for (const a of p.audio) expect(a.data.length).toBe(240);
     const decoded = alawmulaw.mulaw.decode(p.audioBytes());
-    const fit = fitSine(Float64Array.from(decoded.subarray(400, 7200)), 700, 8000);
+    const fit = fitTone(decoded.subarray(400, 7200), 700, 8000);
     expect(fit.snrDb).toBeGreaterThan(30); // G.711 itself caps SNR near 38 dB
   });
 
@@ -260,9 +262,9 @@ describe('audio path', () => {
     expect(p.events.some((e) => e.event === 'media')).toBe(true); // base64 encoding
     for (const a of p.audio) expect(a.data.length).toBe(400); // chunk_bytes
     const decoded = alawmulaw.alaw.decode(p.audioBytes());
-    const fit = fitSine(Float64Array.from(decoded.subarray(400, 5600)), 1000, 8000); // A-law at 8 kHz
+    const fit = fitTone(decoded.subarray(400, 5600), 1000, 8000); // A-law at 8 kHz
     expect(fit.snrDb).toBeGreaterThan(30);
-    expect(fit.amplitude).toBeGreaterThan(7000);
+    expect(fit.amplitude * 32767).toBeGreaterThan(7000);
   });
 
   it('builtin:wav plays a WAV file of any rate and bit depth, resampled to the output rate', async () => {
@@ -279,8 +281,8 @@ describe('audio path', () => {
     const p = await connect();
     await p.start('wav-1');
     await waitFor(() => p.audio.length >= 48, 3_000, 'wav audio');
-    const fit = fitSine(pcm16Samples(p.audioBytes()).subarray(400, 7600), 600, 8000);
+    const fit = fitTone(pcm16Samples(p.audioBytes()).subarray(400, 7600), 600, 8000);
     expect(fit.snrDb).toBeGreaterThan(40);
-    expect(fit.amplitude).toBeGreaterThan(0.38 * 32767);
+    expect(fit.amplitude).toBeGreaterThan(0.38); // of full scale
   });
 });

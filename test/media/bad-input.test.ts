@@ -3,7 +3,8 @@
  * accepted, is counted, and is skipped; the call goes on with its audio intact.
  */
 import { afterEach, describe, expect, it } from 'vitest';
-import { fitSine, pcm16Samples, tonePcm16 } from '../helpers/audio.js';
+import { fitTone } from '../../src/audio/tone.js';
+import { pcm16Samples, tonePcm16 } from '../helpers/audio.js';
 import { startBridge, type TestBridge } from '../helpers/bridge.js';
 import { TestProvider } from '../helpers/provider.js';
 import { waitFor } from '../helpers/wait.js';
@@ -81,7 +82,7 @@ describe('bad input', () => {
     // The call is still up and every good sample came back, in order.
     await waitFor(() => p.audioBytes().length >= 16_000 - 640, 3_000, 'echoed audio');
     expect(p.closeCode).toBeUndefined();
-    const fit = fitSine(pcm16Samples(p.audioBytes()).subarray(200, 7600), 1000, 8000);
+    const fit = fitTone(pcm16Samples(p.audioBytes()).subarray(200, 7600), 1000, 8000);
     expect(fit.snrDb).toBeGreaterThan(40);
   });
 
@@ -100,6 +101,6 @@ describe('bad input', () => {
     await waitFor(() => p.audioBytes().length >= 8000 - 640, 3_000, 'echo');
     expect(p.errors()).toHaveLength(0);
     for (const a of p.audio) expect(a.data.length).toBe(320);
-    expect(fitSine(pcm16Samples(p.audioBytes()).subarray(200, 3600), 500, 8000).snrDb).toBeGreaterThan(40);
+    expect(fitTone(pcm16Samples(p.audioBytes()).subarray(200, 3600), 500, 8000).snrDb).toBeGreaterThan(40);
   });
 });
