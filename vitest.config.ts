@@ -2,6 +2,8 @@ import { defineConfig } from 'vitest/config';
 
 /** Tests that start several bridge processes and a Redis each. */
 const MULTI_PROCESS = ['test/state/cluster.test.ts', 'test/state/cluster-cli.test.ts'];
+/** Fault tests that carry 100 live calls each (their load would skew other files' timing checks). */
+const HUNDRED_CALLS = ['test/faults/worker-crash.test.ts', 'test/faults/sigterm-100.test.ts'];
 
 export default defineConfig({
   test: {
@@ -15,7 +17,7 @@ export default defineConfig({
         test: {
           name: 'main',
           include: ['test/**/*.test.ts'],
-          exclude: MULTI_PROCESS,
+          exclude: [...MULTI_PROCESS, ...HUNDRED_CALLS],
           sequence: { groupOrder: 0 },
         },
       },
@@ -24,7 +26,7 @@ export default defineConfig({
         extends: true,
         test: {
           name: 'multi-process',
-          include: MULTI_PROCESS,
+          include: [...MULTI_PROCESS, ...HUNDRED_CALLS],
           fileParallelism: false,
           sequence: { groupOrder: 1 },
         },
