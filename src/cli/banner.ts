@@ -2,7 +2,7 @@
  * What `npm start` prints for a person at start-up: where to point a provider, and how to get a token.
  */
 import type { Config } from '../config.js';
-import { displayUrl } from '../media/bot/ws-bot.js';
+import { displayUrl } from '../log.js';
 
 /** `http://0.0.0.0:8080` listens everywhere; a person connects to loopback. */
 export function connectableUrl(listenUrl: string): string {

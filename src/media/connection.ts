@@ -7,9 +7,9 @@
 import WebSocket from 'ws';
 import type { BridgeContext } from '../context.js';
 import { BridgeError, isBridgeError } from '../errors.js';
+import { displayUrl } from '../log.js';
 import type { AudioPipeline } from '../pipeline/types.js';
 import type { SessionInfo } from '../state/types.js';
-import { displayUrl } from './bot/ws-bot.js';
 import type { MediaAuth } from './endpoint.js';
 import { resolveFormat } from './format.js';
 import type { PacingLoop } from './pacing-loop.js';

@@ -3,12 +3,12 @@
  */
 import type { BridgeContext } from '../../context.js';
 import { BridgeError, isBridgeError } from '../../errors.js';
-import type { Logger } from '../../log.js';
+import { displayUrl, type Logger } from '../../log.js';
 import type { PacingLoop } from '../pacing-loop.js';
 import { EchoBot, ToneBot } from './builtin.js';
 import type { BotCall, BotHandler, BotLeg } from './types.js';
 import { loadWav, WavBot } from './wav.js';
-import { displayUrl, WsBot } from './ws-bot.js';
+import { WsBot } from './ws-bot.js';
 
 export interface BotDeps {
   readonly ctx: BridgeContext;

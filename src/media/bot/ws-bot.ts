@@ -9,7 +9,7 @@
  */
 import WebSocket from 'ws';
 import { BridgeError, isBridgeError } from '../../errors.js';
-import type { Logger } from '../../log.js';
+import { displayUrl, type Logger } from '../../log.js';
 import type { Metrics } from '../../metrics.js';
 import { errorFrame, parseBotEvent } from '../protocol.js';
 import { type BotCall, type BotHandler, type BotLeg, botSessionStart } from './types.js';
@@ -200,17 +200,5 @@ export class WsBot implements BotLeg {
       if (!this.#ended) this.#dial();
     }, delay);
     this.#retryTimer.unref();
-  }
-}
-
-/** `wss://user:pw@bot.example/path?token=x` -> `wss://bot.example/path` */
-export function displayUrl(url: string): string {
-  try {
-    const u = new URL(url);
-    return `${u.protocol}//${u.host}${u.pathname}`;
-  } catch {
-    // Not a URL: the same parts by pattern, so the message still says which bot.
-    const m = /^([a-z][a-z0-9+.-]*:\/\/)(?:[^/?#]*@)?([^/?#]*)([^?#]*)/i.exec(url);
-    return m === null ? '(bad URL)' : `${m[1]}${m[2]}${m[3]}`;
   }
 }
