@@ -75,7 +75,7 @@ export class BotOutput {
     const old = this.#leg;
     old.close();
     this.#leg = new DspLeg(this);
-    this.#out.clear();
+    this.#out.clear(old.submitted > 0);
     old.releaseAll();
   }
 
@@ -117,6 +117,11 @@ class DspLeg implements PipelineSink {
   constructor(owner: BotOutput) {
     this.#owner = owner;
     this.#dsp = owner.open(this);
+  }
+
+  /** Bot audio chunks given to this leg's DSP session. */
+  get submitted(): number {
+    return this.#submitted;
   }
 
   submit(pcm: Uint8Array): void {

@@ -57,6 +57,8 @@ export class OutboundQueue implements Paced {
   readonly #now: () => number;
   readonly #loop: Pick<PacingLoop, 'wakeBy'> | undefined;
   #onDrained: (() => void) | undefined;
+  /** Audio was queued (and so sent, or still to be) since the last clear: the provider may hold some. */
+  #audioSinceClear = false;
   /**
    * When the oldest whole chunk became ready. Lateness counts from the later of its scheduled time and
    * this: a chunk that left the moment its audio arrived was not late, whatever its schedule said (with
@@ -96,6 +98,7 @@ export class OutboundQueue implements Paced {
 
   /** Encoded audio in the session's output format, any length. */
   push(encoded: Uint8Array): void {
+    if (encoded.byteLength > 0) this.#audioSinceClear = true;
     const had = this.#chunks.chunks > 0;
     const shed = this.#chunks.push(encoded);
     if (!had) this.#readyAt = this.#now();
@@ -117,12 +120,18 @@ export class OutboundQueue implements Paced {
   /**
    * Drops queued audio at once and tells the provider `clear`. Marks still waiting are sent right after,
    * so the provider reports them back and the bot learns its marks will not be reached by audio.
+   *
+   * The rule for `clear`: it goes to the provider whenever audio was sent or queued since the last clear,
+   * dropped here or not, because the provider's own playout buffer may still hold what was sent (a
+   * barge-in must cut that too); `droppedUpstream` says audio on its way here (in the DSP) was dropped.
+   * With no audio since the last clear the provider holds none of ours, and nothing is sent.
    */
-  clear(): void {
+  clear(droppedUpstream = false): void {
     const dropped = this.#chunks.clear();
     if (dropped > 0) this.#shedClear.inc(Math.ceil(dropped / this.#format.chunkBytes));
     this.#clock.reset();
-    this.#sendText('{"event":"clear"}');
+    if (this.#audioSinceClear || droppedUpstream) this.#sendText('{"event":"clear"}');
+    this.#audioSinceClear = false;
     this.#deliverMarks();
   }
 

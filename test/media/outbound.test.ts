@@ -113,6 +113,22 @@ describe('OutboundQueue', () => {
     expect(ws.audio().length).toBe(sentBefore);
   });
 
+  it('sends clear only when audio was sent or queued since the last clear', () => {
+    clock = 0;
+    const { ws, q } = queue(createMetrics());
+    q.clear(); // nothing ever sent: the provider holds none of ours
+    expect(ws.texts()).toEqual([]);
+    q.push(Buffer.alloc(320 * 2)); // sent at once (within the lead), nothing left queued
+    expect(q.queuedBytes).toBe(0);
+    q.clear(); // nothing dropped here, but the provider may still be playing it
+    expect(ws.texts()).toEqual(['{"event":"clear"}']);
+    q.clear(); // nothing since
+    expect(ws.texts()).toEqual(['{"event":"clear"}']);
+    q.push(Buffer.alloc(320 * 50));
+    q.clear();
+    expect(ws.texts()).toEqual(['{"event":"clear"}', '{"event":"clear"}']);
+  });
+
   it('counts lateness the pacer caused, not audio that arrived after its earliest send time', async () => {
     clock = 0;
     const metrics = createMetrics();
