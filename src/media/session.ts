@@ -114,6 +114,16 @@ export class MediaSession implements PipelineSink, BotHandler {
   /** Audio from the provider (a binary frame). */
   onBinary(data: Buffer): void {
     if (this.#ended) return;
+    if (this.format.encoding !== 'binary') {
+      this.#reject(
+        new BridgeError(
+          'invalid_field',
+          `this session's encoding is ${this.format.encoding}: audio comes as media events, not binary frames`,
+          { field: 'encoding' },
+        ),
+      );
+      return;
+    }
     if (this.format.codec === 'slin' && (data.byteLength & 1) !== 0) {
       this.#reject(
         new BridgeError(
@@ -138,6 +148,13 @@ export class MediaSession implements PipelineSink, BotHandler {
             throw new BridgeError(
               'odd_length',
               `slin audio must be whole 16-bit samples (an even byte count), got ${audio.byteLength} bytes`,
+            );
+          }
+          if (this.format.encoding !== 'base64') {
+            throw new BridgeError(
+              'invalid_field',
+              `this session's encoding is ${this.format.encoding}: audio comes as binary frames; media events are for base64 encoding only`,
+              { field: 'encoding' },
             );
           }
           this.#callerAudio(audio);

@@ -86,6 +86,38 @@ describe('bad input', () => {
     expect(fit.snrDb).toBeGreaterThan(40);
   });
 
+  it.each([
+    ['binary', /encoding is binary: audio comes as binary frames/],
+    ['base64', /encoding is base64: audio comes as media events, not binary frames/],
+  ] as const)(
+    'rejects audio in the other encoding in a %s session, and goes on',
+    async (encoding, message) => {
+      bridge = await startBridge({ BOT_URL: 'builtin:echo', ECHO_DELAY_MS: '0' });
+      const p = new TestProvider(bridge.mediaUrl, { token: await bridge.mediaToken() });
+      providers.push(p);
+      await p.start(`enc-${encoding}`, { media: { codec: 'slin', sample_rate: 8000, encoding } });
+      const tone = tonePcm16(1000, 8000, 1600);
+      const good = (pcm: Buffer) =>
+        encoding === 'binary' ? p.sendRaw(pcm) : p.send({ event: 'media', payload: pcm.toString('base64') });
+      const wrong = (pcm: Buffer) =>
+        encoding === 'binary' ? p.send({ event: 'media', payload: pcm.toString('base64') }) : p.sendRaw(pcm);
+      good(tone.subarray(0, 1600));
+      wrong(tone.subarray(1600, 2400));
+      wrong(tone.subarray(2400, 3200));
+      await waitFor(() => p.errors().length === 2, 2_000, 'error events');
+      for (const e of p.errors()) {
+        expect(e.code).toBe('invalid_field');
+        expect(e.message).toMatch(message);
+      }
+      expect(await badFrameCount('invalid_field')).toBe(2);
+      // The wrong frames were skipped: only the good 100 ms came back.
+      await waitFor(() => p.audioBytes().length >= 1600, 2_000, 'echoed audio');
+      await new Promise((r) => setTimeout(r, 200));
+      expect(p.audioBytes().length).toBe(1600);
+      expect(p.closeCode).toBeUndefined();
+    },
+  );
+
   it('accepts binary frames of any whole number of samples', async () => {
     bridge = await startBridge({ BOT_URL: 'builtin:echo', ECHO_DELAY_MS: '0' });
     const p = new TestProvider(bridge.mediaUrl, { token: await bridge.mediaToken() });
