@@ -36,6 +36,8 @@ export const ERRORS = {
   odd_length: { status: 400 },
   duplicate_session_start: { status: 400 },
   bot_unavailable: { status: 502 },
+  // Frames past the bound held while a session is being set up (the message says how many).
+  frames_dropped: { status: 503 },
 
   // Media socket: conditions that close it
   bad_session_start: { status: 400, close: 4400 },

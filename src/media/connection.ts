@@ -38,6 +38,8 @@ export class ProviderConnection {
   #alive = true;
   #session: MediaSession | undefined;
   #held: { data: Buffer; isBinary: boolean }[] = [];
+  /** Frames dropped because MAX_HELD_FRAMES were already held. */
+  #heldDropped = 0;
   #expiry: NodeJS.Timeout | undefined;
   /** Bounds the wait for session_start: a peer that never sends it must not hold a slot. */
   #startTimer: NodeJS.Timeout | undefined;
@@ -107,6 +109,7 @@ export class ProviderConnection {
         return;
       case 'starting':
         if (this.#held.length < MAX_HELD_FRAMES) this.#held.push({ data, isBinary });
+        else this.#heldDropped++;
         return;
       case 'closed':
         return;
@@ -198,6 +201,20 @@ export class ProviderConnection {
     const held = this.#held;
     this.#held = [];
     for (const f of held) this.#onMessage(f.data, f.isBinary);
+    if (this.#heldDropped > 0) this.#reportHeldDropped();
+  }
+
+  /** Frames past the bound while the session was set up: counted, and the provider told once. */
+  #reportHeldDropped(): void {
+    const n = this.#heldDropped;
+    this.#heldDropped = 0;
+    const err = new BridgeError(
+      'frames_dropped',
+      `${n} frames sent while the session was being set up were dropped: at most ${MAX_HELD_FRAMES} are held until it is ready`,
+    );
+    this.#deps.ctx.metrics.badFrames.labels(err.code).inc(n);
+    this.#session?.log.warn({ code: err.code, dropped: n }, 'frames dropped during set-up');
+    if (this.#ws.readyState === WebSocket.OPEN) this.#ws.send(errorFrame(err));
   }
 
   #sessionEnded(s: MediaSession): void {

@@ -86,4 +86,29 @@ describe('session set-up', () => {
       /SESSION_START_TIMEOUT_MS must be/,
     );
   });
+
+  it('frames past the 256 held during set-up are counted and reported in one error event', async () => {
+    bridge = await startBridge({ BOT_URL: 'builtin:echo', ECHO_DELAY_MS: '0' });
+    const tenants = bridge.bridge.ctx.tenants;
+    const get = tenants.getMediaStream.bind(tenants);
+    // A slow store: the session is still being set up while the frames arrive.
+    tenants.getMediaStream = async (t) => {
+      await new Promise((r) => setTimeout(r, 300));
+      return get(t);
+    };
+    const p = await connect();
+    await p.start('held-1');
+    for (let i = 0; i < 300; i++) p.sendRaw(Buffer.alloc(320));
+    const err = await p.waitEvent('error', 3_000);
+    expect(err.code).toBe('frames_dropped');
+    expect(err.message).toMatch(/^44 frames sent while the session was being set up were dropped/);
+    const m = await bridge.bridge.ctx.metrics.badFrames.get();
+    expect(m.values.find((v) => v.labels.code === 'frames_dropped')?.value).toBe(44);
+    // The 256 held frames reached the call, and it goes on.
+    const framesIn = await bridge.bridge.ctx.metrics.framesIn.get();
+    expect(framesIn.values.find((v) => v.labels.leg === 'caller')?.value).toBe(256);
+    await waitFor(() => p.audio.length >= 5, 2_000, 'held audio echoed');
+    expect(p.errors()).toHaveLength(1);
+    expect(p.closeCode).toBeUndefined();
+  });
 });
