@@ -171,9 +171,22 @@ export function loadConfig(env: Env = process.env, argv: readonly string[] = [])
   }
 
   const botUrl = e.BOT_URL || 'builtin:echo';
-  if (!/^(wss?:\/\/.+|builtin:echo|builtin:tone(:\d+)?|builtin:wav:.+)$/.test(botUrl)) {
+  // A bot URL may carry credentials or a ?token=: a bad one is shown as scheme, host and path only.
+  if (/^wss?:\/\//.test(botUrl)) {
+    let ok = false;
+    try {
+      const u = new URL(botUrl);
+      ok = u.hostname !== '' && u.hash === ''; // ws refuses a #fragment
+    } catch {}
+    if (!ok) {
+      problems.push(
+        `BOT_URL must be a valid ws:// or wss:// URL with a host and no #fragment, got ${displayUrl(botUrl)}`,
+      );
+    }
+  } else if (!/^(builtin:echo|builtin:tone(:\d+)?|builtin:wav:.+)$/.test(botUrl)) {
+    const shown = /^[a-z][a-z0-9+.-]*:\/\//i.test(botUrl) ? displayUrl(botUrl) : JSON.stringify(botUrl);
     problems.push(
-      `BOT_URL must be ws://…, wss://…, builtin:echo, builtin:tone[:hz] or builtin:wav:<path>, got ${JSON.stringify(botUrl)}`,
+      `BOT_URL must be ws://…, wss://…, builtin:echo, builtin:tone[:hz] or builtin:wav:<path>, got ${shown}`,
     );
   }
   const botSampleRate = int('BOT_SAMPLE_RATE', 16000, 8000, 48000);

@@ -98,4 +98,26 @@ describe('config', () => {
     });
     expect(loadConfig({ PORT: '1' }, ['--port', '9001']).port).toBe(9001);
   });
+
+  it('validates BOT_URL as a URL and never echoes its credentials or query', () => {
+    expect(loadConfig({ BOT_URL: 'wss://u:p@bot.example:8443/v1/bot?token=t' }).botUrl).toBe(
+      'wss://u:p@bot.example:8443/v1/bot?token=t',
+    );
+    for (const [raw, shown] of [
+      ['ws://bot-user:pw-s3cret@bad host/x?token=tok-s3cret', 'ws://bad host/x'],
+      ['wss://bot-user:pw-s3cret@bot.example/x?token=tok-s3cret#frag', 'wss://bot.example/x'],
+      ['ws://', 'ws://'],
+      ['http://bot-user:pw-s3cret@bot.example/x?token=tok-s3cret', 'http://bot.example/x'],
+    ]) {
+      let message = '';
+      try {
+        loadConfig({ BOT_URL: raw! });
+      } catch (err) {
+        message = (err as Error).message;
+      }
+      expect(message).toMatch(/^BOT_URL must be /);
+      expect(message).toContain(`got ${shown}`);
+      expect(message).not.toMatch(/s3cret|bot-user/);
+    }
+  });
 });
