@@ -107,11 +107,12 @@ export class OutboundQueue implements Paced {
     this.#pump();
   }
 
-  /** A mark from the bot: delivered once the audio queued before it has been sent. */
+  /**
+   * A mark from the bot: delivered once the chunk holding the last byte queued before it has been sent.
+   * Its position is recorded without padding: a bot that marks every word must not get silence between
+   * words. A partial chunk is padded only at the end of the bot's audio (see service), or by drain.
+   */
   mark(name: string): void {
-    // Close a partial chunk with silence so the audio before the mark can leave whole.
-    if (this.#chunks.chunks === 0) this.#readyAt = this.#now();
-    this.#chunks.pad(this.#format.silenceByte);
     if (this.#marks.length >= MAX_MARKS) this.#marks.shift();
     this.#marks.push({ name, at: this.#chunks.written });
     this.#pump();
@@ -147,6 +148,33 @@ export class OutboundQueue implements Paced {
     const ws = this.#ws;
     const chunks = this.#chunks;
     if (ws.readyState !== WebSocket.OPEN) return Number.POSITIVE_INFINITY;
+    for (;;) {
+      this.#sendDue(now);
+      if (chunks.chunks > 0) return this.#clock.nextDueAt();
+      if (this.#marks.length > 0) this.#deliverMarks();
+      if (this.#marks.length === 0 || chunks.partialBytes === 0) break;
+      // Marks wait on a partial chunk and no more audio has come: the bot's audio has ended (or paused).
+      // The partial leaves, padded with silence, once the far end has played half the lead (or, between
+      // runs, half the lead after the last audio came), so audio a little late still joins it seamlessly.
+      const half = this.#clock.leadMs / 2;
+      const padAt = this.#clock.running ? this.#clock.nextDueAt() + half : this.#readyAt + half;
+      if (now < padAt) return padAt;
+      chunks.pad(this.#format.silenceByte);
+      this.#readyAt = now;
+    }
+    this.#clock.idle(now);
+    if (this.#onDrained !== undefined && this.empty) {
+      const done = this.#onDrained;
+      this.#onDrained = undefined;
+      done();
+    }
+    return Number.POSITIVE_INFINITY;
+  }
+
+  /** Sends the whole chunks that are due at `now`. */
+  #sendDue(now: number): void {
+    const ws = this.#ws;
+    const chunks = this.#chunks;
     while (chunks.chunks > 0 && this.#clock.isDue(now)) {
       const lateness = Math.max(0, Math.min(this.#clock.sent(now), now - this.#readyAt));
       this.#lateness.observe(lateness);
@@ -169,17 +197,6 @@ export class OutboundQueue implements Paced {
       }
       if (this.#marks.length > 0) this.#deliverMarks();
     }
-    if (chunks.chunks === 0) {
-      if (this.#marks.length > 0) this.#deliverMarks();
-      this.#clock.idle(now);
-      if (this.#onDrained !== undefined && this.empty) {
-        const done = this.#onDrained;
-        this.#onDrained = undefined;
-        done();
-      }
-      return Number.POSITIVE_INFINITY;
-    }
-    return this.#clock.nextDueAt();
   }
 
   /** Sends what is due now, and has the loop wake for the next chunk. */

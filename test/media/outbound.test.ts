@@ -82,7 +82,7 @@ describe('OutboundQueue', () => {
     expect(slow.ws.audio()).toHaveLength(2);
   });
 
-  it('pads a partial chunk with silence and sends a mark only after the audio before it', () => {
+  it('sends a mark only after the audio before it; the tail, where the audio ends, leaves padded', () => {
     clock = 0;
     const { ws, q } = queue(createMetrics());
     q.push(Buffer.alloc(320 * 5 + 100, 7));
@@ -96,6 +96,34 @@ describe('OutboundQueue', () => {
     expect(audio[5]!.subarray(0, 100).every((b) => b === 7)).toBe(true);
     expect(audio[5]!.subarray(100).every((b) => b === 0)).toBe(true); // slin silence
     expect(ws.sent[ws.sent.length - 1]).toBe('{"event":"mark","name":"m1"}');
+  });
+
+  it('several marks within one chunk insert no silence; only the end of the audio is padded', () => {
+    clock = 0;
+    const { ws, q } = queue(createMetrics());
+    // A bot that marks every word: four 100-byte words, a mark after each of the first three.
+    for (const name of ['w1', 'w2', 'w3']) {
+      q.push(Buffer.alloc(100, 7));
+      q.mark(name);
+    }
+    q.push(Buffer.alloc(100, 7));
+    // The first three marks fall in the first chunk: they go right after it, no silence before it.
+    expect(ws.audio()).toHaveLength(1);
+    expect(ws.audio()[0]!.every((b) => b === 7)).toBe(true);
+    expect(ws.texts()).toEqual(['w1', 'w2', 'w3'].map((n) => `{"event":"mark","name":"${n}"}`));
+    // The last 80 bytes wait for more audio; the end of the bot's audio (drain) pads them.
+    for (clock = 0; clock <= 200; clock += 5) q.service(clock);
+    expect(ws.audio()).toHaveLength(1);
+    let drained = false;
+    q.drain(() => {
+      drained = true;
+    });
+    for (; clock <= 400 && !drained; clock += 5) q.service(clock);
+    expect(drained).toBe(true);
+    const audio = Buffer.concat(ws.audio());
+    expect(audio.length).toBe(640); // 400 bytes sent, rounded up to whole chunks only at the end
+    expect(audio.subarray(0, 400).every((b) => b === 7)).toBe(true);
+    expect(audio.subarray(400).every((b) => b === 0)).toBe(true);
   });
 
   it('a mark with no audio queued goes at once; clear drops audio, sends clear, then waiting marks', () => {
