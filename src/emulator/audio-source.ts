@@ -4,10 +4,8 @@
  */
 import { execFile } from 'node:child_process';
 import { readFile } from 'node:fs/promises';
-import wavefile from 'wavefile';
-import { RESAMPLER_RATES } from '../audio/format.js';
-import { createResampler } from '../audio/resampler.js';
 import { generateTone } from '../audio/tone.js';
+import { decodeWav } from '../audio/wav.js';
 import { BridgeError } from '../errors.js';
 
 export type AudioSpec =
@@ -81,20 +79,10 @@ function fitLength(pcm: Int16Array, samples: number): Int16Array {
   return out;
 }
 
-/** Any WAV (rate, depth, channels) to PCM16 mono at `rate`; the first channel of a multi-channel file. */
+/** Any WAV (rate, depth, channels) to PCM16 mono at `rate`. */
 export function wavToPcm(bytes: Uint8Array, rate: number, what: string): Int16Array {
-  const wav = new wavefile.WaveFile();
-  let fileRate: number;
   try {
-    wav.fromBuffer(bytes);
-    wav.toBitDepth('16');
-    fileRate = (wav.fmt as { sampleRate: number }).sampleRate;
-    // A rate the bridge's resampler does not take goes through wavefile's (measured ~27 dB tone SNR on
-    // 16 kHz -> 8 kHz, where ours gives far more): good enough for an odd-rate file.
-    if (fileRate !== rate && !isResamplerRate(fileRate)) {
-      wav.toSampleRate(rate, { method: 'sinc', LPF: true });
-      fileRate = rate;
-    }
+    return decodeWav(bytes, rate);
   } catch (err) {
     throw new BridgeError(
       'invalid_field',
@@ -103,27 +91,6 @@ export function wavToPcm(bytes: Uint8Array, rate: number, what: string): Int16Ar
         field: 'audio',
       },
     );
-  }
-  const s = wav.getSamples(false, Int16Array) as unknown as Int16Array | Int16Array[];
-  const pcm = Array.isArray(s) ? (s[0] ?? new Int16Array(0)) : s;
-  return fileRate === rate ? pcm : resampleOnce(pcm, fileRate, rate);
-}
-
-const isResamplerRate = (r: number): boolean => (RESAMPLER_RATES as readonly number[]).includes(r);
-
-/** A whole buffer through the streaming resampler, its delay removed (zeros pushed through the tail). */
-function resampleOnce(pcm: Int16Array, inRate: number, outRate: number): Int16Array {
-  const r = createResampler(inRate, outRate);
-  try {
-    const delayOut = Math.round((r.latencyMs * outRate) / 1000);
-    const input = new Int16Array(pcm.length + Math.ceil((r.latencyMs * inRate) / 1000) + 64);
-    input.set(pcm);
-    const out = new Int16Array(r.maxOutput(input.length));
-    const n = r.process(input, out);
-    const want = Math.round((pcm.length * outRate) / inRate);
-    return out.slice(Math.min(delayOut, n), Math.min(n, delayOut + want));
-  } finally {
-    r.free();
   }
 }
 

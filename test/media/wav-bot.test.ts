@@ -1,0 +1,74 @@
+/**
+ * builtin:wav with files at rates outside the resampler's set, in stereo: what the provider receives is
+ * the file's tone, on time, as long as the file.
+ */
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterEach, describe, expect, it } from 'vitest';
+import wavefile from 'wavefile';
+import { createResampler } from '../../src/audio/resampler.js';
+import { fitTone } from '../../src/audio/tone.js';
+import { pcm16Samples } from '../helpers/audio.js';
+import { startBridge, type TestBridge } from '../helpers/bridge.js';
+import { TestProvider } from '../helpers/provider.js';
+import { waitFor } from '../helpers/wait.js';
+
+let bridge: TestBridge | undefined;
+const providers: TestProvider[] = [];
+
+afterEach(async () => {
+  for (const p of providers.splice(0)) p.close();
+  await bridge?.close();
+  bridge = undefined;
+});
+
+/** A stereo WAV of `seconds` of a `hz` tone at `rate` (the channels in phase). */
+function stereoToneWav(rate: number, hz: number, seconds: number): string {
+  const n = Math.round(rate * seconds);
+  const samples = Array.from({ length: n }, (_, i) =>
+    Math.round(0.4 * 32767 * Math.sin((2 * Math.PI * hz * i) / rate)),
+  );
+  const wav = new wavefile.WaveFile();
+  wav.fromScratch(2, rate, '16', [samples, samples]);
+  const path = join(mkdtempSync(join(tmpdir(), 'vb-wav-')), `tone-${rate}.wav`);
+  writeFileSync(path, wav.toBuffer());
+  return path;
+}
+
+describe('builtin:wav at any rate', () => {
+  it.each([11025, 32000])(
+    'plays a %i Hz stereo WAV: the tone, on time, as long as the file',
+    async (rate) => {
+      bridge = await startBridge({ BOT_URL: `builtin:wav:${stereoToneWav(rate, 600, 0.8)}` });
+      const p = new TestProvider(bridge.mediaUrl, { token: await bridge.mediaToken() });
+      providers.push(p);
+      await p.start(`wav-${rate}`);
+      // 0.8 s at 8 kHz is 40 chunks of 320 bytes; the bot sends nothing after the file.
+      await waitFor(() => p.audio.length >= 39, 4_000, 'wav audio');
+      await new Promise((r) => setTimeout(r, 300)); // whatever is still paced out
+      expect(p.errors()).toEqual([]);
+      const x = pcm16Samples(p.audioBytes());
+      const fit = fitTone(x.subarray(400, 6000), 600, 8000);
+      // wavefile's sinc resampler takes the odd rates: measured 21 dB at 11025 Hz, 30 dB at 32000 Hz.
+      expect(fit.snrDb).toBeGreaterThan(18);
+      expect(fit.amplitude).toBeGreaterThan(0.35); // of full scale
+      // Where the tone is: from the start (no file resampler delay in front) for 0.8 s, within one chunk.
+      let first = -1;
+      let last = -1;
+      for (let i = 0; i < x.length; i++) {
+        if (Math.abs(x[i]!) > 2000) {
+          if (first < 0) first = i;
+          last = i;
+        }
+      }
+      // The live bot -> caller resampler's own delay is all that comes before the tone.
+      const r = createResampler(16000, 8000);
+      const liveDelay = Math.round((r.latencyMs * 8000) / 1000);
+      r.free();
+      expect(first).toBeLessThanOrEqual(liveDelay + 2);
+      expect(Math.abs(last + 1 - first - 6400)).toBeLessThanOrEqual(160);
+      expect(Math.abs(x.length - 6400)).toBeLessThanOrEqual(160); // nothing after the file, nothing lost
+    },
+  );
+});
