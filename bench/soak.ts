@@ -47,6 +47,8 @@ interface Sample {
   t: number;
   rssMb: number;
   heapUsedMb: number;
+  /** Buffers and other memory outside the JS heap (audio queues live here). */
+  externalMb: number;
   handles: number;
   resources: number;
   timers: number;
@@ -74,6 +76,7 @@ async function sample(http: string, t: number): Promise<Sample | undefined> {
       t: Math.round(t),
       rssMb: metric(text, 'process_resident_memory_bytes') / 2 ** 20,
       heapUsedMb: metric(text, 'nodejs_heap_size_used_bytes') / 2 ** 20,
+      externalMb: metric(text, 'nodejs_external_memory_bytes') / 2 ** 20,
       handles: metric(text, 'nodejs_active_handles_total'),
       resources: metric(text, 'nodejs_active_resources_total'),
       // process.getActiveResourcesInfo() lists each timer that keeps the loop alive as "Timeout" (the
@@ -214,6 +217,11 @@ async function main(): Promise<void> {
         afterWarmup: round(warm?.heapUsedMb),
         endOfLoad: round(end?.heapUsedMb),
         afterCalls: round(after?.heapUsedMb),
+      },
+      externalMb: {
+        afterWarmup: round(warm?.externalMb),
+        endOfLoad: round(end?.externalMb),
+        afterCalls: round(after?.externalMb),
       },
       idle: idle && {
         handles: idle.handles,
