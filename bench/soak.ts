@@ -6,7 +6,7 @@
  * sessions after every call ended against the idle baseline before the first (goal: no growth), and
  * lost chunks (timing markers that never came back, calls dropped, error events; goal: zero).
  *
- *   npm run bench:soak -- [--calls 200] [--seconds 600] [--warmup 60] [--procs 1] [--json FILE]
+ *   npm run bench:soak -- [--calls 200] [--seconds 600] [--warmup 60] [--waves 1] [--procs 1] [--json FILE]
  *
  * Not a CI test: it takes as long as it is told to, and its figures depend on the machine.
  */
@@ -29,6 +29,9 @@ const { values } = parseArgs({
     warmup: { type: 'string', default: '60' },
     procs: { type: 'string', default: '1' },
     'sample-every': { type: 'string', default: '5' },
+    // Runs of the same load one after another on the same bridge: a leak grows RSS wave after wave,
+    // a plateau does not. The figures are of the last wave; RSS after each wave is listed.
+    waves: { type: 'string', default: '1' },
     json: { type: 'string' },
   },
 });
@@ -37,7 +40,8 @@ const seconds = Number(values.seconds);
 const warmupS = Number(values.warmup);
 const procs = Number(values.procs);
 const sampleEveryMs = Number(values['sample-every']) * 1000;
-for (const [name, v] of Object.entries({ calls, seconds, warmup: warmupS, procs })) {
+const waves = Number(values.waves);
+for (const [name, v] of Object.entries({ calls, seconds, warmup: warmupS, procs, waves })) {
   if (!Number.isInteger(v) || v < 0) throw new Error(`--${name} must be a whole number, got ${String(v)}`);
 }
 if (warmupS >= seconds) throw new Error('--warmup must be shorter than --seconds');
@@ -166,7 +170,6 @@ async function main(): Promise<void> {
       markerTimeoutMs: 5_000,
       idPrefix: `soak-${process.pid}`,
     };
-    t0 = performance.now();
     let lastLine = 0;
     // A bridge that dies mid-run ends the soak at once: its figures would mean nothing.
     const died = new Promise<never>((_, reject) =>
@@ -175,26 +178,49 @@ async function main(): Promise<void> {
       ),
     );
     died.catch(() => {});
-    const result = await Promise.race([
-      died,
-      orchestrate(options, procs, (p) => {
-        if (p.elapsedS - lastLine < 30) return;
-        lastLine = p.elapsedS;
-        const s = samples.at(-1);
-        process.stderr.write(
-          `${Math.round(p.elapsedS)} s: ${p.connected} connected, ${p.failed} failed, markers ${p.markersReturned} back / ${p.markersLost} lost; ` +
-            `RSS ${s?.rssMb.toFixed(1)} MB, heap ${s?.heapUsedMb.toFixed(1)} MB, sessions ${s?.sessions}\n`,
-        );
-      }),
-    ]);
+    const afterWaves: {
+      wave: number;
+      rssMb: number | null;
+      heapUsedMb: number | null;
+      externalMb: number | null;
+    }[] = [];
+    let firstSample = 0;
+    let result: Awaited<ReturnType<typeof orchestrate>> | undefined;
+    for (let wave = 1; wave <= Math.max(1, waves); wave++) {
+      firstSample = samples.length;
+      t0 = performance.now();
+      lastLine = 0;
+      result = await Promise.race([
+        died,
+        orchestrate({ ...options, idPrefix: `${options.idPrefix}-w${wave}` }, procs, (p) => {
+          if (p.elapsedS - lastLine < 30) return;
+          lastLine = p.elapsedS;
+          const s = samples.at(-1);
+          process.stderr.write(
+            `${Math.round(p.elapsedS)} s: ${p.connected} connected, ${p.failed} failed, markers ${p.markersReturned} back / ${p.markersLost} lost; ` +
+              `RSS ${s?.rssMb.toFixed(1)} MB, heap ${s?.heapUsedMb.toFixed(1)} MB, sessions ${s?.sessions}\n`,
+          );
+        }),
+      ]);
+      // After every call ended: let the bridge settle, then compare with the idle baseline.
+      await sleep(5_000);
+      const settled = await sample(bridge.http, (performance.now() - t0) / 1000);
+      afterWaves.push({
+        wave,
+        rssMb: round(settled?.rssMb),
+        heapUsedMb: round(settled?.heapUsedMb),
+        externalMb: round(settled?.externalMb),
+      });
+      if (waves > 1) process.stderr.write(`after wave ${wave}: ${JSON.stringify(afterWaves.at(-1))}\n`);
+    }
+    if (result === undefined) throw new Error('no wave ran');
     const loadEnd = rampSeconds + seconds;
-    // After every call ended: let the bridge settle, then compare with the idle baseline.
-    await sleep(5_000);
-    const after = await sample(bridge.http, (performance.now() - t0) / 1000);
+    // Sampled alone: a fetch overlapping the sampler's would open a second connection, one more handle.
     stopSampling = true;
     await sampler;
+    const after = await sample(bridge.http, (performance.now() - t0) / 1000);
 
-    const during = samples.filter((s) => s.t >= rampSeconds + warmupS && s.t <= loadEnd);
+    const during = samples.slice(firstSample).filter((s) => s.t >= rampSeconds + warmupS && s.t <= loadEnd);
     const warm = during[0];
     const end = during.at(-1);
     const peak = Math.max(...during.map((s) => s.rssMb));
@@ -223,6 +249,7 @@ async function main(): Promise<void> {
         endOfLoad: round(end?.externalMb),
         afterCalls: round(after?.externalMb),
       },
+      afterWaves,
       idle: idle && {
         handles: idle.handles,
         resources: idle.resources,
