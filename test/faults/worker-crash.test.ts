@@ -33,7 +33,8 @@ describe('DSP worker crash under 100 live calls', () => {
       { log: logs.log },
     );
     const token = await bridge.mediaToken();
-    for (let i = 0; i < CALLS; i++) providers.push(new TestProvider(bridge.mediaUrl, { token, sampleRunDelay: true }));
+    for (let i = 0; i < CALLS; i++)
+      providers.push(new TestProvider(bridge.mediaUrl, { token, sampleRunDelay: true }));
     await Promise.all(providers.map((p, i) => p.start(`w-${i}`)));
     // One timer sends every call's due 20 ms chunk, against the clock.
     const chunk = tonePcm16(1000, 8000, 160);
