@@ -249,8 +249,10 @@ export function loadConfig(env: Env = process.env, argv: readonly string[] = [])
     stateSessionTtlMs: int('STATE_SESSION_TTL_MS', 10_000, 1_000, 60_000),
     maxPayloadBytes: int('MAX_PAYLOAD_BYTES', 64 * 1024, 1024, 16 * 1024 * 1024),
     paceLeadMs: int('PACE_LEAD_MS', 40, 0, 60),
-    // 200 ms covers the stalls of a busy 2-core machine; beyond it a new run starts (a pause, a long stall).
-    paceCatchUpMs: int('PACE_CATCH_UP_MS', 200, 20, 2_000),
+    // 1 s: a 200 ms bound let the stalls of a loaded 2-core machine add up to 0.5 s of delay (and its
+    // queued audio) per call over a 10-minute soak; a catch-up burst of at most 1 s is what providers'
+    // playout buffers take. Beyond it a new run starts (a pause between utterances, a very long stall).
+    paceCatchUpMs: int('PACE_CATCH_UP_MS', 1_000, 20, 5_000),
     outboundBufferMs: int('OUTBOUND_BUFFER_MS', 60_000, 1000, 600_000),
     socketHighWaterBytes: int('SOCKET_HIGH_WATER_BYTES', 64 * 1024, 4096, 16 * 1024 * 1024),
     heartbeatIntervalMs: int('HEARTBEAT_INTERVAL_MS', 15_000, 1000, 300_000),
