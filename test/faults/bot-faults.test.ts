@@ -11,70 +11,28 @@
 import { performance } from 'node:perf_hooks';
 import { afterEach, describe, expect, it } from 'vitest';
 import { tonePcm16 } from '../helpers/audio.js';
-import { startBridge, type TestBridge } from '../helpers/bridge.js';
-import { ChaosBot } from '../helpers/chaos-bot.js';
-import { ControlCall } from '../helpers/control-call.js';
-import { type CapturedLog, captureLog } from '../helpers/log-capture.js';
-import { TestProvider } from '../helpers/provider.js';
+import { FaultRig } from '../helpers/fault-rig.js';
+import type { TestProvider } from '../helpers/provider.js';
 import { waitFor } from '../helpers/wait.js';
 
-let bridge: TestBridge | undefined;
-let bot: ChaosBot | undefined;
-let control: ControlCall | undefined;
-const providers: TestProvider[] = [];
+const rig = new FaultRig();
+afterEach(() => rig.close());
 
-afterEach(async () => {
-  control?.close();
-  for (const p of providers.splice(0)) p.close();
-  await bridge?.close();
-  await bot?.close();
-  bridge = undefined;
-  bot = undefined;
-  control = undefined;
-});
-
-async function setup(env: Record<string, string> = {}): Promise<CapturedLog> {
-  bot = await ChaosBot.start();
-  const logs = captureLog('info');
-  bridge = await startBridge({ BOT_URL: bot.url(), BOT_RETRY_BASE_MS: '50', ...env }, { log: logs.log });
-  control = await ControlCall.start(bridge.mediaUrl, await bridge.mediaToken(), 'control-1');
-  await waitFor(() => control!.provider.audio.length >= 10, 5_000, 'control audio to flow');
-  return logs;
-}
-
-async function faultyCall(id: string, media?: Record<string, unknown>): Promise<TestProvider> {
-  const p = new TestProvider(bridge!.mediaUrl, { token: await bridge!.mediaToken() });
-  providers.push(p);
-  await p.start(id, media === undefined ? {} : { media });
-  return p;
-}
+const setup = (env: Record<string, string> = {}) => rig.start({ BOT_RETRY_BASE_MS: '50', ...env });
+const faultyCall = (id: string, media?: Record<string, unknown>) => rig.call(id, media);
 
 /** Sends `seconds` of a tone at real time on `p` (against the clock), 20 ms chunks of 8 kHz slin. */
 async function talk(p: TestProvider, seconds: number, rate = 8000): Promise<void> {
   await p.sendPaced(tonePcm16(500, rate, rate * seconds), (rate / 50) * 2, 20);
 }
 
-async function metric(name: string, label?: [string, string]): Promise<number> {
-  const m = bridge!.bridge.ctx.metrics.registry.getSingleMetric(name);
-  const values = (await m!.get()).values;
-  return values
-    .filter((v) => label === undefined || v.labels[label[0]] === label[1])
-    .reduce((a, v) => a + v.value, 0);
-}
-
-/** The control call over [from, now]: chunks due at 20 ms, at least 85 % arrived, no gap over 100 ms. */
-function expectControlFlowed(from: number): void {
-  const w = control!.window(from);
-  const due = (performance.now() - from) / 20;
-  console.log(`control call: ${w.chunks} of ~${Math.round(due)} chunks, max gap ${w.maxGapMs.toFixed(1)} ms`);
-  expect(w.chunks).toBeGreaterThanOrEqual(Math.floor(due * 0.85));
-  expect(w.maxGapMs).toBeLessThan(100);
-}
+const metric = (name: string, label?: [string, string]) => rig.metric(name, label);
+const expectControlFlowed = (from: number) => rig.expectControlFlowed(from);
 
 describe('bot faults, beside a healthy call', () => {
   it('bot unreachable at session_start: the call stays up with bot_unavailable events; retries counted and logged', async () => {
     const logs = await setup({ BOT_RETRIES: '2' });
-    await bot!.stopListening();
+    await rig.bot.stopListening();
     const from = performance.now();
     const failedBefore = await metric('voicebridge_bot_connects_total', ['outcome', 'failed']);
     const p = await faultyCall('unreach-1');
@@ -85,20 +43,20 @@ describe('bot faults, beside a healthy call', () => {
     expect((await metric('voicebridge_bot_connects_total', ['outcome', 'failed'])) - failedBefore).toBe(3);
     const named = logs.lines.filter((l) => l.session_id === 'unreach-1' && l.level === 40);
     expect(named.length).toBeGreaterThan(0);
-    expect(await bridge!.bridge.ctx.sessions.get('default', 'unreach-1')).toBeDefined();
+    expect(await rig.bridge.bridge.ctx.sessions.get('default', 'unreach-1')).toBeDefined();
     expectControlFlowed(from);
   });
 
   it('bot drops mid-call: redialled, audio flows again on the faulty call; the control call never notices', async () => {
     const logs = await setup();
     const p = await faultyCall('drop-1');
-    const first = await bot!.connection('drop-1');
+    const first = await rig.bot.connection('drop-1');
     const from = performance.now();
     void talk(p, 3);
     await waitFor(() => p.audio.length >= 10, 3_000, 'audio on the faulty call');
     first.ws.terminate();
     await p.waitEvent('error', 3_000, (e) => e.code === 'bot_unavailable');
-    const second = await bot!.connection('drop-1');
+    const second = await rig.bot.connection('drop-1');
     expect(second).not.toBe(first);
     const before = p.audio.length;
     await waitFor(() => p.audio.length >= before + 20, 3_000, 'audio after the redial');
@@ -114,7 +72,7 @@ describe('bot faults, beside a healthy call', () => {
     // into a 48 kHz bot leg with a 4 KB high-water mark.
     await setup({ BOT_SAMPLE_RATE: '48000', SOCKET_HIGH_WATER_BYTES: '4096', MAX_PAYLOAD_BYTES: '65536' });
     const p = await faultyCall('stall-1', { codec: 'slin', sample_rate: 16000, encoding: 'binary' });
-    const conn = await bot!.connection('stall-1');
+    const conn = await rig.bot.connection('stall-1');
     const from = performance.now();
     const heap0 = process.memoryUsage().heapUsed;
     const second = tonePcm16(500, 16000, 16000);
@@ -147,8 +105,8 @@ describe('bot faults, beside a healthy call', () => {
 
   it('bot floods 30 s of audio a second for 3 s: the caller hears real time, the excess is shed at OUTBOUND_BUFFER_MS', async () => {
     await setup({ OUTBOUND_BUFFER_MS: '2000' });
-    bot!.floodSecondsPerSecond = 30;
-    bot!.floodForMs = 3_000;
+    rig.bot.floodSecondsPerSecond = 30;
+    rig.bot.floodForMs = 3_000;
     const p = await faultyCall('flood-1');
     const from = performance.now();
     await waitFor(() => p.audio.length > 0, 3_000, 'flood audio');

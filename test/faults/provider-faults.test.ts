@@ -13,64 +13,23 @@ import type { Socket } from 'node:net';
 import { performance } from 'node:perf_hooks';
 import { afterEach, describe, expect, it } from 'vitest';
 import { tonePcm16 } from '../helpers/audio.js';
-import { startBridge, type TestBridge } from '../helpers/bridge.js';
-import { ChaosBot } from '../helpers/chaos-bot.js';
-import { ControlCall } from '../helpers/control-call.js';
-import { type CapturedLog, captureLog } from '../helpers/log-capture.js';
-import { interArrival, TestProvider } from '../helpers/provider.js';
+import { FaultRig } from '../helpers/fault-rig.js';
+import { interArrival } from '../helpers/provider.js';
 import { waitFor } from '../helpers/wait.js';
 
-let bridge: TestBridge | undefined;
-let bot: ChaosBot | undefined;
-let control: ControlCall | undefined;
-const providers: TestProvider[] = [];
+const rig = new FaultRig();
+afterEach(() => rig.close());
 
-afterEach(async () => {
-  control?.close();
-  for (const p of providers.splice(0)) p.close();
-  await bridge?.close();
-  await bot?.close();
-  bridge = undefined;
-  bot = undefined;
-  control = undefined;
-});
-
-async function setup(env: Record<string, string> = {}): Promise<CapturedLog> {
-  bot = await ChaosBot.start();
-  const logs = captureLog('info');
-  bridge = await startBridge({ BOT_URL: bot.url(), ...env }, { log: logs.log });
-  control = await ControlCall.start(bridge.mediaUrl, await bridge.mediaToken(), 'control-1');
-  await waitFor(() => control!.provider.audio.length >= 10, 5_000, 'control audio to flow');
-  return logs;
-}
-
-async function call(id: string, media?: Record<string, unknown>): Promise<TestProvider> {
-  const p = new TestProvider(bridge!.mediaUrl, { token: await bridge!.mediaToken() });
-  providers.push(p);
-  await p.start(id, media === undefined ? {} : { media });
-  return p;
-}
-
-async function metric(name: string, label?: [string, string]): Promise<number> {
-  const m = bridge!.bridge.ctx.metrics.registry.getSingleMetric(name);
-  return (await m!.get()).values
-    .filter((v) => label === undefined || v.labels[label[0]] === label[1])
-    .reduce((a, v) => a + v.value, 0);
-}
-
-function expectControlFlowed(from: number): void {
-  const w = control!.window(from);
-  const due = (performance.now() - from) / 20;
-  console.log(`control call: ${w.chunks} of ~${Math.round(due)} chunks, max gap ${w.maxGapMs.toFixed(1)} ms`);
-  expect(w.chunks).toBeGreaterThanOrEqual(Math.floor(due * 0.85));
-  expect(w.maxGapMs).toBeLessThan(100);
-}
+const setup = (env: Record<string, string> = {}) => rig.start(env);
+const call = (id: string, media?: Record<string, unknown>) => rig.call(id, media);
+const metric = (name: string, label?: [string, string]) => rig.metric(name, label);
+const expectControlFlowed = (from: number) => rig.expectControlFlowed(from);
 
 describe('provider faults, beside a healthy call', () => {
   it('socket dropped without session_end: session removed, bot told, sessions gauge down, logged by id', async () => {
     const logs = await setup();
     const p = await call('pdrop-1');
-    const botConn = await bot!.connection('pdrop-1');
+    const botConn = await rig.bot.connection('pdrop-1');
     const from = performance.now();
     p.sendRaw(tonePcm16(500, 8000, 1600));
     await waitFor(() => p.audio.length > 0, 3_000, 'audio on the call');
@@ -78,8 +37,8 @@ describe('provider faults, beside a healthy call', () => {
     p.ws.terminate(); // no close frame, no session_end
     await waitFor(() => botConn.events.some((e) => e.event === 'session_end'), 3_000, 'the bot to be told');
     await waitFor(() => botConn.closed, 3_000, 'the bot leg to close');
-    await waitFor(() => bridge!.bridge.media.connections === 1, 3_000, 'the session to go');
-    expect(await bridge!.bridge.ctx.sessions.get('default', 'pdrop-1')).toBeUndefined();
+    await waitFor(() => rig.bridge.bridge.media.connections === 1, 3_000, 'the session to go');
+    expect(await rig.bridge.bridge.ctx.sessions.get('default', 'pdrop-1')).toBeUndefined();
     expect(await metric('voicebridge_sessions')).toBe(1);
     const ended = logs.find(/session ended/, 'pdrop-1');
     expect(ended).toHaveLength(1);
@@ -99,7 +58,7 @@ describe('provider faults, beside a healthy call', () => {
       encoding: 'base64',
       chunk_bytes: 640,
     });
-    await bot!.connection('pstall-1');
+    await rig.bot.connection('pstall-1');
     const from = performance.now();
     const heap0 = process.memoryUsage().heapUsed;
     const socket = (p.ws as unknown as { _socket: Socket })._socket;
@@ -150,7 +109,7 @@ describe('provider faults, beside a healthy call', () => {
   it('caller audio at 2x real time, then in 1 s bursts: all of it reaches the bot; the caller hears real time', async () => {
     await setup({ OUTBOUND_BUFFER_MS: '2000' });
     const p = await call('fast-1');
-    const conn = await bot!.connection('fast-1');
+    const conn = await rig.bot.connection('fast-1');
     const from = performance.now();
     const tone = tonePcm16(500, 8000, 8000 * 6);
     // 3 s of audio at 2x (20 ms chunks every 10 ms), then 3 s in three 1 s bursts a second apart.
