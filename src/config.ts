@@ -2,9 +2,12 @@
  * The one validated, frozen configuration. Read once at start-up from the environment (and `--flag`
  * twins); every problem is reported in one message, one line per variable, naming what it accepts.
  */
+import { statSync } from 'node:fs';
 import { availableParallelism } from 'node:os';
+import { resolve } from 'node:path';
 import { RESAMPLER_RATES } from './audio/format.js';
 import { displayUrl } from './log.js';
+import { botUrlProblem } from './media/bot/bot-url.js';
 
 /** Development-only secrets, used when none is configured outside production. */
 export const DEV_MEDIA_SECRET = 'voicebridge-dev-media-secret';
@@ -27,6 +30,8 @@ export interface Config {
   readonly providerBaseUrl: string | undefined;
   readonly providerToken: string | undefined;
   readonly botUrl: string;
+  /** The directory (absolute) a tenant's `bot_url` of `builtin:wav:<path>` must lie in; undefined: refused. */
+  readonly botWavDir: string | undefined;
   readonly botSampleRate: number;
   /** Worker threads for the audio pipeline; 0 runs the DSP inline on the main thread. */
   readonly dspWorkers: number;
@@ -172,23 +177,10 @@ export function loadConfig(env: Env = process.env, argv: readonly string[] = [])
 
   const botUrl = e.BOT_URL || 'builtin:echo';
   // A bot URL may carry credentials or a ?token=: a bad one is shown as scheme, host and path only.
-  if (/^wss?:\/\//.test(botUrl)) {
-    let ok = false;
-    try {
-      const u = new URL(botUrl);
-      ok = u.hostname !== '' && u.hash === ''; // ws refuses a #fragment
-    } catch {}
-    if (!ok) {
-      problems.push(
-        `BOT_URL must be a valid ws:// or wss:// URL with a host and no #fragment, got ${displayUrl(botUrl)}`,
-      );
-    }
-  } else if (!/^(builtin:echo|builtin:tone(:\d+)?|builtin:wav:.+)$/.test(botUrl)) {
-    const shown = /^[a-z][a-z0-9+.-]*:\/\//i.test(botUrl) ? displayUrl(botUrl) : JSON.stringify(botUrl);
-    problems.push(
-      `BOT_URL must be ws://…, wss://…, builtin:echo, builtin:tone[:hz] or builtin:wav:<path>, got ${shown}`,
-    );
-  }
+  const botProblem = botUrlProblem(botUrl);
+  if (botProblem !== undefined)
+    problems.push(`BOT_URL must be ${botProblem.accepts}, got ${botProblem.shown}`);
+  const botWavDir = wavDir(e.BOT_WAV_DIR, problems);
   const botSampleRate = int('BOT_SAMPLE_RATE', 16000, 8000, 48000);
   if (!(RESAMPLER_RATES as readonly number[]).includes(botSampleRate)) {
     problems.push(`BOT_SAMPLE_RATE must be one of ${RESAMPLER_RATES.join(', ')}, got ${botSampleRate}`);
@@ -240,6 +232,7 @@ export function loadConfig(env: Env = process.env, argv: readonly string[] = [])
     providerBaseUrl,
     providerToken: e.PROVIDER_TOKEN || undefined,
     botUrl,
+    botWavDir,
     botSampleRate,
     dspWorkers: int('DSP_WORKERS', Math.max(1, availableParallelism() - 1), 0, 64),
     stateStore,
@@ -300,4 +293,19 @@ function parseStateKey(raw: string | undefined, problems: string[]): Buffer | un
     return undefined;
   }
   return key;
+}
+
+/** BOT_WAV_DIR: an existing directory, made absolute (a relative one is taken from the working directory). */
+function wavDir(raw: string | undefined, problems: string[]): string | undefined {
+  if (raw === undefined || raw === '') return undefined;
+  const dir = resolve(raw);
+  let isDir = false;
+  try {
+    isDir = statSync(dir).isDirectory();
+  } catch {}
+  if (!isDir) {
+    problems.push(`BOT_WAV_DIR must be an existing directory, got ${JSON.stringify(raw)}`);
+    return undefined;
+  }
+  return dir;
 }

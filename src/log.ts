@@ -48,3 +48,28 @@ export function displayUrl(url: string): string {
     return m === null ? '(bad URL)' : `${m[1]}${m[2]}${m[3]}`;
   }
 }
+
+/**
+ * A URL shown back to whoever stored it: credentials masked rather than dropped, so it still says that
+ * some are set (`wss://user:pw@bot.example/path?token=x&lang=en` -> `wss://****@bot.example/path?token=****&lang=****`).
+ * A query part without `=` may itself be a token: it is masked whole.
+ */
+export function maskedUrl(url: string): string {
+  let u: URL;
+  try {
+    u = new URL(url);
+  } catch {
+    return displayUrl(url);
+  }
+  if (u.host === '') return displayUrl(url);
+  const auth = u.username !== '' || u.password !== '' ? '****@' : '';
+  const query = u.search
+    .slice(1)
+    .split('&')
+    .filter((part) => part !== '')
+    .map((part) => {
+      const eq = part.indexOf('=');
+      return eq <= 0 ? '****' : `${part.slice(0, eq)}=****`;
+    });
+  return `${u.protocol}//${auth}${u.host}${u.pathname}${query.length > 0 ? `?${query.join('&')}` : ''}`;
+}

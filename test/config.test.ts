@@ -1,3 +1,6 @@
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, relative } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { ConfigError, DEV_MEDIA_SECRET, flagsToEnv, loadConfig } from '../src/config.js';
 
@@ -118,6 +121,20 @@ describe('config', () => {
       expect(message).toMatch(/^BOT_URL must be /);
       expect(message).toContain(`got ${shown}`);
       expect(message).not.toMatch(/s3cret|bot-user/);
+    }
+  });
+
+  it('BOT_WAV_DIR: unset by default; an existing directory, made absolute; anything else refused', () => {
+    expect(loadConfig({}).botWavDir).toBeUndefined();
+    const dir = mkdtempSync(join(tmpdir(), 'vb-wav-dir-'));
+    expect(loadConfig({ BOT_WAV_DIR: dir }).botWavDir).toBe(dir);
+    expect(loadConfig({ BOT_WAV_DIR: relative(process.cwd(), dir) }).botWavDir).toBe(dir);
+    const file = join(dir, 'a.wav');
+    writeFileSync(file, '');
+    for (const raw of [join(dir, 'missing'), file]) {
+      expect(() => loadConfig({ BOT_WAV_DIR: raw })).toThrow(
+        `BOT_WAV_DIR must be an existing directory, got ${JSON.stringify(raw)}`,
+      );
     }
   });
 });

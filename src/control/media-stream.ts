@@ -5,6 +5,10 @@
  * the tenant's media tokens, but never returned or logged; reads show `secret_hint` only. A PUT changes
  * local state only after the provider (when one is configured) has accepted the upsert, so the bridge and
  * the provider never disagree about the secret the provider signs with.
+ *
+ * `bot_url` is ours (not in the provider's MediaStreamUpsert, so never forwarded): the tenant's bot, dialled
+ * at each session_start instead of the bridge's `BOT_URL`. Like every optional field, a PUT that leaves it
+ * out (or sends null) stores none, so the bridge's `BOT_URL` applies. Reads show it with credentials masked.
  */
 import type { FastifyInstance } from 'fastify';
 import {
@@ -20,6 +24,7 @@ import type { RestVerifier } from '../auth/jwt.js';
 import type { BridgeContext } from '../context.js';
 import { BridgeError, invalidField } from '../errors.js';
 import { displayUrl } from '../log.js';
+import { shownBotUrl, TENANT_BOT_URL_ACCEPTS, tenantBotUrlProblem } from '../media/bot/bot-url.js';
 import { resolveFormat } from '../media/format.js';
 import type { MediaStreamUpsert } from '../provider/types.js';
 import type { MediaStreamConfig } from '../state/types.js';
@@ -52,6 +57,9 @@ const UPSERT_SCHEMA = {
       writeOnly: true,
       description: 'a string of 8 to 512 characters (write-only)',
     },
+    // Its length is checked in botUrlFromUpsert: a schema error would quote the start of the value,
+    // which may be a URL's credentials.
+    bot_url: { type: 'string', nullable: true, description: TENANT_BOT_URL_ACCEPTS },
   },
   required: ['media_ws_url'],
 } as const;
@@ -71,6 +79,12 @@ const CONFIG_SCHEMA = {
     encoding: { type: 'string' },
     chunk_bytes: { type: 'integer' },
     secret_hint: { type: 'string', description: 'the last 2 characters of the secret at most' },
+    bot_url: {
+      type: 'string',
+      nullable: true,
+      description:
+        "the tenant's bot, credentials and query values masked (****); null: the bridge's BOT_URL applies",
+    },
   },
 } as const;
 
@@ -106,9 +120,36 @@ export function configFromUpsert(tenant: string, body: Record<string, unknown>):
   };
 }
 
+const BOT_URL_MAX_CHARS = 2048;
+
+/** The tenant's own bot from an upsert: the `BOT_URL` rules, and a WAV file only inside `wavDir`
+ * (BOT_WAV_DIR). Undefined (none: the bridge's `BOT_URL`) when left out or null. */
+export function botUrlFromUpsert(
+  body: Record<string, unknown>,
+  wavDir: string | undefined,
+): string | undefined {
+  const raw = body.bot_url;
+  if (raw === undefined || raw === null) return undefined;
+  const url = String(raw);
+  if (url.length > BOT_URL_MAX_CHARS) {
+    throw new BridgeError(
+      'invalid_field',
+      `bot_url must be at most ${BOT_URL_MAX_CHARS} characters, got ${url.length}`,
+      { field: 'bot_url' },
+    );
+  }
+  const problem = tenantBotUrlProblem(url, wavDir);
+  if (problem !== undefined) {
+    throw new BridgeError('invalid_field', `bot_url must be ${problem.accepts}, got ${problem.shown}`, {
+      field: 'bot_url',
+    });
+  }
+  return url;
+}
+
 /** The config as reads show it: the stored fields, and for those left out the values a session_start
- * without a `media` object gets. */
-export function effectiveConfig(config: MediaStreamConfig): Required<MediaStreamConfig> {
+ * without a `media` object gets (`bot_url`, ours, is not among them). */
+export function effectiveConfig(config: MediaStreamConfig): Required<Omit<MediaStreamConfig, 'bot_url'>> {
   const f = resolveFormat(undefined, config);
   return {
     tenant: config.tenant,
@@ -123,7 +164,7 @@ export function effectiveConfig(config: MediaStreamConfig): Required<MediaStream
 }
 
 /** The provider's MediaStreamUpsert fields the caller wrote, as written (the provider applies its own
- * defaults and codec names); `channels`, ours only, is left out. */
+ * defaults and codec names); `channels` and `bot_url`, ours only, are left out. */
 function forwardedUpsert(body: Record<string, unknown>): MediaStreamUpsert {
   const out: Record<string, unknown> = {};
   for (const k of PROVIDER_UPSERT_FIELDS) if (body[k] !== undefined) out[k] = body[k];
@@ -139,6 +180,15 @@ const PROVIDER_UPSERT_FIELDS = [
   'chunk_bytes',
   'media_secret',
 ] as const;
+
+/** A stored config as GET and PUT answer with it: effective values, the secret's hint, the masked bot. */
+function readView(config: MediaStreamConfig, secret: string | undefined) {
+  return {
+    ...effectiveConfig(config),
+    secret_hint: secretHint(secret),
+    bot_url: config.bot_url === undefined ? null : shownBotUrl(config.bot_url),
+  };
+}
 
 export function registerMediaStreamRoutes(
   app: FastifyInstance,
@@ -169,10 +219,7 @@ export function registerMediaStreamRoutes(
             `tenant "${tenant}" has no media stream registered: PUT /v1/media-stream first`,
           );
         }
-        return {
-          ...effectiveConfig(config),
-          secret_hint: secretHint(await ctx.tenants.getMediaSecret(tenant)),
-        };
+        return readView(config, await ctx.tenants.getMediaSecret(tenant));
       },
     );
 
@@ -184,6 +231,10 @@ export function registerMediaStreamRoutes(
         schema: {
           tags: ['media-stream'],
           summary: 'Register or update the media stream; forwarded to the provider when one is configured',
+          description:
+            'The upsert replaces the stored config: a field left out takes its default. `bot_url` is the ' +
+            "bridge's own extension: the tenant's bot, dialled at each session_start instead of the bridge's " +
+            'BOT_URL; stored here, never forwarded to the provider; left out or null, BOT_URL applies.',
           security: BEARER,
           body: UPSERT_SCHEMA,
           response: { 200: CONFIG_SCHEMA, ...errorResponses(400, 401, 403, 502, 503, 504) },
@@ -192,18 +243,24 @@ export function registerMediaStreamRoutes(
       async (req) => {
         const { tenant } = principal(req);
         const body = req.body as Record<string, unknown>;
-        const config = configFromUpsert(tenant, body);
+        const bot_url = botUrlFromUpsert(body, ctx.config.botWavDir);
+        const config: MediaStreamConfig = {
+          ...configFromUpsert(tenant, body),
+          ...(bot_url !== undefined && { bot_url }),
+        };
         const secret = typeof body.media_secret === 'string' ? body.media_secret : undefined;
         if (ctx.provider !== undefined) await ctx.provider.putMediaStream(forwardedUpsert(body));
         await ctx.tenants.putMediaStream(config, secret);
         req.log.info(
-          { tenant, media_ws_url: displayUrl(config.media_ws_url), secret_changed: secret !== undefined },
+          {
+            tenant,
+            media_ws_url: displayUrl(config.media_ws_url),
+            bot_url: bot_url === undefined ? null : shownBotUrl(bot_url),
+            secret_changed: secret !== undefined,
+          },
           'media stream registered',
         );
-        return {
-          ...effectiveConfig(config),
-          secret_hint: secretHint(await ctx.tenants.getMediaSecret(tenant)),
-        };
+        return readView(config, await ctx.tenants.getMediaSecret(tenant));
       },
     );
   });

@@ -43,6 +43,8 @@ export class ProviderConnection {
   #expiry: NodeJS.Timeout | undefined;
   /** Bounds the wait for session_start: a peer that never sends it must not hold a slot. */
   #startTimer: NodeJS.Timeout | undefined;
+  /** The tenant's own bot, once its config is read (for the set-up failure log); undefined: BOT_URL. */
+  #botUrl: string | undefined;
 
   constructor(ws: WebSocket, auth: MediaAuth, deps: ConnectionDeps) {
     this.#ws = ws;
@@ -140,13 +142,13 @@ export class ProviderConnection {
     }
     this.#state = 'starting';
     this.#setUp(ev).catch((err: unknown) => {
-      // Not the error's message: one from a library may quote the whole BOT_URL, credentials and all.
+      // Not the error's message: one from a library may quote the whole bot URL, credentials and all.
       this.#deps.ctx.log.error(
         {
           session_id: ev.session_id,
           code: isBridgeError(err) ? err.code : 'internal',
           err: (err as Error).name,
-          bot: displayUrl(this.#deps.ctx.config.botUrl),
+          bot: displayUrl(this.#botUrl ?? this.#deps.ctx.config.botUrl),
         },
         'session set-up failed',
       );
@@ -162,6 +164,7 @@ export class ProviderConnection {
     const tenant = this.#auth.exp === undefined && ev.tenant !== undefined ? ev.tenant : this.#auth.tenant;
     const stored = await ctx.tenants.getMediaStream(tenant);
     const format = resolveFormat(ev.media, stored);
+    this.#botUrl = stored?.bot_url;
     const info: SessionInfo = {
       session_id: ev.session_id,
       tenant,
@@ -188,6 +191,7 @@ export class ProviderConnection {
         ctx,
         pipeline: this.#deps.pipeline,
         loop: this.#deps.loop,
+        tenantBotUrl: stored?.bot_url,
         onEnded: (s) => this.#sessionEnded(s),
       });
     } catch (err) {

@@ -22,6 +22,8 @@ export interface SessionDeps {
   readonly ctx: BridgeContext;
   readonly pipeline: AudioPipeline;
   readonly loop: PacingLoop;
+  /** The tenant's own bot (its stored `bot_url`); undefined: the bridge's `BOT_URL`. */
+  readonly tenantBotUrl?: string | undefined;
   /** Called once the session is over (socket closed or closing), to forget it. */
   readonly onEnded: (session: MediaSession) => void;
 }
@@ -91,7 +93,12 @@ export class MediaSession implements PipelineSink, BotHandler {
     try {
       this.#dsp = dsp = deps.pipeline.open(spec, this);
       this.#botOut = botOut = new BotOutput(deps.pipeline, spec, this.#out, this, dsp);
-      this.#bot = createBotLeg(info, this, { ctx, loop: deps.loop, log: this.log });
+      this.#bot = createBotLeg(info, this, {
+        ctx,
+        loop: deps.loop,
+        log: this.log,
+        tenantBotUrl: deps.tenantBotUrl,
+      });
     } catch (err) {
       // A session that fails to start leaves nothing behind: no pacing member, no open DSP session.
       deps.loop.delete(this.#out);

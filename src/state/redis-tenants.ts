@@ -6,8 +6,10 @@
  * whole after every reconnect (announcements made while away are lost). Writes go to Redis first and
  * fail with `store_unavailable` when it is away, so instances never disagree for long.
  *
- * Layout (prefix P): `P tenant:<tenant>` hash {config (JSON), secret (sealed)}; `P tenants` set of names.
- * The secret is sealed with AES-256-GCM (secret-box.ts), so a dump of Redis alone does not reveal it.
+ * Layout (prefix P): `P tenant:<tenant>` hash {config (JSON), secret (sealed), bot_url (sealed)}; `P tenants`
+ * set of names. The secret and the bot URL (which may carry the bot's credentials) are sealed with
+ * AES-256-GCM (secret-box.ts), so a dump of Redis alone does not reveal them; the config JSON never holds
+ * the bot URL.
  */
 import type { Logger } from '../log.js';
 import type { RedisLink } from './redis-link.js';
@@ -77,10 +79,16 @@ export class RedisTenantStore implements TenantStore {
 
   async putMediaStream(config: MediaStreamConfig, secret: string | undefined): Promise<void> {
     const { tenant } = config;
-    const fields: Record<string, string> = { config: JSON.stringify(config) };
+    const { bot_url, ...rest } = config;
+    const fields: Record<string, string> = { config: JSON.stringify(rest) };
     if (secret !== undefined) fields.secret = this.#box.seal(secret, tenant);
+    if (bot_url !== undefined) fields.bot_url = this.#box.seal(bot_url, botUrlContext(tenant));
     await this.#link.run('put_media_stream', async (r) => {
-      await r.multi().hset(this.#tenantKey(tenant), fields).sadd(this.#indexKey(), tenant).exec();
+      const key = this.#tenantKey(tenant);
+      const m = r.multi().hset(key, fields);
+      // The upsert replaces the config: a PUT without bot_url clears the one stored before.
+      if (bot_url === undefined) m.hdel(key, 'bot_url');
+      await m.sadd(this.#indexKey(), tenant).exec();
     });
     const prev = this.#cache.get(tenant);
     this.#cache.set(tenant, { config, secret: secret ?? prev?.secret });
@@ -99,7 +107,7 @@ export class RedisTenantStore implements TenantStore {
       const batch = names.slice(i, i + BATCH);
       const res = await this.#link.run('load_tenants', (r) => {
         const p = r.pipeline();
-        for (const t of batch) p.hmget(this.#tenantKey(t), 'config', 'secret');
+        for (const t of batch) p.hmget(this.#tenantKey(t), 'config', 'secret', 'bot_url');
         return p.exec();
       });
       batch.forEach((t, j) => {
@@ -112,18 +120,33 @@ export class RedisTenantStore implements TenantStore {
 
   async #refresh(tenant: string): Promise<void> {
     const v = await this.#link.run('load_tenants', (r) =>
-      r.hmget(this.#tenantKey(tenant), 'config', 'secret'),
+      r.hmget(this.#tenantKey(tenant), 'config', 'secret', 'bot_url'),
     );
     this.#apply(tenant, v);
   }
 
-  #apply(tenant: string, [configText, sealed]: (string | null)[]): void {
+  #apply(tenant: string, [configText, sealed, sealedBot]: (string | null)[]): void {
     if (configText === null || configText === undefined) return;
     const prev = this.#cache.get(tenant);
     let config = prev?.config;
     let secret = prev?.secret;
     try {
-      config = JSON.parse(configText) as MediaStreamConfig;
+      const { bot_url: _ignored, ...stored } = JSON.parse(configText) as MediaStreamConfig;
+      let bot_url: string | undefined;
+      if (typeof sealedBot === 'string') {
+        try {
+          bot_url = this.#box.open(sealedBot, botUrlContext(tenant));
+        } catch {
+          // As with the secret below: keep what was cached, never log the value.
+          bot_url = prev?.config?.bot_url;
+          this.#metrics.errors.labels('open_bot_url').inc();
+          this.#log.error(
+            { tenant },
+            'stored bot_url does not open with this STATE_SECRET_KEY; every instance needs the same key',
+          );
+        }
+      }
+      config = bot_url === undefined ? stored : { ...stored, bot_url };
     } catch {
       this.#log.warn({ tenant }, 'stored media-stream config is not JSON; kept the cached one');
     }
@@ -149,4 +172,9 @@ export class RedisTenantStore implements TenantStore {
   #indexKey(): string {
     return `${this.#link.prefix}tenants`;
   }
+}
+
+/** The sealing context of a tenant's bot URL: not the secret's, so neither opens in the other's place. */
+function botUrlContext(tenant: string): string {
+  return `bot_url\u0000${tenant}`;
 }

@@ -26,9 +26,10 @@ export interface SessionRegistry {
 }
 
 /**
- * A tenant's registered media stream (the provider's MediaStreamConfig, without the secret), as the
- * tenant wrote it: a field the PUT left out is absent, so that a session_start resolves it from its own
- * `media` object, then the defaults (resolveFormat in media/format.ts), never from a stored guess.
+ * A tenant's registered media stream (the provider's MediaStreamConfig, without the secret, plus our
+ * `bot_url`), as the tenant wrote it: a field the PUT left out is absent, so that a session_start resolves
+ * it from its own `media` object, then the defaults (resolveFormat in media/format.ts), never from a
+ * stored guess.
  */
 export interface MediaStreamConfig {
   readonly tenant: string;
@@ -39,6 +40,8 @@ export interface MediaStreamConfig {
   readonly channels: 1;
   readonly encoding?: Encoding;
   readonly chunk_bytes?: number;
+  /** The tenant's bot (ours, never sent to the provider); absent: the bridge's `BOT_URL`. May hold credentials. */
+  readonly bot_url?: string;
 }
 
 export interface TenantStore {

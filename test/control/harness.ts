@@ -144,15 +144,16 @@ export async function call(
   return { status: res.status, body, text, ms: performance.now() - started };
 }
 
-/** A tiny real HTTP server answering every request with `handler`; counts requests. */
+/** A tiny real HTTP server answering every request with `handler` (given the request body); counts requests. */
 export async function tinyServer(
-  handler: (req: IncomingMessage, res: ServerResponse, n: number) => void,
+  handler: (req: IncomingMessage, res: ServerResponse, n: number, body: string) => void,
 ): Promise<{ url: string; requests: () => number; close(): Promise<void> }> {
   let n = 0;
   const server: Server = createServer((req, res) => {
     n++;
-    req.resume();
-    req.on('end', () => handler(req, res, n));
+    const chunks: Buffer[] = [];
+    req.on('data', (c: Buffer) => chunks.push(c));
+    req.on('end', () => handler(req, res, n, Buffer.concat(chunks).toString('utf8')));
   });
   await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
   const { port } = server.address() as AddressInfo;

@@ -1,3 +1,6 @@
+import { mkdirSync, mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import WebSocket from 'ws';
 import { mintToken } from '../../src/auth/jwt.js';
@@ -69,6 +72,7 @@ describe('media-stream registration', () => {
       encoding: 'base64',
       chunk_bytes: 640,
       secret_hint: '****2a',
+      bot_url: null,
     };
     expect(put.body).toEqual(expected);
     const get = await call(rig.http, 'GET', '/v1/media-stream', { token });
@@ -113,6 +117,7 @@ describe('media-stream registration', () => {
       encoding: 'binary',
       chunk_bytes: 320,
       secret_hint: '****',
+      bot_url: null,
     });
     await call(rig.http, 'PUT', '/v1/media-stream', {
       token,
@@ -149,7 +154,7 @@ describe('media-stream registration', () => {
       [{ ...ok, media_secret: 'x' }, 'media_secret must be a string of 8 to 512 characters (write-only)'],
       [
         { ...ok, sample_rate: 8000 },
-        'unknown field "sample_rate"; accepted fields: media_ws_url, codec, input_sample_rate, output_sample_rate, channels, encoding, chunk_bytes, media_secret',
+        'unknown field "sample_rate"; accepted fields: media_ws_url, codec, input_sample_rate, output_sample_rate, channels, encoding, chunk_bytes, media_secret, bot_url',
       ],
     ];
     for (const [body, message] of cases) {
@@ -163,6 +168,133 @@ describe('media-stream registration', () => {
       expect(r.status).toBe(200);
     }
     expect(await rig.bridge.ctx.tenants.getMediaStream('default')).toMatchObject({ codec: 'pcma' });
+  });
+
+  it('bot_url: stored with the tenant, never forwarded, read back masked; left out or null clears it', async () => {
+    const forwarded: Record<string, unknown>[] = [];
+    const provider = await tinyServer((_req, res, _n, body) => {
+      const upsert = JSON.parse(body) as Record<string, unknown>;
+      forwarded.push(upsert);
+      const { media_secret: _secret, ...config } = upsert;
+      res.writeHead(200, { 'content-type': 'application/json' });
+      res.end(JSON.stringify(config));
+    });
+    try {
+      rig = await startRig({ providerUrl: `${provider.url}/v1` });
+      const token = await restToken(['media:manage'], 'acme');
+      const media_ws_url = 'wss://bridge.example/v1/media';
+      const bot_url = 'wss://bot-user:pw-9911@bot.example:8443/v1/bot?token=tok-9912&lang=en&tok-9913';
+      const masked = 'wss://****@bot.example:8443/v1/bot?token=****&lang=****&****';
+      const put = await call(rig.http, 'PUT', '/v1/media-stream', { token, body: { media_ws_url, bot_url } });
+      expect(put.status).toBe(200);
+      expect(put.body.bot_url).toBe(masked);
+      const get = await call(rig.http, 'GET', '/v1/media-stream', { token });
+      expect(get.body).toMatchObject({ tenant: 'acme', media_ws_url, bot_url: masked });
+      expect((await rig.bridge.ctx.tenants.getMediaStream('acme'))?.bot_url).toBe(bot_url);
+      // The provider's MediaStreamUpsert has no such field: it got the rest only.
+      expect(forwarded).toEqual([{ media_ws_url }]);
+      const line = rig.logs.find((l) => l.includes('media stream registered'));
+      expect(line).toContain(`"bot_url":"${masked}"`);
+      for (const text of [put.text, get.text, ...rig.logs]) expect(text).not.toMatch(/pw-9911|tok-991[23]/);
+
+      // The upsert replaces the config: without bot_url (or with null) the bridge's BOT_URL applies again.
+      const without = await call(rig.http, 'PUT', '/v1/media-stream', { token, body: { media_ws_url } });
+      expect(without.body.bot_url).toBeNull();
+      expect(await rig.bridge.ctx.tenants.getMediaStream('acme')).not.toHaveProperty('bot_url');
+      const tone = await call(rig.http, 'PUT', '/v1/media-stream', {
+        token,
+        body: { media_ws_url, bot_url: 'builtin:tone:600' },
+      });
+      expect(tone.body.bot_url).toBe('builtin:tone:600');
+      const cleared = await call(rig.http, 'PUT', '/v1/media-stream', {
+        token,
+        body: { media_ws_url, bot_url: null },
+      });
+      expect(cleared.status).toBe(200);
+      expect((await call(rig.http, 'GET', '/v1/media-stream', { token })).body.bot_url).toBeNull();
+      expect(forwarded.slice(1)).toEqual([{ media_ws_url }, { media_ws_url }, { media_ws_url }]);
+
+      // The OpenAPI document describes the field on both routes.
+      const docs = await call(rig.http, 'GET', '/docs/json');
+      type Json = { content: { 'application/json': { schema: { properties: Record<string, unknown> } } } };
+      const paths = docs.body.paths as Record<
+        string,
+        { put: { requestBody: Json }; get: { responses: Record<string, Json> } }
+      >;
+      const route = paths['/v1/media-stream']!;
+      expect(route.put.requestBody.content['application/json'].schema.properties.bot_url).toMatchObject({
+        type: 'string',
+        nullable: true,
+        description: expect.stringContaining('inside BOT_WAV_DIR'),
+      });
+      expect(route.get.responses['200']!.content['application/json'].schema.properties.bot_url).toMatchObject(
+        {
+          nullable: true,
+          description: expect.stringContaining('masked'),
+        },
+      );
+    } finally {
+      await provider.close();
+    }
+  });
+
+  it('400 for a bot_url the tenant may not use: a bad scheme, builtin:wav without BOT_WAV_DIR or outside it', async () => {
+    const ok = { media_ws_url: 'ws://h/v1/media' };
+    const refused = async (bot_url: unknown): Promise<string> => {
+      const r = await call(rig!.http, 'PUT', '/v1/media-stream', { token, body: { ...ok, bot_url } });
+      expect(r.status).toBe(400);
+      expect(r.body.error).toBe('invalid_field');
+      expect(r.text).not.toMatch(/pw-7|tok-7/);
+      return String(r.body.message);
+    };
+    const token = await restToken(['media:manage']);
+
+    rig = await startRig({ providerUrl: null });
+    expect(await refused('http://u:pw-7@bot.example/x?token=tok-7')).toBe(
+      'bot_url must be ws://…, wss://…, builtin:echo, builtin:tone[:hz] or builtin:wav:<path>, got http://bot.example/x',
+    );
+    expect(await refused('ws://u:pw-7@bad host/x?token=tok-7')).toBe(
+      'bot_url must be a valid ws:// or wss:// URL with a host and no #fragment, got ws://bad host/x',
+    );
+    expect(await refused('builtin:tone:loud')).toBe(
+      'bot_url must be ws://…, wss://…, builtin:echo, builtin:tone[:hz] or builtin:wav:<path>, got "builtin:tone:loud"',
+    );
+    expect(await refused(`wss://u:pw-7@bot.example/${'x'.repeat(2048)}`)).toBe(
+      'bot_url must be at most 2048 characters, got 2073',
+    );
+    expect(await refused(['ws://bot.example'])).toBe(
+      "bot_url must be ws://…, wss://…, builtin:echo, builtin:tone[:hz], or builtin:wav:<path> inside BOT_WAV_DIR (null: the bridge's BOT_URL), got an array",
+    );
+    expect(await refused('builtin:wav:/etc/passwd')).toBe(
+      'bot_url must be ws://…, wss://…, builtin:echo or builtin:tone[:hz] (builtin:wav:<path> is refused: the bridge has no BOT_WAV_DIR), got "builtin:wav:/etc/passwd"',
+    );
+    await rig.close();
+
+    const dir = mkdtempSync(join(tmpdir(), 'vb-bot-wav-'));
+    mkdirSync(join(dir, 'prompts'));
+    rig = await startRig({ providerUrl: null, env: { BOT_WAV_DIR: dir } });
+    const outside = 'bot_url must be builtin:wav:<path> with the path inside BOT_WAV_DIR, got';
+    for (const path of ['../escape.wav', 'prompts/../../escape.wav', '/etc/passwd', `${dir}/../x.wav`, '.']) {
+      expect(await refused(`builtin:wav:${path}`)).toBe(
+        `${outside} ${JSON.stringify(`builtin:wav:${path}`)}`,
+      );
+    }
+    for (const path of ['hello.wav', 'prompts/../hello.wav', `${dir}/prompts/hello.wav`]) {
+      const r = await call(rig.http, 'PUT', '/v1/media-stream', {
+        token,
+        body: { ...ok, bot_url: `builtin:wav:${path}` },
+      });
+      expect({ path, status: r.status, bot_url: r.body.bot_url }).toEqual({
+        path,
+        status: 200,
+        bot_url: `builtin:wav:${path}`,
+      });
+    }
+    // A refused PUT changed nothing.
+    expect(await refused('ftp://bot.example/')).toMatch(/^bot_url must be /);
+    expect((await rig.bridge.ctx.tenants.getMediaStream('default'))?.bot_url).toBe(
+      `builtin:wav:${dir}/prompts/hello.wav`,
+    );
   });
 
   it('401 without a token, 403 without media:manage; auth is checked before the body', async () => {

@@ -7,6 +7,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { tonePcm16 } from '../helpers/audio.js';
 import { TestBot } from '../helpers/bot.js';
 import { startBridge, type TestBridge } from '../helpers/bridge.js';
+import { captureLog } from '../helpers/log-capture.js';
 import { TestProvider } from '../helpers/provider.js';
 import { waitFor } from '../helpers/wait.js';
 
@@ -216,5 +217,103 @@ describe('bot leg', () => {
     await waitFor(() => p.audio.length >= 8, 2_000, 'echo after redial');
     expect(await connects('ok')).toBe(2);
     expect(p.closeCode).toBeUndefined();
+  });
+});
+
+describe("per-tenant bot: the tenant's bot_url, else BOT_URL", () => {
+  const bots: TestBot[] = [];
+  afterEach(async () => {
+    for (const b of bots.splice(0)) await b.close();
+  });
+
+  async function startBots(n: number): Promise<TestBot[]> {
+    const started = await Promise.all(Array.from({ length: n }, () => TestBot.start({ echo: true })));
+    bots.push(...started);
+    return started;
+  }
+
+  /** PUT /v1/media-stream for `tenant` with its own media secret (and bot_url when given). */
+  async function register(tenant: string, bot_url?: string): Promise<void> {
+    const res = await fetch(`${bridge!.http}/v1/media-stream`, {
+      method: 'PUT',
+      headers: {
+        authorization: `Bearer ${await bridge!.restToken(['media:manage'], tenant)}`,
+        'content-type': 'application/json',
+      },
+      body: JSON.stringify({
+        media_ws_url: 'ws://127.0.0.1:9/v1/media',
+        media_secret: `${tenant}-media-secret`,
+        ...(bot_url !== undefined && { bot_url }),
+      }),
+    });
+    expect(res.status).toBe(200);
+  }
+
+  /** A call from `tenant` (a media token signed with its registered secret; "default": the development one). */
+  async function callFrom(tenant: string, sessionId: string): Promise<TestProvider> {
+    const token =
+      tenant === 'default'
+        ? await bridge!.mediaToken()
+        : await bridge!.mediaToken({ tenant, secret: `${tenant}-media-secret` });
+    const p = new TestProvider(bridge!.mediaUrl, { token });
+    providers.push(p);
+    await p.start(sessionId);
+    return p;
+  }
+
+  it('two tenants each reach their own bot; tenants without bot_url get BOT_URL', async () => {
+    const [global, acmeBot, globexBot] = await startBots(3);
+    const logs = captureLog('debug');
+    bridge = await startBridge({ BOT_URL: global!.url }, { log: logs.log });
+    await register('acme', `${acmeBot!.url}/bot?token=tok-acme-81`);
+    await register('globex', `${globexBot!.url.replace('ws://', 'ws://bot-user:pw-globex-82@')}/bot`);
+    await register('initech'); // a stored config without bot_url
+
+    const calls = {
+      acme: await callFrom('acme', 'acme-call'),
+      globex: await callFrom('globex', 'globex-call'),
+      initech: await callFrom('initech', 'initech-call'),
+      default: await callFrom('default', 'default-call'), // no stored config at all
+    };
+    const acme = await acmeBot!.waitConnection(0);
+    const globex = await globexBot!.waitConnection(0);
+    expect(acme.sessionStart).toMatchObject({ session_id: 'acme-call', tenant: 'acme' });
+    expect(globex.sessionStart).toMatchObject({ session_id: 'globex-call', tenant: 'globex' });
+    await global!.waitConnection(1);
+    expect(
+      global!.connections.map((c) => [c.sessionStart?.tenant, c.sessionStart?.session_id]).sort(),
+    ).toEqual([
+      ['default', 'default-call'],
+      ['initech', 'initech-call'],
+    ]);
+    expect([acmeBot!.connections.length, globexBot!.connections.length]).toEqual([1, 1]);
+
+    // Audio goes both ways through each tenant's own bot (they echo).
+    for (const p of Object.values(calls)) p.sendRaw(tonePcm16(440, 8000, 1600));
+    await waitFor(
+      () => Object.values(calls).every((p) => p.audio.length >= 5),
+      3_000,
+      "audio back from each tenant's bot",
+    );
+    expect(acme.audioBytesSoFar).toBeGreaterThan(0);
+    expect(globex.audioBytesSoFar).toBeGreaterThan(0);
+    for (const p of Object.values(calls)) expect(p.errors()).toEqual([]);
+    // The bots' credentials are in no log line.
+    expect(logs.find(/bot connected/).length).toBe(4);
+    for (const l of logs.lines) expect(JSON.stringify(l)).not.toMatch(/tok-acme-81|pw-globex-82|bot-user/);
+  });
+
+  it("a tenant's bot_url that cannot be reached: that call gets bot_unavailable named by the display URL", async () => {
+    const [global] = await startBots(1);
+    const port = await closedPort();
+    bridge = await startBridge({ BOT_URL: global!.url, BOT_RETRIES: '0', BOT_RETRY_BASE_MS: '10' });
+    await register('acme', `ws://127.0.0.1:${port}/bot?token=tok-acme-83`);
+    const p = await callFrom('acme', 'acme-nobot');
+    const err = await p.waitEvent('error', 2_000);
+    expect(err.code).toBe('bot_unavailable');
+    expect(err.message).toContain(`ws://127.0.0.1:${port}/bot`);
+    expect(err.message).not.toContain('tok-acme-83');
+    // Not the bridge's bot instead.
+    expect(global!.connections).toHaveLength(0);
   });
 });

@@ -4,7 +4,7 @@
  */
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { basename, dirname, join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import wavefile from 'wavefile';
 import { createResampler } from '../../src/audio/resampler.js';
@@ -71,4 +71,50 @@ describe('builtin:wav at any rate', () => {
       expect(Math.abs(x.length - 6400)).toBeLessThanOrEqual(160); // nothing after the file, nothing lost
     },
   );
+});
+
+describe("a tenant's builtin:wav bot_url", () => {
+  async function putBotUrl(bot_url: string): Promise<number> {
+    const res = await fetch(`${bridge!.http}/v1/media-stream`, {
+      method: 'PUT',
+      headers: {
+        authorization: `Bearer ${await bridge!.restToken(['media:manage'])}`,
+        'content-type': 'application/json',
+      },
+      body: JSON.stringify({ media_ws_url: 'ws://127.0.0.1:9/v1/media', bot_url }),
+    });
+    return res.status;
+  }
+
+  it('plays a file named relative to BOT_WAV_DIR; one stored outside the current BOT_WAV_DIR is refused at session_start', async () => {
+    const file = stereoToneWav(16000, 600, 0.4);
+    bridge = await startBridge({ BOT_URL: 'builtin:echo', BOT_WAV_DIR: dirname(file) });
+    expect(await putBotUrl(`builtin:wav:${basename(file)}`)).toBe(200);
+    const p = new TestProvider(bridge.mediaUrl, { token: await bridge.mediaToken() });
+    providers.push(p);
+    await p.start('tenant-wav-1');
+    // 0.4 s at 8 kHz is 20 chunks; the echo bot would send nothing (the caller is silent).
+    await waitFor(() => p.audio.length >= 19, 3_000, 'wav audio');
+    expect(fitTone(pcm16Samples(p.audioBytes()).subarray(400, 3000), 600, 8000).snrDb).toBeGreaterThan(18);
+    expect(p.errors()).toEqual([]);
+
+    // An absolute path inside BOT_WAV_DIR is accepted too; stored, it outlives a restart with another
+    // BOT_WAV_DIR (the same entry, as a shared store keeps it): then it is not played.
+    expect(await putBotUrl(`builtin:wav:${file}`)).toBe(200);
+    const stored = await bridge.bridge.ctx.tenants.getMediaStream('default');
+    expect(stored?.bot_url).toBe(`builtin:wav:${file}`);
+    p.close();
+    await bridge.close();
+    bridge = await startBridge({
+      BOT_URL: 'builtin:echo',
+      BOT_WAV_DIR: mkdtempSync(join(tmpdir(), 'vb-wav-')),
+    });
+    await bridge.bridge.ctx.tenants.putMediaStream(stored!, undefined);
+    const q = new TestProvider(bridge.mediaUrl, { token: await bridge.mediaToken() });
+    providers.push(q);
+    await q.start('tenant-wav-2');
+    const err = await q.waitEvent('error', 2_000);
+    expect(err.code).toBe('bot_unavailable');
+    expect(err.message).toMatch(/outside BOT_WAV_DIR/);
+  });
 });

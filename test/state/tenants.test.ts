@@ -3,7 +3,7 @@
  * instance in the shape it was stored, with the fields the tenant left out still absent.
  */
 import { Registry } from 'prom-client';
-import { afterEach, describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it, vi } from 'vitest';
 import { createLogger } from '../../src/log.js';
 import { MemoryTenantStore } from '../../src/state/memory.js';
 import { RedisLink } from '../../src/state/redis-link.js';
@@ -53,5 +53,41 @@ describe.skipIf(skip !== undefined)('Redis tenant store', () => {
     expect(await b.getMediaStream('acme')).toStrictEqual(partial);
     expect(await a.getMediaStream('acme')).toStrictEqual(partial);
     expect(await memory.getMediaStream('acme')).toStrictEqual(partial);
+  });
+
+  it("keeps a tenant's bot_url, sealed at rest, and clears it when a PUT leaves it out", async () => {
+    redis = await useRedis();
+    const a = await store();
+    const b = await store();
+    const config: MediaStreamConfig = {
+      tenant: 'acme',
+      media_ws_url: 'wss://bridge.example/v1/media',
+      channels: 1,
+      bot_url: 'wss://bot-user:pw-redis-1@bot.example/v1/bot?token=tok-redis-2',
+    };
+    await a.putMediaStream(config, undefined);
+    // Another instance: at once through the announcement, and from Redis alone when it starts.
+    await vi.waitFor(async () => expect(await b.getMediaStream('acme')).toStrictEqual(config), {
+      timeout: 3_000,
+    });
+    expect(await (await store()).getMediaStream('acme')).toStrictEqual(config);
+    const memory = new MemoryTenantStore();
+    await memory.putMediaStream(config, undefined);
+    expect(await memory.getMediaStream('acme')).toStrictEqual(config);
+
+    // In Redis the bot URL (it may carry the bot's credentials) is sealed, not in the config JSON.
+    const key = `${prefix}tenant:acme`;
+    const raw = await links[0]!.run('test', (r) => r.hgetall(key));
+    expect(Object.keys(raw).sort()).toEqual(['bot_url', 'config']);
+    expect(JSON.stringify(raw)).not.toMatch(/pw-redis-1|tok-redis-2|bot\.example|bot-user/);
+
+    // The upsert replaces the config: without bot_url the stored one goes, on every instance.
+    const { bot_url: _dropped, ...without } = config;
+    await a.putMediaStream(without, undefined);
+    await vi.waitFor(async () => expect(await b.getMediaStream('acme')).toStrictEqual(without), {
+      timeout: 3_000,
+    });
+    expect(await (await store()).getMediaStream('acme')).toStrictEqual(without);
+    expect(Object.keys(await links[0]!.run('test', (r) => r.hgetall(key)))).toEqual(['config']);
   });
 });

@@ -1,10 +1,12 @@
 /**
- * Picks the bot leg from `BOT_URL`: a ws bot, or one of the built-ins.
+ * Picks the bot leg: the tenant's `bot_url` when it has one, else `BOT_URL`; a ws bot, or one of the
+ * built-ins.
  */
 import type { BridgeContext } from '../../context.js';
 import { BridgeError, isBridgeError } from '../../errors.js';
 import { displayUrl, type Logger } from '../../log.js';
 import type { PacingLoop } from '../pacing-loop.js';
+import { wavPath, wavPathInside } from './bot-url.js';
 import { EchoBot, ToneBot } from './builtin.js';
 import type { BotCall, BotHandler, BotLeg } from './types.js';
 import { loadWav, WavBot } from './wav.js';
@@ -14,13 +16,16 @@ export interface BotDeps {
   readonly ctx: BridgeContext;
   readonly loop: PacingLoop;
   readonly log: Logger;
+  /** The tenant's own bot (its stored `bot_url`, checked when stored); undefined: `BOT_URL`. */
+  readonly tenantBotUrl?: string | undefined;
 }
 
 export const DEFAULT_TONE_HZ = 440;
 
 export function createBotLeg(call: BotCall, handler: BotHandler, deps: BotDeps): BotLeg {
   const { config, metrics } = deps.ctx;
-  const url = config.botUrl;
+  const own = deps.tenantBotUrl !== undefined;
+  const url = deps.tenantBotUrl ?? config.botUrl;
   const rate = config.botSampleRate;
   if (url.startsWith('ws://') || url.startsWith('wss://')) {
     try {
@@ -39,7 +44,7 @@ export function createBotLeg(call: BotCall, handler: BotHandler, deps: BotDeps):
       // ws quotes the URL in its message, credentials and all: the bot is named by its display form only.
       throw new BridgeError(
         'bot_unavailable',
-        `bot ${displayUrl(url)} cannot be dialled (${(err as Error).name}: not a URL the WebSocket client accepts); check BOT_URL`,
+        `bot ${displayUrl(url)} cannot be dialled (${(err as Error).name}: not a URL the WebSocket client accepts); check ${own ? "the tenant's bot_url" : 'BOT_URL'}`,
       );
     }
   }
@@ -49,10 +54,21 @@ export function createBotLeg(call: BotCall, handler: BotHandler, deps: BotDeps):
       url.length > 'builtin:tone:'.length ? Number(url.slice('builtin:tone:'.length)) : DEFAULT_TONE_HZ;
     return new ToneBot(handler, deps.loop, rate, hz);
   }
-  if (url.startsWith('builtin:wav:'))
-    return new PendingWavBot(url.slice('builtin:wav:'.length), handler, deps);
+  const wav = wavPath(url);
+  if (wav !== undefined) {
+    if (!own) return new PendingWavBot(wav, handler, deps);
+    // Checked again here: BOT_WAV_DIR may have changed (or gone) since the tenant stored its bot_url.
+    const inside = wavPathInside(wav, config.botWavDir);
+    if (inside === undefined) {
+      throw new BridgeError(
+        'bot_unavailable',
+        "the tenant's bot_url names a WAV file outside BOT_WAV_DIR (or the bridge has none); PUT /v1/media-stream with another bot_url",
+      );
+    }
+    return new PendingWavBot(inside, handler, deps);
+  }
   // Config validation admits nothing else.
-  throw new Error(`unsupported BOT_URL ${url}`);
+  throw new Error(`unsupported bot URL ${displayUrl(url)}`);
 }
 
 /** A WAV bot while its file loads (once per path and rate; cached after). */
