@@ -50,6 +50,7 @@ const FIELDS = [
   'chunk_bytes',
   'media_secret',
   'channels',
+  'bot_url',
   'calledParty',
   'callerId',
   'action',
