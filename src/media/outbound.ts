@@ -77,12 +77,12 @@ export class OutboundQueue implements Paced {
     this.#clock = new PaceClock(o.format.chunkMs, o.leadMs, Math.max(o.format.chunkMs, o.catchUpMs ?? 0));
     this.#scratch = Buffer.alloc(o.format.chunkBytes);
     // Labelled children once per session, not a label lookup per chunk.
-    this.#framesOut = o.metrics.framesOut.labels('caller');
-    this.#bytesOut = o.metrics.bytesOut.labels('caller');
+    this.#framesOut = o.metrics.hot.framesOutCaller;
+    this.#bytesOut = o.metrics.hot.bytesOutCaller;
     this.#shedFull = o.metrics.shedChunks.labels('buffer_full');
     this.#shedBackpressure = o.metrics.shedChunks.labels('backpressure');
     this.#shedClear = o.metrics.shedChunks.labels('clear');
-    this.#late = o.metrics.lateChunks;
+    this.#late = o.metrics.hot.lateChunks;
     this.#lateness = o.metrics.paceLatenessMs;
   }
 
@@ -178,7 +178,7 @@ export class OutboundQueue implements Paced {
     while (chunks.chunks > 0 && this.#clock.isDue(now)) {
       const lateness = Math.max(0, Math.min(this.#clock.sent(now), now - this.#readyAt));
       this.#lateness.observe(lateness);
-      if (lateness > this.#format.chunkMs) this.#late.inc();
+      if (lateness > this.#format.chunkMs) this.#late.add();
       if (ws.bufferedAmount > this.#highWater) {
         // The provider is not reading: this chunk would be stale before it left. Shed it.
         chunks.take(this.#scratch);
@@ -187,13 +187,13 @@ export class OutboundQueue implements Paced {
         const buf = Buffer.allocUnsafe(chunks.chunkBytes);
         chunks.take(buf);
         ws.send(buf);
-        this.#framesOut.inc();
-        this.#bytesOut.inc(buf.length);
+        this.#framesOut.add();
+        this.#bytesOut.add(buf.length);
       } else {
         chunks.take(this.#scratch);
         ws.send(`{"event":"media","payload":"${this.#scratch.toString('base64')}"}`);
-        this.#framesOut.inc();
-        this.#bytesOut.inc(this.#scratch.length);
+        this.#framesOut.add();
+        this.#bytesOut.add(this.#scratch.length);
       }
       if (this.#marks.length > 0) this.#deliverMarks();
     }

@@ -69,10 +69,10 @@ export class MediaSession implements PipelineSink, BotHandler {
     this.format = format;
     this.#deps = deps;
     this.log = ctx.log.child({ session_id: info.session_id, tenant: info.tenant });
-    this.#framesIn = ctx.metrics.framesIn.labels('caller');
-    this.#bytesIn = ctx.metrics.bytesIn.labels('caller');
-    this.#botFramesIn = ctx.metrics.framesIn.labels('bot');
-    this.#botBytesIn = ctx.metrics.bytesIn.labels('bot');
+    this.#framesIn = ctx.metrics.hot.framesInCaller;
+    this.#bytesIn = ctx.metrics.hot.bytesInCaller;
+    this.#botFramesIn = ctx.metrics.hot.framesInBot;
+    this.#botBytesIn = ctx.metrics.hot.bytesInBot;
     this.#out = new OutboundQueue(ws, {
       format,
       leadMs: ctx.config.paceLeadMs,
@@ -219,8 +219,8 @@ export class MediaSession implements PipelineSink, BotHandler {
   // BotHandler
   botAudio(pcm: Uint8Array): void {
     if (this.#ended) return;
-    this.#botFramesIn.inc();
-    this.#botBytesIn.inc(pcm.byteLength);
+    this.#botFramesIn.add();
+    this.#botBytesIn.add(pcm.byteLength);
     this.#botOut.audio(pcm);
   }
   botEvent(ev: BotEvent): void {
@@ -324,8 +324,8 @@ export class MediaSession implements PipelineSink, BotHandler {
 
   #callerAudio(data: Uint8Array): void {
     if (this.#endReason !== undefined) return;
-    this.#framesIn.inc();
-    this.#bytesIn.inc(data.byteLength);
+    this.#framesIn.add();
+    this.#bytesIn.add(data.byteLength);
     this.#callerSubmitted++;
     this.#dsp.fromCaller(data);
   }

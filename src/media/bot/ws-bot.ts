@@ -52,8 +52,8 @@ export class WsBot implements BotLeg {
     this.#o = o;
     this.#call = call;
     this.#handler = handler;
-    this.#framesOut = o.metrics.framesOut.labels('bot');
-    this.#bytesOut = o.metrics.bytesOut.labels('bot');
+    this.#framesOut = o.metrics.hot.framesOutBot;
+    this.#bytesOut = o.metrics.hot.bytesOutBot;
     this.#shed = o.metrics.shedChunks.labels('bot_backpressure');
     this.#name = displayUrl(o.url);
     this.#dial();
@@ -67,8 +67,8 @@ export class WsBot implements BotLeg {
       return;
     }
     ws.send(pcm);
-    this.#framesOut.inc();
-    this.#bytesOut.inc(pcm.byteLength);
+    this.#framesOut.add();
+    this.#bytesOut.add(pcm.byteLength);
   }
 
   dtmf(digit: string): void {
