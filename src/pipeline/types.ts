@@ -30,9 +30,9 @@ export interface PipelineSink {
 }
 
 export interface PipelineSession {
-  /** Provider audio in the `callerIn` codec, a whole number of samples. The pipeline may keep `data`. */
+  /** Provider audio in the `callerIn` codec, a whole number of samples; not kept after the call returns. */
   fromCaller(data: Uint8Array): void;
-  /** Bot audio, PCM16 LE at the bot rate, a whole number of samples. The pipeline may keep `data`. */
+  /** Bot audio, PCM16 LE at the bot rate, a whole number of samples; not kept after the call returns. */
   fromBot(data: Uint8Array): void;
   /** Frees the session's DSP state; no more sink calls after this. */
   close(): void;

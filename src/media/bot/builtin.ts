@@ -9,20 +9,35 @@ import type { BotHandler, BotLeg } from './types.js';
 /** How far ahead of real time generated audio is produced (the outbound pacer plays it at real time). */
 export const GENERATE_AHEAD_MS = 100;
 
-/** The longest the echo delay line may hold (frames), so a stalled loop cannot grow it without bound. */
+/** The most frames the echo delay line holds, so a stalled loop cannot grow it without bound. */
 const ECHO_MAX_FRAMES = 4096;
+/** The most bytes it holds: 5 s at 48 kHz PCM16, far more than any delay the config accepts. */
+const ECHO_MAX_BYTES = 5 * 48_000 * 2;
 
 /**
  * Echoes caller audio back after `delayMs` (config ECHO_DELAY_MS, default 200 ms). The caller hears
  * itself `delayMs` plus the outbound lead and transport later.
+ *
+ * The delay line copies the audio into one byte ring per session (grown by doubling, bounded) rather
+ * than keeping the chunks it is given: those are views into the DSP pipeline's batch buffers, and
+ * holding a 640-byte view for 200 ms would keep a whole batch of every session's audio alive with it.
+ * What it hands on is a view of the ring, valid for that call only (the pipeline copies its input).
  */
 export class EchoBot implements BotLeg {
   readonly #handler: BotHandler;
   readonly #loop: PacingLoop;
   readonly #delayMs: number;
-  readonly #frames: Uint8Array[] = [];
-  readonly #dueAt: number[] = [];
+  #ring = new Uint8Array(8192);
+  /** Where the oldest held byte is, and how many are held. */
+  #start = 0;
+  #bytes = 0;
+  /** The held frames, oldest at #head: when each is due and its length. */
+  readonly #dueAt = new Float64Array(ECHO_MAX_FRAMES);
+  readonly #len = new Int32Array(ECHO_MAX_FRAMES);
   #head = 0;
+  #frames = 0;
+  /** A frame that wraps the ring's end is copied here to be handed on whole. */
+  #wrapped = new Uint8Array(0);
   #ended = false;
 
   constructor(handler: BotHandler, loop: PacingLoop, delayMs: number) {
@@ -33,29 +48,47 @@ export class EchoBot implements BotLeg {
   }
 
   audio(pcm: Uint8Array): void {
-    if (this.#ended) return;
-    if (this.#frames.length - this.#head >= ECHO_MAX_FRAMES) return;
-    const at = performance.now() + this.#delayMs;
-    this.#frames.push(pcm);
-    this.#dueAt.push(at);
-    if (this.#delayMs === 0) this.service(at);
-    else this.#loop.wakeBy(at);
+    const n = pcm.byteLength;
+    if (this.#ended || n === 0) return;
+    if (this.#frames >= ECHO_MAX_FRAMES || this.#bytes + n > ECHO_MAX_BYTES) return;
+    if (this.#bytes + n > this.#ring.length) this.#grow(this.#bytes + n);
+    const ring = this.#ring;
+    const at = (this.#start + this.#bytes) % ring.length;
+    const first = Math.min(n, ring.length - at);
+    ring.set(first === n ? pcm : pcm.subarray(0, first), at);
+    if (first < n) ring.set(pcm.subarray(first), 0);
+    this.#bytes += n;
+    const due = performance.now() + this.#delayMs;
+    const slot = (this.#head + this.#frames) % ECHO_MAX_FRAMES;
+    this.#dueAt[slot] = due;
+    this.#len[slot] = n;
+    this.#frames++;
+    if (this.#delayMs === 0) this.service(due);
+    else this.#loop.wakeBy(due);
   }
 
   service(now: number): number {
-    const frames = this.#frames;
-    while (this.#head < frames.length && this.#dueAt[this.#head]! <= now) {
-      const pcm = frames[this.#head]!;
-      this.#head++;
-      this.#handler.botAudio(pcm);
+    while (this.#frames > 0 && this.#dueAt[this.#head]! <= now) {
+      const n = this.#len[this.#head]!;
+      const ring = this.#ring;
+      const start = this.#start;
+      let frame: Uint8Array;
+      if (start + n <= ring.length) frame = ring.subarray(start, start + n);
+      else {
+        if (this.#wrapped.length < n) this.#wrapped = new Uint8Array(n);
+        frame = this.#wrapped.subarray(0, n);
+        const first = ring.length - start;
+        frame.set(ring.subarray(start), 0);
+        frame.set(ring.subarray(0, n - first), first);
+      }
+      this.#start = (start + n) % ring.length;
+      this.#bytes -= n;
+      this.#head = (this.#head + 1) % ECHO_MAX_FRAMES;
+      this.#frames--;
+      this.#handler.botAudio(frame);
+      if (this.#ended) return Number.POSITIVE_INFINITY;
     }
-    if (this.#head > 256 && this.#head * 2 > frames.length) {
-      // Compact now and then rather than shift() per frame.
-      frames.splice(0, this.#head);
-      this.#dueAt.splice(0, this.#head);
-      this.#head = 0;
-    }
-    return this.#head < frames.length ? this.#dueAt[this.#head]! : Number.POSITIVE_INFINITY;
+    return this.#frames > 0 ? this.#dueAt[this.#head]! : Number.POSITIVE_INFINITY;
   }
 
   dtmf(): void {}
@@ -63,7 +96,22 @@ export class EchoBot implements BotLeg {
 
   end(): void {
     this.#ended = true;
+    this.#frames = 0;
+    this.#bytes = 0;
     this.#loop.delete(this);
+  }
+
+  /** Doubles the ring until `need` bytes fit, keeping what is held in order from index 0. */
+  #grow(need: number): void {
+    const old = this.#ring;
+    let size = old.length * 2;
+    while (size < need) size *= 2;
+    const ring = new Uint8Array(size);
+    const first = Math.min(this.#bytes, old.length - this.#start);
+    ring.set(old.subarray(this.#start, this.#start + first), 0);
+    ring.set(old.subarray(0, this.#bytes - first), first);
+    this.#ring = ring;
+    this.#start = 0;
   }
 }
 
@@ -75,7 +123,7 @@ export abstract class GeneratorBot implements BotLeg {
   readonly #handler: BotHandler;
   readonly #loop: PacingLoop;
   readonly #rate: number;
-  readonly #frameSamples: number;
+  readonly #frame: Int16Array;
   #t0 = -1;
   #produced = 0;
   #done = false;
@@ -84,7 +132,7 @@ export abstract class GeneratorBot implements BotLeg {
     this.#handler = handler;
     this.#loop = loop;
     this.#rate = rate;
-    this.#frameSamples = rate / 50;
+    this.#frame = new Int16Array(rate / 50);
     loop.add(this);
     loop.wakeBy(performance.now());
   }
@@ -96,9 +144,9 @@ export abstract class GeneratorBot implements BotLeg {
     if (this.#done) return Number.POSITIVE_INFINITY;
     if (this.#t0 < 0) this.#t0 = now;
     const target = Math.floor(((now - this.#t0 + GENERATE_AHEAD_MS) * this.#rate) / 1000);
+    // One frame reused: the pipeline copies what it is given.
+    const frame = this.#frame;
     while (this.#produced < target) {
-      // A fresh frame each time: the pipeline may keep what it is given.
-      const frame = new Int16Array(this.#frameSamples);
       const n = this.fill(frame, this.#produced);
       if (n > 0) {
         this.#produced += n;

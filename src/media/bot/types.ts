@@ -7,7 +7,7 @@ import type { BotEvent } from '../protocol.js';
 
 /** What the session receives from its bot leg (one object per session, not a closure per frame). */
 export interface BotHandler {
-  /** Bot audio, PCM16 LE at the bot rate, a whole number of samples. */
+  /** Bot audio, PCM16 LE at the bot rate, a whole number of samples; valid during the call only. */
   botAudio(pcm: Uint8Array): void;
   botEvent(event: BotEvent): void;
   /** The bot could not be reached or dropped; the call goes on (the provider gets an `error` event). */
