@@ -45,8 +45,10 @@ export class OutboundQueue implements Paced {
   readonly #chunks: Rechunker;
   readonly #clock: PaceClock;
   readonly #marks: PendingMark[] = [];
-  /** Base64 mode encodes from here; binary mode needs a fresh buffer per send (ws may hold it). */
+  /** Base64 mode encodes from here. */
   readonly #scratch: Buffer;
+  /** Binary mode sends from here, and replaces it when the socket keeps it (see #sendDue). */
+  #frame: Buffer;
   readonly #framesOut;
   readonly #bytesOut;
   readonly #shedFull;
@@ -76,6 +78,7 @@ export class OutboundQueue implements Paced {
     this.#chunks = new Rechunker(o.format.chunkBytes, maxChunks);
     this.#clock = new PaceClock(o.format.chunkMs, o.leadMs, Math.max(o.format.chunkMs, o.catchUpMs ?? 0));
     this.#scratch = Buffer.alloc(o.format.chunkBytes);
+    this.#frame = Buffer.allocUnsafeSlow(o.format.chunkBytes);
     // Labelled children once per session, not a label lookup per chunk.
     this.#framesOut = o.metrics.hot.framesOutCaller;
     this.#bytesOut = o.metrics.hot.bytesOutCaller;
@@ -184,9 +187,12 @@ export class OutboundQueue implements Paced {
         chunks.take(this.#scratch);
         this.#shedBackpressure.inc();
       } else if (this.#format.encoding === 'binary') {
-        const buf = Buffer.allocUnsafe(chunks.chunkBytes);
+        const buf = this.#frame;
         chunks.take(buf);
         ws.send(buf);
+        // Written through at once (the usual case), the socket holds no reference to the frame and the
+        // next chunk may use it; otherwise it is the socket's until sent, and the next chunk gets its own.
+        if (ws.bufferedAmount > 0) this.#frame = Buffer.allocUnsafeSlow(chunks.chunkBytes);
         this.#framesOut.add();
         this.#bytesOut.add(buf.length);
       } else {
@@ -202,7 +208,7 @@ export class OutboundQueue implements Paced {
   /** Sends what is due now, and has the loop wake for the next chunk. */
   #pump(): void {
     const next = this.service(this.#now());
-    if (next !== Number.POSITIVE_INFINITY) this.#loop?.wakeBy(next);
+    if (next !== Number.POSITIVE_INFINITY) this.#loop?.wakeBy(this, next);
   }
 
   #deliverMarks(): void {

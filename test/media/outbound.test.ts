@@ -13,7 +13,8 @@ class FakeSocket {
   bufferedAmount = 0;
   readonly sent: (Buffer | string)[] = [];
   send(data: Buffer | string): void {
-    this.sent.push(data);
+    // A copy: with bufferedAmount 0 the bytes have left, as on a real socket, and the buffer is free.
+    this.sent.push(typeof data === 'string' ? data : Buffer.from(data));
   }
   audio(): Buffer[] {
     return this.sent.filter((d): d is Buffer => typeof d !== 'string');
@@ -96,6 +97,21 @@ describe('OutboundQueue', () => {
     expect(audio[5]!.subarray(0, 100).every((b) => b === 7)).toBe(true);
     expect(audio[5]!.subarray(100).every((b) => b === 0)).toBe(true); // slin silence
     expect(ws.sent[ws.sent.length - 1]).toBe('{"event":"mark","name":"m1"}');
+  });
+
+  it('a frame the socket still holds (bufferedAmount > 0) is never reused for the next chunk', () => {
+    clock = 0;
+    const { ws, q } = queue(createMetrics());
+    // A socket that keeps what it is given, unsent, as a real one does while its buffer drains.
+    const held: Buffer[] = [];
+    ws.bufferedAmount = 320;
+    ws.send = (data: Buffer | string) => {
+      if (typeof data !== 'string') held.push(data);
+    };
+    for (let i = 1; i <= 5; i++) q.push(Buffer.alloc(320, i));
+    for (clock = 0; clock <= 200; clock += 5) q.service(clock);
+    expect(held.map((b) => b[0])).toEqual([1, 2, 3, 4, 5]);
+    expect(held.every((b, i) => b.every((x) => x === i + 1))).toBe(true);
   });
 
   it('several marks within one chunk insert no silence; only the end of the audio is padded', () => {

@@ -64,7 +64,7 @@ export class EchoBot implements BotLeg {
     this.#len[slot] = n;
     this.#frames++;
     if (this.#delayMs === 0) this.service(due);
-    else this.#loop.wakeBy(due);
+    else this.#loop.wakeBy(this, due);
   }
 
   service(now: number): number {
@@ -134,7 +134,7 @@ export abstract class GeneratorBot implements BotLeg {
     this.#rate = rate;
     this.#frame = new Int16Array(rate / 50);
     loop.add(this);
-    loop.wakeBy(performance.now());
+    loop.wakeBy(this, performance.now());
   }
 
   /** Writes up to `out.length` samples starting at sample `offset`; returns how many (fewer at the end). */
