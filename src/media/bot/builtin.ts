@@ -11,8 +11,8 @@ export const GENERATE_AHEAD_MS = 100;
 
 /** The most frames the echo delay line holds, so a stalled loop cannot grow it without bound. */
 const ECHO_MAX_FRAMES = 4096;
-/** The most bytes it holds: 5 s at 48 kHz PCM16, far more than any delay the config accepts. */
-const ECHO_MAX_BYTES = 5 * 48_000 * 2;
+/** Beyond the delay itself, how much audio the line may hold (a stalled loop, a burst), in ms. */
+const ECHO_SLACK_MS = 5_000;
 
 /**
  * Echoes caller audio back after `delayMs` (config ECHO_DELAY_MS, default 200 ms). The caller hears
@@ -27,13 +27,15 @@ export class EchoBot implements BotLeg {
   readonly #handler: BotHandler;
   readonly #loop: PacingLoop;
   readonly #delayMs: number;
+  /** The most bytes held: the delay plus ECHO_SLACK_MS at 48 kHz PCM16 (the highest bot rate). */
+  readonly #maxBytes: number;
   #ring = new Uint8Array(8192);
   /** Where the oldest held byte is, and how many are held. */
   #start = 0;
   #bytes = 0;
-  /** The held frames, oldest at #head: when each is due and its length. */
-  readonly #dueAt = new Float64Array(ECHO_MAX_FRAMES);
-  readonly #len = new Int32Array(ECHO_MAX_FRAMES);
+  /** The held frames, oldest at #head: when each is due and its length (grown by doubling, like the ring). */
+  #dueAt = new Float64Array(16);
+  #len = new Int32Array(16);
   #head = 0;
   #frames = 0;
   /** A frame that wraps the ring's end is copied here to be handed on whole. */
@@ -44,13 +46,15 @@ export class EchoBot implements BotLeg {
     this.#handler = handler;
     this.#loop = loop;
     this.#delayMs = delayMs;
+    this.#maxBytes = Math.ceil(((delayMs + ECHO_SLACK_MS) * 48_000 * 2) / 1000);
     loop.add(this);
   }
 
   audio(pcm: Uint8Array): void {
     const n = pcm.byteLength;
     if (this.#ended || n === 0) return;
-    if (this.#frames >= ECHO_MAX_FRAMES || this.#bytes + n > ECHO_MAX_BYTES) return;
+    if (this.#frames >= ECHO_MAX_FRAMES || this.#bytes + n > this.#maxBytes) return;
+    if (this.#frames === this.#dueAt.length) this.#growFrames();
     if (this.#bytes + n > this.#ring.length) this.#grow(this.#bytes + n);
     const ring = this.#ring;
     const at = (this.#start + this.#bytes) % ring.length;
@@ -59,7 +63,7 @@ export class EchoBot implements BotLeg {
     if (first < n) ring.set(pcm.subarray(first), 0);
     this.#bytes += n;
     const due = performance.now() + this.#delayMs;
-    const slot = (this.#head + this.#frames) % ECHO_MAX_FRAMES;
+    const slot = (this.#head + this.#frames) % this.#dueAt.length;
     this.#dueAt[slot] = due;
     this.#len[slot] = n;
     this.#frames++;
@@ -83,7 +87,7 @@ export class EchoBot implements BotLeg {
       }
       this.#start = (start + n) % ring.length;
       this.#bytes -= n;
-      this.#head = (this.#head + 1) % ECHO_MAX_FRAMES;
+      this.#head = (this.#head + 1) % this.#dueAt.length;
       this.#frames--;
       this.#handler.botAudio(frame);
       if (this.#ended) return Number.POSITIVE_INFINITY;
@@ -99,6 +103,21 @@ export class EchoBot implements BotLeg {
     this.#frames = 0;
     this.#bytes = 0;
     this.#loop.delete(this);
+  }
+
+  /** Doubles the frame slots, keeping the held ones in order from index 0. */
+  #growFrames(): void {
+    const size = this.#dueAt.length;
+    const dueAt = new Float64Array(size * 2);
+    const len = new Int32Array(size * 2);
+    for (let i = 0; i < this.#frames; i++) {
+      const j = (this.#head + i) % size;
+      dueAt[i] = this.#dueAt[j]!;
+      len[i] = this.#len[j]!;
+    }
+    this.#dueAt = dueAt;
+    this.#len = len;
+    this.#head = 0;
   }
 
   /** Doubles the ring until `need` bytes fit, keeping what is held in order from index 0. */
