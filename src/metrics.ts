@@ -11,8 +11,11 @@ import { Counter, collectDefaultMetrics, Gauge, Histogram, type Metric, Registry
 export class Tally {
   #n = 0;
   readonly #target: { inc(v: number): void };
+  /** The counter the target belongs to: resetting it discards what is pending here. */
+  readonly owner: object;
 
-  constructor(target: { inc(v: number): void }) {
+  constructor(owner: object, target: { inc(v: number): void }) {
+    this.owner = owner;
     this.#target = target;
   }
 
@@ -23,6 +26,10 @@ export class Tally {
   flush(): void {
     if (this.#n === 0) return;
     this.#target.inc(this.#n);
+    this.#n = 0;
+  }
+
+  discard(): void {
     this.#n = 0;
   }
 }
@@ -85,11 +92,21 @@ export function createMetrics() {
   const flush = (): void => {
     for (const t of tallies) t.flush();
   };
-  const tally = (target: { inc(v: number): void }): Tally => {
-    const t = new Tally(target);
+  const tally = (owner: Counter<string>, target: { inc(v: number): void }): Tally => {
+    const t = new Tally(owner, target);
     tallies.push(t);
+    // registry.resetMetrics() resets each counter: what its tallies hold would otherwise come back.
+    if (!resetHooked.has(owner)) {
+      resetHooked.add(owner);
+      const reset = owner.reset.bind(owner);
+      owner.reset = () => {
+        for (const x of tallies) if (x.owner === owner) x.discard();
+        reset();
+      };
+    }
     return t;
   };
+  const resetHooked = new Set<object>();
   const paceLatenessMs = new HotHistogram(
     'voicebridge_pace_lateness_ms',
     'How late outbound chunks left against their real-time schedule',
@@ -179,15 +196,15 @@ export function createMetrics() {
     ...m,
     /** Per-chunk counters (see Tally); sessions share these, one per label set. */
     hot: {
-      framesInCaller: tally(m.framesIn.labels('caller')),
-      bytesInCaller: tally(m.bytesIn.labels('caller')),
-      framesInBot: tally(m.framesIn.labels('bot')),
-      bytesInBot: tally(m.bytesIn.labels('bot')),
-      framesOutCaller: tally(m.framesOut.labels('caller')),
-      bytesOutCaller: tally(m.bytesOut.labels('caller')),
-      framesOutBot: tally(m.framesOut.labels('bot')),
-      bytesOutBot: tally(m.bytesOut.labels('bot')),
-      lateChunks: tally(m.lateChunks),
+      framesInCaller: tally(m.framesIn, m.framesIn.labels('caller')),
+      bytesInCaller: tally(m.bytesIn, m.bytesIn.labels('caller')),
+      framesInBot: tally(m.framesIn, m.framesIn.labels('bot')),
+      bytesInBot: tally(m.bytesIn, m.bytesIn.labels('bot')),
+      framesOutCaller: tally(m.framesOut, m.framesOut.labels('caller')),
+      bytesOutCaller: tally(m.bytesOut, m.bytesOut.labels('caller')),
+      framesOutBot: tally(m.framesOut, m.framesOut.labels('bot')),
+      bytesOutBot: tally(m.bytesOut, m.bytesOut.labels('bot')),
+      lateChunks: tally(m.lateChunks, m.lateChunks),
     },
   };
 }
