@@ -151,6 +151,9 @@ export class OutboundQueue implements Paced {
     const ws = this.#ws;
     const chunks = this.#chunks;
     if (ws.readyState !== WebSocket.OPEN) return Number.POSITIVE_INFINITY;
+    // Serviced only when due, a queue that ran dry may find its run long over: end it before reading
+    // the schedule (the padding time below depends on it).
+    if (chunks.chunks === 0) this.#clock.idle(now);
     for (;;) {
       this.#sendDue(now);
       if (chunks.chunks > 0) return this.#clock.nextDueAt();

@@ -55,7 +55,8 @@ export class PacingLoop {
 
   /** `member` will have something due at `at`: it is serviced by then (or `minGapMs` after the last tick). */
   wakeBy(member: Paced, at: number): void {
-    if (!this.#members.has(member)) return;
+    // NaN would sit at the heap's top, never due and never passed: the loop would stop for everyone.
+    if (Number.isNaN(at) || !this.#members.has(member)) return;
     const cur = this.#due.get(member);
     if (cur !== undefined && cur <= at) return;
     this.#due.set(member, at);

@@ -114,6 +114,25 @@ describe('OutboundQueue', () => {
     expect(held.every((b, i) => b.every((x) => x === i + 1))).toBe(true);
   });
 
+  it('after a long pause, a short piece of audio before a mark waits half the lead for more, as at a start', () => {
+    clock = 0;
+    const { ws, q } = queue(createMetrics());
+    // Both chunks leave at once (within the lead); an emptied queue is not serviced again.
+    q.push(Buffer.alloc(640, 1));
+    expect(ws.audio()).toHaveLength(2);
+    // Five seconds later (the loop does not service an empty queue meanwhile): 100 bytes, then a mark.
+    clock = 5_000;
+    q.push(Buffer.alloc(100, 2));
+    q.mark('m');
+    expect(ws.audio()).toHaveLength(2);
+    expect(ws.texts()).toEqual([]);
+    q.service(5_010);
+    expect(ws.audio()).toHaveLength(2);
+    q.service(5_025);
+    expect(ws.audio()).toHaveLength(3);
+    expect(ws.texts()).toEqual(['{"event":"mark","name":"m"}']);
+  });
+
   it('several marks within one chunk insert no silence; only the end of the audio is padded', () => {
     clock = 0;
     const { ws, q } = queue(createMetrics());
