@@ -7,7 +7,7 @@ import { availableParallelism } from 'node:os';
 import { resolve } from 'node:path';
 import { RESAMPLER_RATES } from './audio/format.js';
 import { displayUrl } from './log.js';
-import { botUrlProblem } from './media/bot/bot-url.js';
+import { type BotHostAllowlist, botUrlProblem, parseAllowedHosts } from './media/bot/bot-url.js';
 
 /** Development-only secrets, used when none is configured outside production. */
 export const DEV_MEDIA_SECRET = 'voicebridge-dev-media-secret';
@@ -32,6 +32,8 @@ export interface Config {
   readonly botUrl: string;
   /** The directory (absolute) a tenant's `bot_url` of `builtin:wav:<path>` must lie in; undefined: refused. */
   readonly botWavDir: string | undefined;
+  /** The hosts a tenant's ws/wss `bot_url` may dial (BOT_URL_ALLOWED_HOSTS); `BOT_URL` itself is not limited. */
+  readonly botUrlAllowedHosts: BotHostAllowlist;
   readonly botSampleRate: number;
   /** Worker threads for the audio pipeline; 0 runs the DSP inline on the main thread. */
   readonly dspWorkers: number;
@@ -181,6 +183,10 @@ export function loadConfig(env: Env = process.env, argv: readonly string[] = [])
   if (botProblem !== undefined)
     problems.push(`BOT_URL must be ${botProblem.accepts}, got ${botProblem.shown}`);
   const botWavDir = wavDir(e.BOT_WAV_DIR, problems);
+  const allowed = parseAllowedHosts(e.BOT_URL_ALLOWED_HOSTS, production);
+  if (typeof allowed === 'string') problems.push(allowed);
+  const botUrlAllowedHosts: BotHostAllowlist =
+    typeof allowed === 'string' ? { any: false, rules: [] } : allowed;
   const botSampleRate = int('BOT_SAMPLE_RATE', 16000, 8000, 48000);
   if (!(RESAMPLER_RATES as readonly number[]).includes(botSampleRate)) {
     problems.push(`BOT_SAMPLE_RATE must be one of ${RESAMPLER_RATES.join(', ')}, got ${botSampleRate}`);
@@ -233,6 +239,7 @@ export function loadConfig(env: Env = process.env, argv: readonly string[] = [])
     providerToken: e.PROVIDER_TOKEN || undefined,
     botUrl,
     botWavDir,
+    botUrlAllowedHosts,
     botSampleRate,
     dspWorkers: int('DSP_WORKERS', Math.max(1, availableParallelism() - 1), 0, 64),
     stateStore,

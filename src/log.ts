@@ -43,10 +43,33 @@ export function displayUrl(url: string): string {
     if (u.host === '') return `${u.protocol}…`;
     return `${u.protocol}//${u.host}${u.pathname}`;
   } catch {
-    // Not a URL: the same parts by pattern, so the message still says which one.
-    const m = /^([a-z][a-z0-9+.-]*:\/\/)(?:[^/?#]*@)?([^/?#]*)([^?#]*)/i.exec(url);
+    // Not a URL: the same parts by pattern, so the message still says which one. Any `@` may end a
+    // userinfo the pattern cannot delimit (a password may hold `/`, `?` or `#`): then nothing is shown.
+    if (url.includes('@')) return NOT_A_URL;
+    const m = /^([a-z][a-z0-9+.-]*:\/\/)([^/?#]*)([^?#]*)/i.exec(url);
     return m === null ? '(bad URL)' : `${m[1]}${m[2]}${m[3]}`;
   }
+}
+
+const NOT_A_URL = '(not a valid URL)';
+
+/**
+ * A value that should have been a URL, as an error message may quote it: a URL with a host as
+ * displayUrl shows it; anything else quoted (JSON) only when it holds neither `@` nor `://`, so
+ * credentials written into a malformed URL (`wss:/user:pw@host`, ` wss://user:pw@host`) are never echoed.
+ */
+export function shownValue(value: string): string {
+  let u: URL | undefined;
+  try {
+    u = new URL(value);
+  } catch {}
+  if (u !== undefined && u.host !== '') {
+    // An `@` the parser did not take as the end of a userinfo (`wss://user:123?pw@host`): the "host" it
+    // found may be the user name.
+    if (value.includes('@') && u.username === '' && u.password === '') return NOT_A_URL;
+    return displayUrl(value);
+  }
+  return /@|:\/\//.test(value) ? NOT_A_URL : JSON.stringify(value);
 }
 
 /**

@@ -106,11 +106,20 @@ describe('config', () => {
     expect(loadConfig({ BOT_URL: 'wss://u:p@bot.example:8443/v1/bot?token=t' }).botUrl).toBe(
       'wss://u:p@bot.example:8443/v1/bot?token=t',
     );
+    // The scheme in any case, as URLs allow.
+    expect(loadConfig({ BOT_URL: 'WSS://bot.example/v1' }).botUrl).toBe('WSS://bot.example/v1');
     for (const [raw, shown] of [
-      ['ws://bot-user:pw-s3cret@bad host/x?token=tok-s3cret', 'ws://bad host/x'],
+      ['ws://bot-user:pw-s3cret@bad host/x?token=tok-s3cret', '(not a valid URL)'],
       ['wss://bot-user:pw-s3cret@bot.example/x?token=tok-s3cret#frag', 'wss://bot.example/x'],
-      ['ws://', 'ws://'],
+      ['ws://', '(not a valid URL)'],
       ['http://bot-user:pw-s3cret@bot.example/x?token=tok-s3cret', 'http://bot.example/x'],
+      // Not quite a ws URL, credentials and all: never quoted.
+      ['wss:/bot-user:pw-s3cret@bot.example', 'wss://bot.example/'],
+      [' wss://bot-user:pw-s3cret@bot.example', 'wss://bot.example/'],
+      ['wss://bot-user:pw/s3cret@bot.example', '(not a valid URL)'],
+      ['wss://bot-user:pw?s3cret@bot.example', '(not a valid URL)'],
+      ['wss://bot-user:pw#s3cret@bot.example', '(not a valid URL)'],
+      ['bot-user:pw-s3cret@bot.example', '(not a valid URL)'],
     ]) {
       let message = '';
       try {
@@ -121,6 +130,66 @@ describe('config', () => {
       expect(message).toMatch(/^BOT_URL must be /);
       expect(message).toContain(`got ${shown}`);
       expect(message).not.toMatch(/s3cret|bot-user/);
+    }
+  });
+
+  it('shows no part of a malformed URL whose userinfo holds "/", "?" or "#"', () => {
+    for (const raw of [
+      'https://jwks-user:pw/s3cret@idp.example/jwks',
+      'https://jwks-user:pw?s3cret@idp.example/jwks',
+      'https://jwks-user:pw#s3cret@idp.example/jwks',
+    ]) {
+      expect(() => loadConfig({ AUTH_JWKS_URL: raw })).toThrow(
+        /^AUTH_JWKS_URL must be a https: or http: URL, got "\(not a valid URL\)"$/,
+      );
+    }
+  });
+
+  it('BOT_URL_ALLOWED_HOSTS: * outside production, nothing in production; hosts, wildcards and ports', () => {
+    expect(loadConfig({}).botUrlAllowedHosts).toEqual({ any: true, rules: [] });
+    const prod = {
+      NODE_ENV: 'production',
+      MEDIA_SECRET: 's',
+      AUTH_JWT_SECRET: 'a',
+      PROVIDER_BASE_URL: 'https://provider.example/v1',
+    };
+    expect(loadConfig(prod).botUrlAllowedHosts).toEqual({ any: false, rules: [] });
+    expect(loadConfig({ ...prod, BOT_URL_ALLOWED_HOSTS: ' ' }).botUrlAllowedHosts).toEqual({
+      any: false,
+      rules: [],
+    });
+    expect(
+      loadConfig({
+        ...prod,
+        BOT_URL_ALLOWED_HOSTS: 'Bot.Example.com, *.voice.example:8443,10.0.0.5:9000,[::1],*',
+      }).botUrlAllowedHosts,
+    ).toEqual({
+      any: true,
+      rules: [
+        { host: 'bot.example.com', wildcard: false, port: undefined },
+        { host: 'voice.example', wildcard: true, port: 8443 },
+        { host: '10.0.0.5', wildcard: false, port: 9000 },
+        { host: '[::1]', wildcard: false, port: undefined },
+      ],
+    });
+    const accepts =
+      'BOT_URL_ALLOWED_HOSTS must be a comma-separated list of host names or IP addresses (bot.example.com, 10.0.0.5, [::1]), *.example.com wildcards (subdomains only), each with an optional :port, or * for any host, got';
+    for (const [raw, shown] of [
+      ['bot.example.com,bot.example.com/path', '"bot.example.com/path"'],
+      ['bot.example.com:0', '"bot.example.com:0"'],
+      ['bot.example.com:70000', '"bot.example.com:70000"'],
+      ['*example.com', '"*example.com"'],
+      ['*.10.0.0', '"*.10.0.0"'],
+      ['wss://bot.example.com', '(not a host name)'],
+      ['user:pw-s3cret@bot.example.com', '(not a host name)'],
+    ]) {
+      let lines: readonly string[] = [];
+      try {
+        loadConfig({ BOT_URL_ALLOWED_HOSTS: raw! });
+      } catch (err) {
+        lines = (err as ConfigError).problems;
+      }
+      expect(lines).toEqual([`${accepts} ${shown}`]);
     }
   });
 

@@ -3,6 +3,7 @@
  */
 import type { Config } from '../config.js';
 import { displayUrl } from '../log.js';
+import { isWsBotUrl } from '../media/bot/bot-url.js';
 
 /** `http://0.0.0.0:8080` listens everywhere; a person connects to loopback. */
 export function connectableUrl(listenUrl: string): string {
@@ -28,7 +29,7 @@ export function startupBanner(listenUrl: string, config: Config): string {
   }
   lines.push(
     `  REST token${config.authSecretIsDev ? ' (development secret)' : ''}: npm run token`,
-    `  bot: ${config.botUrl.startsWith('ws') ? displayUrl(config.botUrl) : config.botUrl} at ${config.botSampleRate} Hz; DSP workers: ${config.dspWorkers}`,
+    `  bot: ${isWsBotUrl(config.botUrl) ? displayUrl(config.botUrl) : config.botUrl} at ${config.botSampleRate} Hz; DSP workers: ${config.dspWorkers}`,
   );
   return `${lines.join('\n')}\n`;
 }

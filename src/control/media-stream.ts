@@ -24,7 +24,12 @@ import type { RestVerifier } from '../auth/jwt.js';
 import type { BridgeContext } from '../context.js';
 import { BridgeError, invalidField } from '../errors.js';
 import { displayUrl } from '../log.js';
-import { shownBotUrl, TENANT_BOT_URL_ACCEPTS, tenantBotUrlProblem } from '../media/bot/bot-url.js';
+import {
+  shownBotUrl,
+  TENANT_BOT_URL_ACCEPTS,
+  type TenantBotPolicy,
+  tenantBotUrlProblem,
+} from '../media/bot/bot-url.js';
 import { resolveFormat } from '../media/format.js';
 import type { MediaStreamUpsert } from '../provider/types.js';
 import type { MediaStreamConfig } from '../state/types.js';
@@ -33,6 +38,9 @@ import { BEARER, errorResponses } from './schemas.js';
 import { rejectUnknownFields, useUniformValidation } from './validation.js';
 
 const WS_URL_ACCEPTS = 'a ws:// or wss:// URL';
+
+/** What a read shows for a stored bot_url this instance cannot unseal (its calls get no bot). */
+const UNREADABLE_BOT_URL = '(stored, but this instance cannot unseal it: check STATE_SECRET_KEY)';
 
 const UPSERT_SCHEMA = {
   type: 'object',
@@ -83,7 +91,8 @@ const CONFIG_SCHEMA = {
       type: 'string',
       nullable: true,
       description:
-        "the tenant's bot, credentials and query values masked (****); null: the bridge's BOT_URL applies",
+        "the tenant's bot, credentials and query values masked (****); null: the bridge's BOT_URL applies; " +
+        `"${UNREADABLE_BOT_URL}": one is stored but this instance cannot read it, and the tenant's calls get no bot`,
     },
   },
 } as const;
@@ -122,12 +131,10 @@ export function configFromUpsert(tenant: string, body: Record<string, unknown>):
 
 const BOT_URL_MAX_CHARS = 2048;
 
-/** The tenant's own bot from an upsert: the `BOT_URL` rules, and a WAV file only inside `wavDir`
- * (BOT_WAV_DIR). Undefined (none: the bridge's `BOT_URL`) when left out or null. */
-export function botUrlFromUpsert(
-  body: Record<string, unknown>,
-  wavDir: string | undefined,
-): string | undefined {
+/** The tenant's own bot from an upsert: the `BOT_URL` rules, a ws/wss host BOT_URL_ALLOWED_HOSTS allows,
+ * a tone within the bot's band, a WAV file only inside BOT_WAV_DIR. Undefined (none: the bridge's
+ * `BOT_URL`) when left out or null. */
+export function botUrlFromUpsert(body: Record<string, unknown>, policy: TenantBotPolicy): string | undefined {
   const raw = body.bot_url;
   if (raw === undefined || raw === null) return undefined;
   const url = String(raw);
@@ -138,7 +145,7 @@ export function botUrlFromUpsert(
       { field: 'bot_url' },
     );
   }
-  const problem = tenantBotUrlProblem(url, wavDir);
+  const problem = tenantBotUrlProblem(url, policy);
   if (problem !== undefined) {
     throw new BridgeError('invalid_field', `bot_url must be ${problem.accepts}, got ${problem.shown}`, {
       field: 'bot_url',
@@ -149,7 +156,9 @@ export function botUrlFromUpsert(
 
 /** The config as reads show it: the stored fields, and for those left out the values a session_start
  * without a `media` object gets (`bot_url`, ours, is not among them). */
-export function effectiveConfig(config: MediaStreamConfig): Required<Omit<MediaStreamConfig, 'bot_url'>> {
+export function effectiveConfig(
+  config: MediaStreamConfig,
+): Required<Omit<MediaStreamConfig, 'bot_url' | 'bot_url_unreadable'>> {
   const f = resolveFormat(undefined, config);
   return {
     tenant: config.tenant,
@@ -186,7 +195,12 @@ function readView(config: MediaStreamConfig, secret: string | undefined) {
   return {
     ...effectiveConfig(config),
     secret_hint: secretHint(secret),
-    bot_url: config.bot_url === undefined ? null : shownBotUrl(config.bot_url),
+    bot_url:
+      config.bot_url !== undefined
+        ? shownBotUrl(config.bot_url)
+        : config.bot_url_unreadable === true
+          ? UNREADABLE_BOT_URL
+          : null,
   };
 }
 
@@ -234,7 +248,9 @@ export function registerMediaStreamRoutes(
           description:
             'The upsert replaces the stored config: a field left out takes its default. `bot_url` is the ' +
             "bridge's own extension: the tenant's bot, dialled at each session_start instead of the bridge's " +
-            'BOT_URL; stored here, never forwarded to the provider; left out or null, BOT_URL applies.',
+            'BOT_URL; stored here, never forwarded to the provider; left out or null, BOT_URL applies. ' +
+            'A ws:// or wss:// bot_url must name a host the operator lists in BOT_URL_ALLOWED_HOSTS ' +
+            '(in production none unless listed, and plain ws:// only to a host listed by name).',
           security: BEARER,
           body: UPSERT_SCHEMA,
           response: { 200: CONFIG_SCHEMA, ...errorResponses(400, 401, 403, 502, 503, 504) },
@@ -243,7 +259,7 @@ export function registerMediaStreamRoutes(
       async (req) => {
         const { tenant } = principal(req);
         const body = req.body as Record<string, unknown>;
-        const bot_url = botUrlFromUpsert(body, ctx.config.botWavDir);
+        const bot_url = botUrlFromUpsert(body, ctx.config);
         const config: MediaStreamConfig = {
           ...configFromUpsert(tenant, body),
           ...(bot_url !== undefined && { bot_url }),

@@ -192,6 +192,7 @@ export class ProviderConnection {
         pipeline: this.#deps.pipeline,
         loop: this.#deps.loop,
         tenantBotUrl: stored?.bot_url,
+        tenantBotUnreadable: stored?.bot_url_unreadable === true,
         onEnded: (s) => this.#sessionEnded(s),
       });
     } catch (err) {

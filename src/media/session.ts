@@ -24,6 +24,8 @@ export interface SessionDeps {
   readonly loop: PacingLoop;
   /** The tenant's own bot (its stored `bot_url`); undefined: the bridge's `BOT_URL`. */
   readonly tenantBotUrl?: string | undefined;
+  /** The tenant has a stored `bot_url` this instance cannot read: the call gets no bot (not `BOT_URL`). */
+  readonly tenantBotUnreadable?: boolean | undefined;
   /** Called once the session is over (socket closed or closing), to forget it. */
   readonly onEnded: (session: MediaSession) => void;
 }
@@ -98,6 +100,7 @@ export class MediaSession implements PipelineSink, BotHandler {
         loop: deps.loop,
         log: this.log,
         tenantBotUrl: deps.tenantBotUrl,
+        tenantBotUnreadable: deps.tenantBotUnreadable,
       });
     } catch (err) {
       // A session that fails to start leaves nothing behind: no pacing member, no open DSP session.

@@ -79,9 +79,9 @@ export class RedisTenantStore implements TenantStore {
 
   async putMediaStream(config: MediaStreamConfig, secret: string | undefined): Promise<void> {
     const { tenant } = config;
-    const { bot_url, ...rest } = config;
+    const { bot_url, bot_url_unreadable: _unreadable, ...rest } = config;
     const fields: Record<string, string> = { config: JSON.stringify(rest) };
-    if (secret !== undefined) fields.secret = this.#box.seal(secret, tenant);
+    if (secret !== undefined) fields.secret = this.#box.seal(secret, secretContext(tenant));
     if (bot_url !== undefined) fields.bot_url = this.#box.seal(bot_url, botUrlContext(tenant));
     await this.#link.run('put_media_stream', async (r) => {
       const key = this.#tenantKey(tenant);
@@ -131,28 +131,33 @@ export class RedisTenantStore implements TenantStore {
     let config = prev?.config;
     let secret = prev?.secret;
     try {
-      const { bot_url: _ignored, ...stored } = JSON.parse(configText) as MediaStreamConfig;
-      let bot_url: string | undefined;
+      const {
+        bot_url: _ignored,
+        bot_url_unreadable: _unread,
+        ...stored
+      } = JSON.parse(configText) as MediaStreamConfig;
+      config = stored;
       if (typeof sealedBot === 'string') {
         try {
-          bot_url = this.#box.open(sealedBot, botUrlContext(tenant));
+          config = { ...stored, bot_url: this.#box.open(sealedBot, botUrlContext(tenant)) };
         } catch {
-          // As with the secret below: keep what was cached, never log the value.
-          bot_url = prev?.config?.bot_url;
+          // Fail closed: not the bridge's BOT_URL (the tenant chose another bot), nor a bot_url cached
+          // before (the tenant may have replaced it): its calls get no bot until this is fixed. Never
+          // log the value.
+          config = { ...stored, bot_url_unreadable: true };
           this.#metrics.errors.labels('open_bot_url').inc();
           this.#log.error(
             { tenant },
-            'stored bot_url does not open with this STATE_SECRET_KEY; every instance needs the same key',
+            "stored bot_url does not open with this STATE_SECRET_KEY; every instance needs the same key (the tenant's calls get no bot meanwhile)",
           );
         }
       }
-      config = bot_url === undefined ? stored : { ...stored, bot_url };
     } catch {
       this.#log.warn({ tenant }, 'stored media-stream config is not JSON; kept the cached one');
     }
     if (typeof sealed === 'string') {
       try {
-        secret = this.#box.open(sealed, tenant);
+        secret = this.#openSecret(sealed, tenant);
       } catch {
         // A different STATE_SECRET_KEY on another instance, or tampering. Never log the value.
         this.#metrics.errors.labels('open_secret').inc();
@@ -165,6 +170,17 @@ export class RedisTenantStore implements TenantStore {
     this.#cache.set(tenant, { config, secret });
   }
 
+  /** A media secret: sealed under its prefixed context, or under the bare tenant name (as stored before
+   * contexts were prefixed; only for names without NUL, so no other context can be taken for one). */
+  #openSecret(sealed: string, tenant: string): string {
+    try {
+      return this.#box.open(sealed, secretContext(tenant));
+    } catch (err) {
+      if (tenant.includes('\u0000')) throw err;
+      return this.#box.open(sealed, tenant);
+    }
+  }
+
   #tenantKey(tenant: string): string {
     return `${this.#link.prefix}tenant:${encodeURIComponent(tenant)}`;
   }
@@ -174,7 +190,14 @@ export class RedisTenantStore implements TenantStore {
   }
 }
 
-/** The sealing context of a tenant's bot URL: not the secret's, so neither opens in the other's place. */
+/**
+ * The sealing contexts: a tag, NUL, the tenant. Neither tag holds a NUL, so no tenant name makes one
+ * field's context equal another's (or another tenant's): a value copied elsewhere does not open.
+ */
+function secretContext(tenant: string): string {
+  return `secret\u0000${tenant}`;
+}
+
 function botUrlContext(tenant: string): string {
   return `bot_url\u0000${tenant}`;
 }

@@ -42,6 +42,11 @@ export interface MediaStreamConfig {
   readonly chunk_bytes?: number;
   /** The tenant's bot (ours, never sent to the provider); absent: the bridge's `BOT_URL`. May hold credentials. */
   readonly bot_url?: string;
+  /**
+   * Set by a shared store (never by a PUT) when a `bot_url` is stored but does not unseal here (another
+   * STATE_SECRET_KEY, tampering): the tenant's calls then get no bot at all, never the bridge's `BOT_URL`.
+   */
+  readonly bot_url_unreadable?: true;
 }
 
 export interface TenantStore {

@@ -254,7 +254,7 @@ describe('media-stream registration', () => {
       'bot_url must be ws://…, wss://…, builtin:echo, builtin:tone[:hz] or builtin:wav:<path>, got http://bot.example/x',
     );
     expect(await refused('ws://u:pw-7@bad host/x?token=tok-7')).toBe(
-      'bot_url must be a valid ws:// or wss:// URL with a host and no #fragment, got ws://bad host/x',
+      'bot_url must be a valid ws:// or wss:// URL with a host and no #fragment, got (not a valid URL)',
     );
     expect(await refused('builtin:tone:loud')).toBe(
       'bot_url must be ws://…, wss://…, builtin:echo, builtin:tone[:hz] or builtin:wav:<path>, got "builtin:tone:loud"',
@@ -263,7 +263,7 @@ describe('media-stream registration', () => {
       'bot_url must be at most 2048 characters, got 2073',
     );
     expect(await refused(['ws://bot.example'])).toBe(
-      "bot_url must be ws://…, wss://…, builtin:echo, builtin:tone[:hz], or builtin:wav:<path> inside BOT_WAV_DIR (null: the bridge's BOT_URL), got an array",
+      "bot_url must be ws://… or wss://… to a host listed in BOT_URL_ALLOWED_HOSTS, builtin:echo, builtin:tone[:hz] (hz from 1 to half of BOT_SAMPLE_RATE), or builtin:wav:<path> inside BOT_WAV_DIR (null: the bridge's BOT_URL), got an array",
     );
     expect(await refused('builtin:wav:/etc/passwd')).toBe(
       'bot_url must be ws://…, wss://…, builtin:echo or builtin:tone[:hz] (builtin:wav:<path> is refused: the bridge has no BOT_WAV_DIR), got "builtin:wav:/etc/passwd"',
@@ -295,6 +295,111 @@ describe('media-stream registration', () => {
     expect((await rig.bridge.ctx.tenants.getMediaStream('default'))?.bot_url).toBe(
       `builtin:wav:${dir}/prompts/hello.wav`,
     );
+  });
+
+  /** PUT /v1/media-stream with `bot_url` on `rig`: the status and the error message (if any). */
+  async function putBot(bot_url: string): Promise<{ status: number; message: string; text: string }> {
+    const token = await restToken(['media:manage']);
+    const r = await call(rig!.http, 'PUT', '/v1/media-stream', {
+      token,
+      body: { media_ws_url: 'wss://bridge.example/v1/media', bot_url },
+    });
+    return { status: r.status, message: String(r.body.message ?? ''), text: r.text };
+  }
+
+  it('BOT_URL_ALLOWED_HOSTS: a ws/wss bot_url only to a listed host, so tenants cannot reach metadata, loopback or internal names', async () => {
+    rig = await startRig({
+      providerUrl: null,
+      env: { BOT_URL_ALLOWED_HOSTS: 'bots.example.com, *.voice.example:8443' },
+    });
+    const notListed =
+      'bot_url must be a ws:// or wss:// URL whose host the operator has listed in BOT_URL_ALLOWED_HOSTS, got';
+    for (const [url, shown] of [
+      ['ws://169.254.169.254/latest/meta-data/', 'ws://169.254.169.254/latest/meta-data/'],
+      ['ws://127.0.0.1:6379/', 'ws://127.0.0.1:6379/'],
+      ['ws://0x7f.1:22/', 'ws://127.0.0.1:22/'],
+      ['wss://u:pw-7@internal-db/?token=tok-7', 'wss://internal-db/'],
+      ['wss://voice.example:8443/', 'wss://voice.example:8443/'], // the wildcard is for subdomains only
+      ['wss://a.voice.example/', 'wss://a.voice.example/'], // port 443, not the listed 8443
+      ['wss://bots.example.com.evil.example/', 'wss://bots.example.com.evil.example/'],
+      ['wss://bot-user:123?pw-7@bot.example/', '(not a valid URL)'],
+    ]) {
+      const r = await putBot(url!);
+      expect({ url, status: r.status, message: r.message }).toEqual({
+        url,
+        status: 400,
+        message: `${notListed} ${shown}`,
+      });
+      expect(r.text).not.toMatch(/pw-7|tok-7/);
+    }
+    for (const url of [
+      'wss://bots.example.com/v1',
+      'ws://BOTS.example.com:9000/v1',
+      'wss://a.voice.example:8443/v1',
+      'WSS://b.c.voice.example:8443/v1',
+      'builtin:echo',
+    ]) {
+      expect({ url, status: (await putBot(url)).status }).toEqual({ url, status: 200 });
+    }
+  });
+
+  it('BOT_URL_ALLOWED_HOSTS in production: unset refuses tenant ws/wss bots; * admits wss:// only, ws:// needs the host by name', async () => {
+    const prod = { NODE_ENV: 'production' };
+    rig = await startRig({ env: prod });
+    const unset = await putBot('wss://bot.example/v1');
+    expect(unset.status).toBe(400);
+    expect(unset.message).toBe(
+      'bot_url must be builtin:echo, builtin:tone[:hz] or builtin:wav:<path> on this bridge: ws:// and wss:// bots are refused until the operator lists their hosts in BOT_URL_ALLOWED_HOSTS, got wss://bot.example/v1',
+    );
+    expect((await putBot('builtin:echo')).status).toBe(200);
+    expect((await putBot('builtin:tone:600')).status).toBe(200);
+    await rig.close();
+
+    rig = await startRig({ env: { ...prod, BOT_URL_ALLOWED_HOSTS: '*,plain.example,*.lan.example' } });
+    expect((await putBot('wss://bot.example/v1')).status).toBe(200);
+    const plain = await putBot('ws://bot.example/v1');
+    expect(plain.status).toBe(400);
+    expect(plain.message).toBe(
+      'bot_url must be a wss:// URL: plain ws:// is refused in production unless the operator lists the host by name in BOT_URL_ALLOWED_HOSTS, got ws://bot.example/v1',
+    );
+    expect((await putBot('ws://plain.example/v1')).status).toBe(200);
+    expect((await putBot('ws://bot.lan.example/v1')).status).toBe(200);
+  });
+
+  it('400s never quote a malformed bot_url holding credentials; the ws scheme is taken in any case', async () => {
+    rig = await startRig({ providerUrl: null });
+    for (const [url, shown] of [
+      ['wss:/user:hunter2@bot.example', 'wss://bot.example/'],
+      [' wss://user:hunter2@bot.example', 'wss://bot.example/'],
+      ['wss://user:hun/ter2@bot.example', '(not a valid URL)'],
+      ['wss://user:hun?ter2@bot.example', '(not a valid URL)'],
+      ['wss://user:hun#ter2@bot.example', '(not a valid URL)'],
+      ['user:hunter2@bot.example', '(not a valid URL)'],
+      ['wss//user:hunter2@bot.example', '(not a valid URL)'],
+    ]) {
+      const r = await putBot(url!);
+      expect({ url, status: r.status }).toEqual({ url, status: 400 });
+      expect(r.message).toMatch(new RegExp(`^bot_url must be .*, got ${shown!.replace(/[()./]/g, '\\$&')}$`));
+      expect(r.text).not.toMatch(/hunter2|hun|ter2|user/);
+    }
+    const upper = await call(rig.http, 'PUT', '/v1/media-stream', {
+      token: await restToken(['media:manage']),
+      body: { media_ws_url: 'wss://bridge.example/v1/media', bot_url: 'WSS://bot-user:pw@bot.example/v1' },
+    });
+    expect(upper.status).toBe(200);
+    expect(upper.body.bot_url).toBe('wss://****@bot.example/v1');
+  });
+
+  it('builtin:tone:<hz> for a tenant: hz from 1 to half of BOT_SAMPLE_RATE', async () => {
+    rig = await startRig({ providerUrl: null, env: { BOT_SAMPLE_RATE: '16000' } });
+    const band =
+      'bot_url must be builtin:tone:<hz> with hz from 1 to 8000 (half of BOT_SAMPLE_RATE, 16000), got';
+    for (const url of ['builtin:tone:0', 'builtin:tone:8001', 'builtin:tone:99999999999999999999']) {
+      expect(await putBot(url)).toMatchObject({ status: 400, message: `${band} ${JSON.stringify(url)}` });
+    }
+    for (const url of ['builtin:tone:1', 'builtin:tone:8000', 'builtin:tone']) {
+      expect({ url, status: (await putBot(url)).status }).toEqual({ url, status: 200 });
+    }
   });
 
   it('401 without a token, 403 without media:manage; auth is checked before the body', async () => {

@@ -316,4 +316,51 @@ describe("per-tenant bot: the tenant's bot_url, else BOT_URL", () => {
     // Not the bridge's bot instead.
     expect(global!.connections).toHaveLength(0);
   });
+
+  it('a stored bot_url whose host BOT_URL_ALLOWED_HOSTS no longer lists is not dialled: bot_unavailable, the call goes on', async () => {
+    const [global, acmeBot] = await startBots(2);
+    const logs = captureLog('debug');
+    // Stored while any host was allowed (or written by an instance configured otherwise).
+    bridge = await startBridge({ BOT_URL: global!.url });
+    await register('acme', `${acmeBot!.url}/bot?token=tok-acme-84`);
+    const stored = await bridge.bridge.ctx.tenants.getMediaStream('acme');
+    await bridge.close();
+    bridge = await startBridge(
+      { BOT_URL: global!.url, BOT_URL_ALLOWED_HOSTS: 'bots.example.com' },
+      { log: logs.log },
+    );
+    await bridge.bridge.ctx.tenants.putMediaStream(stored!, 'acme-media-secret');
+    const p = await callFrom('acme', 'acme-refused');
+    const err = await p.waitEvent('error', 2_000);
+    expect(err.code).toBe('bot_unavailable');
+    expect(err.message).toMatch(/bot_url is refused .*BOT_URL_ALLOWED_HOSTS/);
+    expect(err.message).not.toContain('tok-acme-84');
+    // The call stays up, with no bot: neither the tenant's nor the bridge's.
+    p.sendRaw(tonePcm16(440, 8000, 1600));
+    await new Promise((r) => setTimeout(r, 200));
+    expect(p.closeCode).toBeUndefined();
+    expect([acmeBot!.connections.length, global!.connections.length]).toEqual([0, 0]);
+    const warn = logs.find(/refused by the current configuration/, 'acme-refused');
+    expect(warn).toMatchObject([{ level: 40, tenant: 'acme' }]);
+    for (const l of logs.lines) expect(JSON.stringify(l)).not.toContain('tok-acme-84');
+  });
+
+  it('a stored bot_url this instance cannot unseal: bot_unavailable and a warning naming the tenant, never BOT_URL', async () => {
+    const [global] = await startBots(1);
+    const logs = captureLog('debug');
+    bridge = await startBridge({ BOT_URL: global!.url }, { log: logs.log });
+    // What the Redis store keeps for a bot_url sealed under another STATE_SECRET_KEY.
+    await bridge.bridge.ctx.tenants.putMediaStream(
+      { tenant: 'acme', media_ws_url: 'ws://127.0.0.1:9/v1/media', channels: 1, bot_url_unreadable: true },
+      'acme-media-secret',
+    );
+    const p = await callFrom('acme', 'acme-sealed');
+    const err = await p.waitEvent('error', 2_000);
+    expect(err.code).toBe('bot_unavailable');
+    expect(err.message).toMatch(/bot_url cannot be read/);
+    await new Promise((r) => setTimeout(r, 200));
+    expect(p.closeCode).toBeUndefined();
+    expect(global!.connections).toHaveLength(0);
+    expect(logs.find(/cannot be unsealed/, 'acme-sealed')).toMatchObject([{ level: 40, tenant: 'acme' }]);
+  });
 });

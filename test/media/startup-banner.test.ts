@@ -10,6 +10,17 @@ describe('npm start banner', () => {
     expect(text).toContain('builtin:echo');
   });
 
+  it('names a ws bot without its credentials, the scheme in any case', () => {
+    for (const url of [
+      'wss://bot-user:pw-b4nner@bot.example/v1?token=tok-b4nner',
+      'WSS://bot-user:pw-b4nner@bot.example/v1',
+    ]) {
+      const text = startupBanner('http://127.0.0.1:9000', loadConfig({ BOT_URL: url }));
+      expect(text).toContain('bot: wss://bot.example/v1 at 16000 Hz');
+      expect(text).not.toMatch(/b4nner|bot-user/);
+    }
+  });
+
   it('says when no media token is needed', () => {
     const text = startupBanner('http://127.0.0.1:9000', loadConfig({ MEDIA_AUTH: 'none' }));
     expect(text).toContain('ws://127.0.0.1:9000/v1/media');

@@ -11,6 +11,7 @@ import { createResampler } from '../../src/audio/resampler.js';
 import { fitTone } from '../../src/audio/tone.js';
 import { pcm16Samples } from '../helpers/audio.js';
 import { startBridge, type TestBridge } from '../helpers/bridge.js';
+import { captureLog } from '../helpers/log-capture.js';
 import { TestProvider } from '../helpers/provider.js';
 import { waitFor } from '../helpers/wait.js';
 
@@ -115,6 +116,33 @@ describe("a tenant's builtin:wav bot_url", () => {
     await q.start('tenant-wav-2');
     const err = await q.waitEvent('error', 2_000);
     expect(err.code).toBe('bot_unavailable');
-    expect(err.message).toMatch(/outside BOT_WAV_DIR/);
+    expect(err.message).toMatch(/refused .*inside BOT_WAV_DIR/);
+    // As with a bot that cannot be reached, the call goes on without one.
+    await new Promise((r) => setTimeout(r, 200));
+    expect(q.closeCode).toBeUndefined();
+  });
+
+  it('a file that cannot be played: the provider hears the path as the tenant wrote it and a code, the log the rest', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'vb-wav-'));
+    writeFileSync(join(dir, 'junk.wav'), 'not a RIFF file at all');
+    const logs = captureLog('debug');
+    bridge = await startBridge({ BOT_URL: 'builtin:echo', BOT_WAV_DIR: dir }, { log: logs.log });
+    for (const [name, id, said] of [
+      ['missing.wav', 'wav-missing', 'cannot play builtin:wav:missing.wav (ENOENT)'],
+      ['junk.wav', 'wav-junk', 'cannot play builtin:wav:junk.wav (not a WAV file the bridge can play)'],
+    ] as const) {
+      expect(await putBotUrl(`builtin:wav:${name}`)).toBe(200);
+      const p = new TestProvider(bridge.mediaUrl, { token: await bridge.mediaToken() });
+      providers.push(p);
+      await p.start(id);
+      const err = await p.waitEvent('error', 2_000);
+      expect(err).toMatchObject({ code: 'bot_unavailable', message: said });
+      // No server path, no system error text.
+      expect(JSON.stringify(err)).not.toMatch(new RegExp(`${dir}|no such file|tmp|RIFF`, 'i'));
+      const warn = logs.find(/WAV bot file cannot be played/, id);
+      expect(warn).toHaveLength(1);
+      expect(warn[0]).toMatchObject({ level: 40, tenant: 'default', path: join(dir, name) });
+      expect(String(warn[0]!.err).length).toBeGreaterThan(0);
+    }
   });
 });

@@ -1,15 +1,17 @@
 /**
  * Picks the bot leg: the tenant's `bot_url` when it has one, else `BOT_URL`; a ws bot, or one of the
- * built-ins.
+ * built-ins. A tenant's bot is checked against the configuration again at each dial (it may have changed
+ * since the value was stored); one refused then, or one that cannot be read, fails the bot leg only: the
+ * call goes on without a bot, as with one that cannot be reached, and never falls back to `BOT_URL`.
  */
 import type { BridgeContext } from '../../context.js';
-import { BridgeError, isBridgeError } from '../../errors.js';
+import { BridgeError } from '../../errors.js';
 import { displayUrl, type Logger } from '../../log.js';
 import type { PacingLoop } from '../pacing-loop.js';
-import { wavPath, wavPathInside } from './bot-url.js';
+import { isWsBotUrl, tenantBotUrlProblem, wavPath, wavPathInside } from './bot-url.js';
 import { EchoBot, ToneBot } from './builtin.js';
 import type { BotCall, BotHandler, BotLeg } from './types.js';
-import { loadWav, WavBot } from './wav.js';
+import { loadWav, NotWavError, WavBot } from './wav.js';
 import { WsBot } from './ws-bot.js';
 
 export interface BotDeps {
@@ -18,16 +20,51 @@ export interface BotDeps {
   readonly log: Logger;
   /** The tenant's own bot (its stored `bot_url`, checked when stored); undefined: `BOT_URL`. */
   readonly tenantBotUrl?: string | undefined;
+  /** The tenant has a stored `bot_url` this instance cannot read: no bot at all (not `BOT_URL`). */
+  readonly tenantBotUnreadable?: boolean | undefined;
 }
 
 export const DEFAULT_TONE_HZ = 440;
 
 export function createBotLeg(call: BotCall, handler: BotHandler, deps: BotDeps): BotLeg {
   const { config, metrics } = deps.ctx;
+  if (deps.tenantBotUnreadable === true) {
+    deps.log.warn(
+      { tenant: call.tenant },
+      "the tenant's stored bot_url cannot be unsealed with this STATE_SECRET_KEY: the call goes on without a bot",
+    );
+    return new FailedBot(
+      handler,
+      deps,
+      new BridgeError(
+        'bot_unavailable',
+        "the tenant's bot_url cannot be read by this bridge instance; the call has no bot (PUT /v1/media-stream again, or ask the operator to check STATE_SECRET_KEY)",
+      ),
+    );
+  }
   const own = deps.tenantBotUrl !== undefined;
   const url = deps.tenantBotUrl ?? config.botUrl;
   const rate = config.botSampleRate;
-  if (url.startsWith('ws://') || url.startsWith('wss://')) {
+  if (own) {
+    // Checked again here: BOT_URL_ALLOWED_HOSTS, BOT_WAV_DIR or BOT_SAMPLE_RATE may have changed since
+    // the tenant stored its bot_url.
+    const problem = tenantBotUrlProblem(url, config);
+    if (problem !== undefined) {
+      deps.log.warn(
+        { tenant: call.tenant, bot: problem.shown, accepts: problem.accepts },
+        "the tenant's stored bot_url is refused by the current configuration: the call goes on without a bot",
+      );
+      return new FailedBot(
+        handler,
+        deps,
+        new BridgeError(
+          'bot_unavailable',
+          `the tenant's bot_url is refused by this bridge's configuration (bot_url must be ${problem.accepts}); PUT /v1/media-stream with another bot_url`,
+        ),
+      );
+    }
+  }
+  if (isWsBotUrl(url)) {
     try {
       return new WsBot(call, handler, {
         url,
@@ -56,19 +93,41 @@ export function createBotLeg(call: BotCall, handler: BotHandler, deps: BotDeps):
   }
   const wav = wavPath(url);
   if (wav !== undefined) {
-    if (!own) return new PendingWavBot(wav, handler, deps);
-    // Checked again here: BOT_WAV_DIR may have changed (or gone) since the tenant stored its bot_url.
-    const inside = wavPathInside(wav, config.botWavDir);
-    if (inside === undefined) {
-      throw new BridgeError(
-        'bot_unavailable',
-        "the tenant's bot_url names a WAV file outside BOT_WAV_DIR (or the bridge has none); PUT /v1/media-stream with another bot_url",
-      );
-    }
-    return new PendingWavBot(inside, handler, deps);
+    if (!own) return new PendingWavBot(wav, "BOT_URL's WAV file", handler, deps);
+    // Inside BOT_WAV_DIR: tenantBotUrlProblem said so above.
+    const inside = wavPathInside(wav, config.botWavDir)!;
+    // The provider is told the path as the tenant wrote it, never where it lies on this server.
+    return new PendingWavBot(inside, url, handler, deps);
   }
   // Config validation admits nothing else.
   throw new Error(`unsupported bot URL ${displayUrl(url)}`);
+}
+
+/** A bot leg that has failed before it began: the handler hears so once, just after the session is set up. */
+class FailedBot implements BotLeg {
+  #ended = false;
+
+  constructor(handler: BotHandler, deps: BotDeps, err: BridgeError) {
+    setImmediate(() => {
+      if (this.#ended) return;
+      deps.ctx.metrics.botConnects.labels('failed').inc();
+      handler.botFailed(err);
+    });
+  }
+
+  audio(): void {}
+  dtmf(): void {}
+  mark(): void {}
+  end(): void {
+    this.#ended = true;
+  }
+}
+
+/** Why a WAV file did not load, as the provider may be told it: a system error code or "not a WAV file". */
+function wavFailure(err: unknown): string {
+  if (err instanceof NotWavError) return 'not a WAV file the bridge can play';
+  const code = (err as NodeJS.ErrnoException).code;
+  return typeof code === 'string' && /^E[A-Z0-9]+$/.test(code) ? code : 'unreadable';
 }
 
 /** A WAV bot while its file loads (once per path and rate; cached after). */
@@ -76,7 +135,8 @@ class PendingWavBot implements BotLeg {
   #bot: BotLeg | undefined;
   #ended = false;
 
-  constructor(path: string, handler: BotHandler, deps: BotDeps) {
+  /** `path` is the file read; `shown` names it in what the provider is told (no server path). */
+  constructor(path: string, shown: string, handler: BotHandler, deps: BotDeps) {
     const rate = deps.ctx.config.botSampleRate;
     loadWav(path, rate).then(
       (samples) => {
@@ -85,10 +145,10 @@ class PendingWavBot implements BotLeg {
       (err: unknown) => {
         if (this.#ended) return;
         deps.ctx.metrics.botConnects.labels('failed').inc();
-        const e = isBridgeError(err)
-          ? err
-          : new BridgeError('bot_unavailable', `cannot play ${path}: ${(err as Error).message}`);
-        handler.botFailed(e);
+        const why = wavFailure(err);
+        // The whole story for the operator; the provider gets the name and the code only.
+        deps.log.warn({ path, code: why, err: (err as Error).message }, 'WAV bot file cannot be played');
+        handler.botFailed(new BridgeError('bot_unavailable', `cannot play ${shown} (${why})`));
       },
     );
   }

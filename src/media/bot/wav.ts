@@ -5,7 +5,6 @@
  */
 import { readFile } from 'node:fs/promises';
 import { decodeWav } from '../../audio/wav.js';
-import { BridgeError } from '../../errors.js';
 import type { PacingLoop } from '../pacing-loop.js';
 import { GeneratorBot } from './builtin.js';
 import type { BotHandler } from './types.js';
@@ -27,15 +26,18 @@ export function loadWav(path: string, rate: number): Promise<Int16Array> {
   return p;
 }
 
+/** The file was read but is not a WAV file the bridge can play. Its message (the path and the decoder's
+ * words) is for the server log; the provider is told only that it is not a WAV file. */
+export class NotWavError extends Error {
+  override readonly name = 'NotWavError';
+}
+
 async function decode(path: string, rate: number): Promise<Int16Array> {
   const bytes = await readFile(path);
   try {
     return decodeWav(bytes, rate);
   } catch (err) {
-    throw new BridgeError(
-      'bot_unavailable',
-      `${path} is not a WAV file the bridge can play: ${(err as Error).message}`,
-    );
+    throw new NotWavError(`${path} is not a WAV file the bridge can play: ${(err as Error).message}`);
   }
 }
 
