@@ -12,6 +12,7 @@ import { registerHealthRoutes } from './control/health.js';
 import { registerMediaStreamRoutes } from './control/media-stream.js';
 import { registerSessionRoutes } from './control/sessions.js';
 import { BridgeError, isBridgeError } from './errors.js';
+import { trustFn } from './limits/client-address.js';
 import { registerRestRateLimit } from './limits/rest.js';
 import { createLogger, type Logger } from './log.js';
 import { attachMediaEndpoint, type MediaEndpoint } from './media/endpoint.js';
@@ -78,6 +79,10 @@ export async function createBridge(config: Config, options: BridgeOptions = {}):
     connectionTimeout: 0,
     keepAliveTimeout: 72_000,
     bodyLimit: config.bodyLimitBytes,
+    // Client addresses (rate limits, logs) from X-Forwarded-For only for the proxies TRUST_PROXY names.
+    ...(config.trustProxy === undefined ? {} : { trustProxy: trustFn(config.trustProxy)! }),
+    // A body field of the wrong type is a 400, not quietly converted ("5" for 5, or 5 for "5").
+    ajv: { customOptions: { coerceTypes: false } },
   });
 
   app.setErrorHandler((err, req, reply) => {

@@ -6,6 +6,7 @@ import { statSync } from 'node:fs';
 import { availableParallelism } from 'node:os';
 import { resolve } from 'node:path';
 import { RESAMPLER_RATES } from './audio/format.js';
+import { parseTrustProxy, type TrustProxy } from './limits/client-address.js';
 import { displayUrl } from './log.js';
 import { type BotHostAllowlist, botUrlProblem, parseAllowedHosts } from './media/bot/bot-url.js';
 
@@ -87,6 +88,8 @@ export interface Config {
   readonly restRateWindowMs: number;
   /** Largest REST request body; over it: 413. The largest real body (a media-stream upsert) is < 1 KB. */
   readonly bodyLimitBytes: number;
+  /** TRUST_PROXY: proxies whose X-Forwarded-For names the client (limits are per client address). */
+  readonly trustProxy: TrustProxy | undefined;
 }
 
 type Env = Readonly<Record<string, string | undefined>>;
@@ -212,6 +215,9 @@ export function loadConfig(env: Env = process.env, argv: readonly string[] = [])
     );
   }
 
+  const trustProxy = parseTrustProxy(e.TRUST_PROXY);
+  if (typeof trustProxy === 'object' && 'problem' in trustProxy) problems.push(trustProxy.problem);
+
   const providerBaseUrl = url('PROVIDER_BASE_URL', ['https:', 'http:']);
   if (production && providerBaseUrl === undefined && !e.PROVIDER_BASE_URL) {
     problems.push(
@@ -274,6 +280,7 @@ export function loadConfig(env: Env = process.env, argv: readonly string[] = [])
     restRateLimit: int('REST_RATE_LIMIT', 100, 1, 1_000_000),
     restRateWindowMs: int('REST_RATE_WINDOW_MS', 1_000, 100, 3_600_000),
     bodyLimitBytes: int('BODY_LIMIT_BYTES', 64 * 1024, 1024, 16 * 1024 * 1024),
+    trustProxy: typeof trustProxy === 'object' && 'problem' in trustProxy ? undefined : trustProxy,
   };
   if (config.requestTimeoutMs <= config.providerReadTimeoutMs) {
     problems.push(

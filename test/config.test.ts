@@ -193,6 +193,28 @@ describe('config', () => {
     }
   });
 
+  it('TRUST_PROXY: unset trusts no forwarded header; addresses, ranges, names or a hop count; never everyone', () => {
+    expect(loadConfig({}).trustProxy).toBeUndefined();
+    expect(loadConfig({ TRUST_PROXY: 'false' }).trustProxy).toBeUndefined();
+    expect(loadConfig({ TRUST_PROXY: ' 10.0.0.0/8, loopback,2001:db8::1 ' }).trustProxy).toEqual([
+      '10.0.0.0/8',
+      'loopback',
+      '2001:db8::1',
+    ]);
+    expect(loadConfig({ TRUST_PROXY: '2' }).trustProxy).toBe(2);
+    for (const bad of ['true', '*', '0', '11', '999.1.1.1', '10.0.0.0/99', 'proxy.example.com', 'a,,b']) {
+      let message = '';
+      try {
+        loadConfig({ TRUST_PROXY: bad });
+      } catch (err) {
+        message = (err as Error).message;
+      }
+      expect(message, bad).toMatch(
+        /TRUST_PROXY must be a comma-separated list of proxy addresses or CIDR ranges/,
+      );
+    }
+  });
+
   it('BOT_WAV_DIR: unset by default; an existing directory, made absolute; anything else refused', () => {
     expect(loadConfig({}).botWavDir).toBeUndefined();
     const dir = mkdtempSync(join(tmpdir(), 'vb-wav-dir-'));

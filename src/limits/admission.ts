@@ -7,6 +7,7 @@
 import type { IncomingMessage } from 'node:http';
 import { Counter, type Registry } from 'prom-client';
 import { BridgeError } from '../errors.js';
+import { clientAddress, type TrustFn } from './client-address.js';
 
 export interface AdmissionOptions {
   /** Live media connections (sessions and sockets before their session_start) above which upgrades get 503. */
@@ -14,6 +15,8 @@ export interface AdmissionOptions {
   /** Upgrade attempts per client address per second above which the address gets 429. */
   readonly connectPerSec: number;
   readonly registry: Registry;
+  /** TRUST_PROXY: whose X-Forwarded-For to believe (see client-address.ts); none when undefined. */
+  readonly trust?: TrustFn | undefined;
 }
 
 /**
@@ -52,7 +55,7 @@ export class Admission {
       this.#attempts = new Map();
       this.#windowStart = now;
     }
-    const addr = req.socket.remoteAddress ?? 'unknown';
+    const addr = clientAddress(req, this.#o.trust);
     const seen = this.#attempts.get(addr);
     if (seen === undefined && this.#attempts.size >= MAX_TRACKED_ADDRESSES) {
       this.#refused.inc({ reason: 'rate' });

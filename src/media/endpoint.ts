@@ -11,6 +11,7 @@ import { DEFAULT_TENANT, verifyMediaToken } from '../auth/jwt.js';
 import type { BridgeContext } from '../context.js';
 import { BridgeError, isBridgeError } from '../errors.js';
 import { Admission } from '../limits/admission.js';
+import { trustFn } from '../limits/client-address.js';
 import type { AudioPipeline } from '../pipeline/types.js';
 import { ProviderConnection } from './connection.js';
 import { PacingLoop } from './pacing-loop.js';
@@ -46,6 +47,7 @@ export function attachMediaEndpoint(
     maxSessions: config.maxSessions,
     connectPerSec: config.mediaConnectPerSec,
     registry: ctx.metrics.registry,
+    trust: trustFn(config.trustProxy),
   });
   /** Upgrades admitted and still authenticating: they count against MAX_SESSIONS too. */
   let pending = 0;

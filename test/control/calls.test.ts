@@ -84,6 +84,24 @@ describe('consult and conference through the bridge to the provider emulator', (
     expect(conf.body.message).toMatch(/^action must be "add" or "delete", got nothing/);
   });
 
+  it('a field of the wrong type is 400 naming it, never converted to the type expected', async () => {
+    for (const [path, body, field] of [
+      ['consult', { calledParty: 5 }, 'calledParty'],
+      ['consult', { calledParty: '100', callerId: 15550100 }, 'callerId'],
+      ['conference', { action: 'add', number: 100 }, 'number'],
+      ['conference', { action: 'add', number: '100', callerId: true }, 'callerId'],
+    ] as const) {
+      const r = await call(rig.http, 'POST', `/v1/sessions/call-1/${path}`, { token, body });
+      expect({ path, field, status: r.status, error: r.body.error }).toEqual({
+        path,
+        field,
+        status: 400,
+        error: 'invalid_field',
+      });
+      expect(r.body.message).toContain(field);
+    }
+  });
+
   it('a token without calls:control is 403; no token is 401; both with the contract body', async () => {
     const weak = await restToken(['sessions:read']);
     const r = await call(rig.http, 'POST', '/v1/sessions/call-1/consult', {

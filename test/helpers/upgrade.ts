@@ -8,6 +8,7 @@ import { request } from 'node:http';
 export function upgradeAnswer(
   mediaUrl: string,
   token: string,
+  extraHeaders: Record<string, string> = {},
 ): Promise<{ status: number; body: string; headers: Record<string, unknown> }> {
   const u = new URL(mediaUrl.replace('ws', 'http'));
   return new Promise((resolve, reject) => {
@@ -21,6 +22,7 @@ export function upgradeAnswer(
         'sec-websocket-version': '13',
         'sec-websocket-key': 'dGhlIHNhbXBsZSBub25jZQ==',
         authorization: `Bearer ${token}`,
+        ...extraHeaders,
       },
     });
     req.setTimeout(5_000, () => req.destroy(new Error('upgrade answer timed out')));

@@ -88,6 +88,61 @@ describe('limits', () => {
     }
   });
 
+  it('TRUST_PROXY: behind a named proxy, limits key on the forwarded client address; otherwise the header is ignored', async () => {
+    const burst = async (xff: string) => {
+      const auth = { authorization: `Bearer ${await bridge!.restToken(['sessions:read'])}` };
+      const codes: number[] = [];
+      for (let i = 0; i < 3; i++)
+        codes.push(
+          (await fetch(`${bridge!.http}/v1/sessions`, { headers: { ...auth, 'x-forwarded-for': xff } }))
+            .status,
+        );
+      return codes;
+    };
+    // The test's requests come from 127.0.0.1: named as the proxy, X-Forwarded-For says who the client is.
+    bridge = await startBridge({
+      REST_RATE_LIMIT: '2',
+      REST_RATE_WINDOW_MS: '60000',
+      TRUST_PROXY: 'loopback',
+    });
+    expect(await burst('203.0.113.7')).toEqual([200, 200, 429]);
+    // Another client behind the same proxy has its own allowance.
+    expect(await burst('203.0.113.8')).toEqual([200, 200, 429]);
+    await bridge.close();
+
+    bridge = await startBridge({ MEDIA_CONNECT_PER_SEC: '2', TRUST_PROXY: '127.0.0.1' });
+    const media = await bridge.mediaToken();
+    const from = (ip: string) => upgradeAnswer(bridge!.mediaUrl, media, { 'x-forwarded-for': ip });
+    let a = await Promise.all([
+      from('198.51.100.1'),
+      from('198.51.100.1'),
+      from('198.51.100.1'),
+      from('198.51.100.2'),
+    ]);
+    // A one-second window boundary can split the burst: retry once.
+    if (a.filter((x) => x.status === 429).length !== 1)
+      a = await Promise.all([
+        from('198.51.100.1'),
+        from('198.51.100.1'),
+        from('198.51.100.1'),
+        from('198.51.100.2'),
+      ]);
+    // Three from one client behind the proxy (the third is over the cap), one from another (admitted).
+    expect(
+      a
+        .slice(0, 3)
+        .map((x) => x.status)
+        .sort(),
+    ).toEqual([101, 101, 429]);
+    expect(a[3]!.status).toBe(101);
+    await bridge.close();
+
+    // Without TRUST_PROXY, a client cannot pick its own address: every request is 127.0.0.1's.
+    bridge = await startBridge({ REST_RATE_LIMIT: '2', REST_RATE_WINDOW_MS: '60000' });
+    expect(await burst('203.0.113.7')).toEqual([200, 200, 429]);
+    expect(await burst('203.0.113.8')).toEqual([429, 429, 429]);
+  });
+
   it('BODY_LIMIT_BYTES: a larger body is 413 with the contract body', async () => {
     bridge = await startBridge({ BODY_LIMIT_BYTES: '1024' });
     const auth = `Bearer ${await bridge.restToken(['media:manage'])}`;
