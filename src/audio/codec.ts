@@ -26,7 +26,7 @@ import type { Codec } from './format.js';
 const { alaw, mulaw } = alawmulaw;
 
 /** Int16Array views over bytes read PCM16 LE only on a little-endian host (every platform Node ships on). */
-const LITTLE_ENDIAN = new Uint8Array(new Uint16Array([1]).buffer)[0] === 1;
+export const LITTLE_ENDIAN = new Uint8Array(new Uint16Array([1]).buffer)[0] === 1;
 
 function buildDecode(decodeSample: (v: number) => number): Int16Array {
   const table = new Int16Array(256);
@@ -94,19 +94,18 @@ export function decodeInto(codec: Codec, src: Uint8Array, out: Int16Array): numb
 }
 
 /**
- * Encodes `src` into `out` in `codec` (PCM16 LE for slin); `out` must hold `bytesFor(codec, src.length)`
- * bytes. Returns the byte count.
+ * Encodes the first `n` samples of `src` (all by default) into `out` from byte `at` (default 0) in
+ * `codec`. Returns the bytes written.
  */
-export function encodeInto(codec: Codec, src: Int16Array, out: Uint8Array): number {
-  const n = src.length;
+export function encodeInto(codec: Codec, src: Int16Array, out: Uint8Array, n = src.length, at = 0): number {
   const bytes = bytesFor(codec, n);
-  if (out.byteLength < bytes)
-    throw new RangeError(`encode output holds ${out.byteLength} bytes, needs ${bytes}`);
+  if (out.byteLength - at < bytes)
+    throw new RangeError(`encode output holds ${out.byteLength - at} bytes, needs ${bytes}`);
   if (codec === 'slin') {
-    if (LITTLE_ENDIAN) {
+    if (LITTLE_ENDIAN && n === src.length && at === 0) {
       out.set(new Uint8Array(src.buffer, src.byteOffset, bytes));
     } else {
-      for (let i = 0, j = 0; i < n; i++, j += 2) {
+      for (let i = 0, j = at; i < n; i++, j += 2) {
         const v = src[i]!;
         out[j] = v & 0xff;
         out[j + 1] = (v >> 8) & 0xff;
@@ -115,7 +114,7 @@ export function encodeInto(codec: Codec, src: Int16Array, out: Uint8Array): numb
     return bytes;
   }
   const table = codec === 'pcmu' ? MULAW_ENCODE : ALAW_ENCODE;
-  for (let i = 0; i < n; i++) out[i] = table[src[i]! & 0xffff]!;
+  for (let i = 0; i < n; i++) out[at + i] = table[src[i]! & 0xffff]!;
   return bytes;
 }
 

@@ -47,13 +47,13 @@ export class JsResampler implements Resampler {
     this.buf = new Float64Array(0);
   }
 
-  process(input: Int16Array, output: Int16Array): number {
+  process(input: Int16Array, output: Int16Array, inLength = input.length, outAt = 0): number {
     const T = this.taps;
     const buf = this.buf;
-    let written = 0;
+    let written = outAt;
     let read = 0;
-    while (read < input.length) {
-      const n = Math.min(BLOCK, input.length - read);
+    while (read < inLength) {
+      const n = Math.min(BLOCK, inLength - read);
       let fill = this.fill;
       for (let i = 0; i < n; i++) buf[fill++] = input[read + i]!;
       read += n;
@@ -76,7 +76,7 @@ export class JsResampler implements Resampler {
         this.need -= start;
       }
     }
-    return written;
+    return written - outAt;
   }
 
   private polyphase(output: Int16Array, written: number): number {

@@ -333,7 +333,7 @@ class WasmResampler implements Resampler {
     this.st = 0;
   }
 
-  process(input: Int16Array, output: Int16Array): number {
+  process(input: Int16Array, output: Int16Array, inLength = input.length, outAt = 0): number {
     // Its linear memory may already belong to another instance: fail loudly, not corrupt it.
     if (this.st === 0) throw new Error('resampler used after free()');
     const rt = this.rt;
@@ -343,8 +343,8 @@ class WasmResampler implements Resampler {
     const inBase = rt.inPtr >> 1;
     let read = 0;
     let written = 0;
-    while (read < input.length) {
-      const n = Math.min(BLOCK, input.length - read);
+    while (read < inLength) {
+      const n = Math.min(BLOCK, inLength - read);
       const heap = rt.i16;
       if (read === 0 && n === input.length) heap.set(input, inBase);
       else for (let i = 0; i < n; i++) heap[inBase + i] = input[read + i]!;
@@ -355,7 +355,7 @@ class WasmResampler implements Resampler {
       else if (this.kind === 3)
         got = k.lanes(this.st, t.info, this.d.L, this.d.M, this.cap, rt.inPtr, n, rt.outPtr);
       else got = k.polyphase(this.st, t.coef, t.nextPhase, t.advance, t.tp, rt.inPtr, n, rt.outPtr);
-      output.set(rt.outView(got), written);
+      output.set(rt.outView(got), outAt + written);
       written += got;
       read += n;
     }

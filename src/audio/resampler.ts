@@ -16,8 +16,12 @@ export interface Resampler {
   readonly latencyMs: number;
   /** Most output samples `process` can write for `inputSamples` input samples. */
   maxOutput(inputSamples: number): number;
-  /** Resamples PCM16 `input` into `output` (length >= maxOutput); returns samples written. Allocates nothing. */
-  process(input: Int16Array, output: Int16Array): number;
+  /**
+   * Resamples the first `inLength` samples of PCM16 `input` (all of it by default) into `output` from
+   * index `outAt` (room for maxOutput(inLength) from there); returns samples written. Allocates nothing:
+   * the length and offset let a caller pass long-lived buffers rather than a fresh view per chunk.
+   */
+  process(input: Int16Array, output: Int16Array, inLength?: number, outAt?: number): number;
   /** Forgets all history (as if new). */
   reset(): void;
   /** Releases the instance's state; the instance must not be used after. */
@@ -43,9 +47,10 @@ class PassThrough implements Resampler {
   maxOutput(inputSamples: number): number {
     return inputSamples;
   }
-  process(input: Int16Array, output: Int16Array): number {
-    output.set(input);
-    return input.length;
+  process(input: Int16Array, output: Int16Array, inLength = input.length, outAt = 0): number {
+    if (inLength === input.length) output.set(input, outAt);
+    else for (let i = 0; i < inLength; i++) output[outAt + i] = input[i]!;
+    return inLength;
   }
   reset(): void {}
   free(): void {}

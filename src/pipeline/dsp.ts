@@ -5,7 +5,7 @@
  *   callerToBot: callerIn codec -> decode -> resample(callerIn rate -> bot rate) -> PCM16 LE
  *   botToCaller: PCM16 LE -> resample(bot rate -> callerOut rate) -> encode(callerOut codec)
  */
-import { bytesFor, decodeInto, encodeInto, pcm16View, samplesIn } from '../audio/codec.js';
+import { bytesFor, decodeInto, encodeInto, LITTLE_ENDIAN, samplesIn } from '../audio/codec.js';
 import type { Codec } from '../audio/format.js';
 import { createResampler, type Resampler } from '../audio/resampler.js';
 import type { PipelineSessionSpec } from './types.js';
@@ -15,10 +15,14 @@ export class SessionDsp {
   private readonly outCodec: Codec;
   private readonly up: Resampler;
   private readonly down: Resampler;
-  /** Decoded caller audio, or an unaligned PCM16 input copied for viewing. Grows to the largest chunk. */
+  /** Caller audio decoded (or PCM16 copied, whatever its alignment), then bot audio: grows to the largest chunk. */
   private decoded = new Int16Array(320);
+  private decodedBytes = new Uint8Array(this.decoded.buffer);
   /** Bot audio resampled to the caller's rate, before encoding. */
   private resampled = new Int16Array(320);
+  /** A PCM16 view of the whole output buffer last written to, kept while callers reuse that buffer. */
+  private outBuffer: ArrayBufferLike | undefined;
+  private outI16: Int16Array<ArrayBufferLike> = new Int16Array(0);
 
   constructor(spec: PipelineSessionSpec) {
     this.inCodec = spec.callerIn.codec;
@@ -38,35 +42,29 @@ export class SessionDsp {
   }
 
   /**
-   * Caller audio to bot PCM16 at `out[at..]` (`at` even, room for `botBytesFor`); returns bytes written.
+   * Caller audio to bot PCM16 at `out[at..]` (`out.byteOffset + at` even, room for `botBytesFor`);
+   * returns bytes written. Allocates nothing per chunk: input goes through this session's scratch, and
+   * output is written through a view of `out`'s whole buffer, made again only when the buffer changes.
    */
   callerToBot(data: Uint8Array, out: Uint8Array, at: number): number {
-    const n = samplesIn(this.inCodec, data.byteLength);
-    let input: Int16Array;
-    if (this.inCodec === 'slin') {
-      input = pcm16View(data, this.scratch(n, false));
-    } else {
-      input = this.scratch(n, false).subarray(0, n);
-      decodeInto(this.inCodec, data, input);
-    }
-    const max = this.up.maxOutput(n);
-    const dst = new Int16Array(out.buffer, out.byteOffset + at, max);
-    return this.up.process(input, dst) * 2;
+    const n = this.take(this.inCodec, data);
+    return this.up.process(this.decoded, this.pcmOut(out), n, (out.byteOffset + at) >> 1) * 2;
   }
 
   /**
-   * Bot PCM16 to caller audio at `out[at..]` (`at` even, room for `callerBytesFor`); returns bytes written.
+   * Bot PCM16 to caller audio at `out[at..]` (`out.byteOffset + at` even, room for `callerBytesFor`);
+   * returns bytes written.
    */
   botToCaller(data: Uint8Array, out: Uint8Array, at: number): number {
-    const n = samplesIn('slin', data.byteLength);
-    const input = pcm16View(data, this.scratch(n, false));
-    const max = this.down.maxOutput(n);
+    const n = this.take('slin', data);
     if (this.outCodec === 'slin') {
-      return this.down.process(input, new Int16Array(out.buffer, out.byteOffset + at, max)) * 2;
+      return this.down.process(this.decoded, this.pcmOut(out), n, (out.byteOffset + at) >> 1) * 2;
     }
-    const mid = this.scratch(max, true);
-    const w = this.down.process(input, mid);
-    return encodeInto(this.outCodec, mid.subarray(0, w), out.subarray(at));
+    const max = this.down.maxOutput(n);
+    if (this.resampled.length < max)
+      this.resampled = new Int16Array(Math.max(max, this.resampled.length * 2));
+    const w = this.down.process(this.decoded, this.resampled, n);
+    return encodeInto(this.outCodec, this.resampled, out, w, at);
   }
 
   free(): void {
@@ -74,13 +72,23 @@ export class SessionDsp {
     this.down.free();
   }
 
-  /** Scratch of at least `n` samples; grows (rarely: to the largest chunk seen), never shrinks. */
-  private scratch(n: number, resampled: boolean): Int16Array {
-    const cur = resampled ? this.resampled : this.decoded;
-    if (cur.length >= n) return cur;
-    const next = new Int16Array(Math.max(n, cur.length * 2));
-    if (resampled) this.resampled = next;
-    else this.decoded = next;
-    return next;
+  /** Decodes (or copies, for PCM16) `data` into the scratch; returns the sample count. */
+  private take(codec: Codec, data: Uint8Array): number {
+    const n = samplesIn(codec, data.byteLength);
+    if (this.decoded.length < n) {
+      this.decoded = new Int16Array(Math.max(n, this.decoded.length * 2));
+      this.decodedBytes = new Uint8Array(this.decoded.buffer);
+    }
+    if (codec === 'slin' && LITTLE_ENDIAN) this.decodedBytes.set(data);
+    else decodeInto(codec, data, this.decoded);
+    return n;
+  }
+
+  private pcmOut(out: Uint8Array): Int16Array {
+    if (this.outBuffer !== out.buffer) {
+      this.outBuffer = out.buffer;
+      this.outI16 = new Int16Array(out.buffer, 0, out.buffer.byteLength >> 1);
+    }
+    return this.outI16;
   }
 }
