@@ -20,6 +20,17 @@ export function forkChild(): ChildProcess {
   });
 }
 
+/**
+ * Tells a load process to exit, once. It may already be exiting (it sent its result, or failed): a send
+ * on its closing channel then fails with EPIPE, which is expected and must not become an uncaught error.
+ */
+function stop(child: ChildProcess): void {
+  if (!child.connected || stopped.has(child)) return;
+  stopped.add(child);
+  child.send({ type: 'stop' }, () => {});
+}
+const stopped = new WeakSet<ChildProcess>();
+
 export interface ServerSample {
   readonly cpuSeconds: number;
   readonly rssBytes: number;
@@ -105,11 +116,15 @@ export async function orchestrate(
             for (const v of msg.progress.recentRttMs) recent.add(v);
           } else if (msg.type === 'result' && msg.result !== undefined) {
             results.push(msg.result);
-            child.send({ type: 'stop' });
+            stop(child);
             if (--left === 0) resolve();
           } else if (msg.type === 'failed') reject(new Error(`load process failed: ${msg.message}`));
         },
       );
+      // A failed send to a process that is going away (its channel closed) is reported here, not thrown.
+      child.on('error', (err) => {
+        if (results.length < procs) reject(new Error(`load process failed: ${err.message}`));
+      });
       child.on('exit', (code) => {
         if (results.length < procs && code !== 0) reject(new Error(`load process exited with ${code}`));
       });
@@ -165,7 +180,7 @@ export async function orchestrate(
   } finally {
     finished = true;
     clearInterval(ticker);
-    for (const c of children) if (c.connected) c.send({ type: 'stop' });
+    for (const c of children) stop(c);
   }
 
   const rtt = new Histogram(10_000);
