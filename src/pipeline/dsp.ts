@@ -13,8 +13,13 @@ import type { PipelineSessionSpec } from './types.js';
 export class SessionDsp {
   private readonly inCodec: Codec;
   private readonly outCodec: Codec;
-  private readonly up: Resampler;
-  private readonly down: Resampler;
+  private readonly spec: PipelineSessionSpec;
+  /**
+   * Made on first use: a pipeline session usually carries one direction (a call opens one for each), so
+   * the other resampler would be WebAssembly state held for nothing (~9 KB each).
+   */
+  private upR: Resampler | undefined;
+  private downR: Resampler | undefined;
   /** Caller audio decoded (or PCM16 copied, whatever its alignment), then bot audio: grows to the largest chunk. */
   private decoded = new Int16Array(320);
   private decodedBytes = new Uint8Array(this.decoded.buffer);
@@ -27,8 +32,18 @@ export class SessionDsp {
   constructor(spec: PipelineSessionSpec) {
     this.inCodec = spec.callerIn.codec;
     this.outCodec = spec.callerOut.codec;
-    this.up = createResampler(spec.callerIn.sampleRate, spec.botRate);
-    this.down = createResampler(spec.botRate, spec.callerOut.sampleRate);
+    // The rates are checked where the session is opened (checkSpec), before any chunk comes.
+    this.spec = spec;
+  }
+
+  private get up(): Resampler {
+    this.upR ??= createResampler(this.spec.callerIn.sampleRate, this.spec.botRate);
+    return this.upR;
+  }
+
+  private get down(): Resampler {
+    this.downR ??= createResampler(this.spec.botRate, this.spec.callerOut.sampleRate);
+    return this.downR;
   }
 
   /** Most bytes `callerToBot` writes for `inputBytes` of caller audio (throws odd_length for bad slin). */
@@ -68,8 +83,9 @@ export class SessionDsp {
   }
 
   free(): void {
-    this.up.free();
-    this.down.free();
+    this.upR?.free();
+    this.downR?.free();
+    this.upR = this.downR = undefined;
   }
 
   /** Decodes (or copies, for PCM16) `data` into the scratch; returns the sample count. */
