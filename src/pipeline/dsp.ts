@@ -23,11 +23,14 @@ export class SessionDsp {
   /** Caller audio decoded (or PCM16 copied, whatever its alignment), then bot audio: grows to the largest chunk. */
   private decoded = new Int16Array(320);
   private decodedBytes = new Uint8Array(this.decoded.buffer);
-  /** Bot audio resampled to the caller's rate, before encoding. */
+  /** Resampled audio (either direction), before it is encoded into the caller's output buffer. */
   private resampled = new Int16Array(320);
-  /** A PCM16 view of the whole output buffer last written to, kept while callers reuse that buffer. */
-  private outBuffer: ArrayBufferLike | undefined;
-  private outI16: Int16Array<ArrayBufferLike> = new Int16Array(0);
+  /**
+   * Byte views of the first `w` resampled samples, by `w`: copying one into the output allocates
+   * nothing (a chunk's sample count takes a handful of values, so few are ever made).
+   */
+  private byteViews: Uint8Array[] = [];
+  private freed = false;
 
   constructor(spec: PipelineSessionSpec) {
     this.inCodec = spec.callerIn.codec;
@@ -37,11 +40,13 @@ export class SessionDsp {
   }
 
   private get up(): Resampler {
+    if (this.freed) throw new Error('session DSP used after free()');
     this.upR ??= createResampler(this.spec.callerIn.sampleRate, this.spec.botRate);
     return this.upR;
   }
 
   private get down(): Resampler {
+    if (this.freed) throw new Error('session DSP used after free()');
     this.downR ??= createResampler(this.spec.botRate, this.spec.callerOut.sampleRate);
     return this.downR;
   }
@@ -57,35 +62,52 @@ export class SessionDsp {
   }
 
   /**
-   * Caller audio to bot PCM16 at `out[at..]` (`out.byteOffset + at` even, room for `botBytesFor`);
-   * returns bytes written. Allocates nothing per chunk: input goes through this session's scratch, and
-   * output is written through a view of `out`'s whole buffer, made again only when the buffer changes.
+   * Caller audio to bot PCM16 LE at `out[at..]` (room for `botBytesFor`); returns bytes written.
+   * Allocates nothing per chunk: input and the resampled audio go through this session's scratch, and
+   * the bytes are written into `out` at any offset, in little-endian order whatever the host's.
    */
   callerToBot(data: Uint8Array, out: Uint8Array, at: number): number {
     const n = this.take(this.inCodec, data);
-    return this.up.process(this.decoded, this.pcmOut(out), n, (out.byteOffset + at) >> 1) * 2;
+    return this.emit('slin', this.resample(this.up, n), out, at);
   }
 
-  /**
-   * Bot PCM16 to caller audio at `out[at..]` (`out.byteOffset + at` even, room for `callerBytesFor`);
-   * returns bytes written.
-   */
+  /** Bot PCM16 LE to caller audio at `out[at..]` (room for `callerBytesFor`); returns bytes written. */
   botToCaller(data: Uint8Array, out: Uint8Array, at: number): number {
     const n = this.take('slin', data);
-    if (this.outCodec === 'slin') {
-      return this.down.process(this.decoded, this.pcmOut(out), n, (out.byteOffset + at) >> 1) * 2;
-    }
-    const max = this.down.maxOutput(n);
-    if (this.resampled.length < max)
-      this.resampled = new Int16Array(Math.max(max, this.resampled.length * 2));
-    const w = this.down.process(this.decoded, this.resampled, n);
-    return encodeInto(this.outCodec, this.resampled, out, w, at);
+    return this.emit(this.outCodec, this.resample(this.down, n), out, at);
   }
 
   free(): void {
+    this.freed = true;
     this.upR?.free();
     this.downR?.free();
     this.upR = this.downR = undefined;
+  }
+
+  /** Resamples the `n` samples in the input scratch into `resampled`; returns the samples written. */
+  private resample(r: Resampler, n: number): number {
+    const max = r.maxOutput(n);
+    if (this.resampled.length < max) {
+      this.resampled = new Int16Array(Math.max(max, this.resampled.length * 2));
+      this.byteViews = [];
+    }
+    return r.process(this.decoded, this.resampled, n);
+  }
+
+  /** Writes `w` resampled samples into `out` at byte `at` in `codec`; returns the bytes written. */
+  private emit(codec: Codec, w: number, out: Uint8Array, at: number): number {
+    if (codec === 'slin' && LITTLE_ENDIAN) {
+      if (out.byteLength - at < w * 2)
+        throw new RangeError(`output holds ${out.byteLength - at} bytes, needs ${w * 2}`);
+      let view = this.byteViews[w];
+      if (view === undefined) {
+        view = new Uint8Array(this.resampled.buffer, 0, w * 2);
+        this.byteViews[w] = view;
+      }
+      out.set(view, at);
+      return w * 2;
+    }
+    return encodeInto(codec, this.resampled, out, w, at);
   }
 
   /** Decodes (or copies, for PCM16) `data` into the scratch; returns the sample count. */
@@ -98,13 +120,5 @@ export class SessionDsp {
     if (codec === 'slin' && LITTLE_ENDIAN) this.decodedBytes.set(data);
     else decodeInto(codec, data, this.decoded);
     return n;
-  }
-
-  private pcmOut(out: Uint8Array): Int16Array {
-    if (this.outBuffer !== out.buffer) {
-      this.outBuffer = out.buffer;
-      this.outI16 = new Int16Array(out.buffer, 0, out.buffer.byteLength >> 1);
-    }
-    return this.outI16;
   }
 }
