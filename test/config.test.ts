@@ -193,7 +193,7 @@ describe('config', () => {
     }
   });
 
-  it('TRUST_PROXY: unset trusts no forwarded header; addresses, ranges, names or a hop count; never everyone', () => {
+  it('TRUST_PROXY: unset trusts no forwarded header; addresses, ranges or names; no hop count, never everyone', () => {
     expect(loadConfig({}).trustProxy).toBeUndefined();
     expect(loadConfig({ TRUST_PROXY: 'false' }).trustProxy).toBeUndefined();
     expect(loadConfig({ TRUST_PROXY: ' 10.0.0.0/8, loopback,2001:db8::1 ' }).trustProxy).toEqual([
@@ -201,8 +201,7 @@ describe('config', () => {
       'loopback',
       '2001:db8::1',
     ]);
-    expect(loadConfig({ TRUST_PROXY: '2' }).trustProxy).toBe(2);
-    for (const bad of ['true', '*', '0', '11', '999.1.1.1', '10.0.0.0/99', 'proxy.example.com', 'a,,b']) {
+    for (const bad of ['true', '*', '0', '2', '999.1.1.1', '10.0.0.0/99', 'proxy.example.com', 'a,,b']) {
       let message = '';
       try {
         loadConfig({ TRUST_PROXY: bad });

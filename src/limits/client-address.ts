@@ -11,20 +11,24 @@ import proxyAddr from '@fastify/proxy-addr';
 /** Whether the hop `i` away (0: the socket's peer) at `addr` is a trusted proxy. */
 export type TrustFn = (addr: string, i: number) => boolean;
 
-/** TRUST_PROXY as configured: proxy addresses or CIDR ranges (and proxy-addr's names), or a hop count. */
-export type TrustProxy = readonly string[] | number;
+/**
+ * TRUST_PROXY as configured: proxy addresses or CIDR ranges (and proxy-addr's names). Not a hop count:
+ * "trust the nearest N hops" trusts whoever connects, so a client reaching the bridge directly could
+ * name any address it liked (fastify refuses a numeric trustProxy for the same reason).
+ */
+export type TrustProxy = readonly string[];
 
 export const TRUST_PROXY_ACCEPTS =
-  'a comma-separated list of proxy addresses or CIDR ranges (or loopback, linklocal, uniquelocal), or a number of proxy hops from 1 to 10';
+  'a comma-separated list of proxy addresses or CIDR ranges (or loopback, linklocal, uniquelocal)';
 
 /** Parses TRUST_PROXY; undefined when unset, a problem (one line, naming what is accepted) when bad. */
 export function parseTrustProxy(raw: string | undefined): TrustProxy | undefined | { problem: string } {
   const v = (raw ?? '').trim();
   if (v === '' || v === 'false') return undefined;
   if (/^\d+$/.test(v)) {
-    const n = Number(v);
-    if (n >= 1 && n <= 10) return n;
-    return { problem: `TRUST_PROXY must be ${TRUST_PROXY_ACCEPTS}, got ${v}` };
+    return {
+      problem: `TRUST_PROXY must be ${TRUST_PROXY_ACCEPTS}, not a hop count (that would trust any client connecting directly), got ${v}`,
+    };
   }
   const list = v.split(',').map((s) => s.trim());
   if (list.some((s) => s === '' || s === 'true' || s === '*')) {
@@ -35,7 +39,9 @@ export function parseTrustProxy(raw: string | undefined): TrustProxy | undefined
   try {
     proxyAddr.compile(list);
   } catch (err) {
-    return { problem: `TRUST_PROXY must be ${TRUST_PROXY_ACCEPTS}: ${(err as Error).message}` };
+    return {
+      problem: `TRUST_PROXY must be ${TRUST_PROXY_ACCEPTS}: ${JSON.stringify((err as Error).message)}`,
+    };
   }
   return Object.freeze(list);
 }
@@ -43,12 +49,11 @@ export function parseTrustProxy(raw: string | undefined): TrustProxy | undefined
 /** The trust function for a configured TRUST_PROXY (undefined: trust nothing). */
 export function trustFn(trust: TrustProxy | undefined): TrustFn | undefined {
   if (trust === undefined) return undefined;
-  if (typeof trust === 'number') return (_addr, i) => i < trust;
   return proxyAddr.compile([...trust]);
 }
 
 /** The request's client address: the socket's peer, or with `trust` the first untrusted forwarded hop. */
 export function clientAddress(req: IncomingMessage, trust: TrustFn | undefined): string {
   if (trust === undefined) return req.socket.remoteAddress ?? 'unknown';
-  return proxyAddr(req, trust);
+  return proxyAddr(req, trust) ?? 'unknown';
 }

@@ -11,7 +11,7 @@ import { DEFAULT_TENANT, verifyMediaToken } from '../auth/jwt.js';
 import type { BridgeContext } from '../context.js';
 import { BridgeError, isBridgeError } from '../errors.js';
 import { Admission } from '../limits/admission.js';
-import { trustFn } from '../limits/client-address.js';
+import { clientAddress, trustFn } from '../limits/client-address.js';
 import type { AudioPipeline } from '../pipeline/types.js';
 import { ProviderConnection } from './connection.js';
 import { PacingLoop } from './pacing-loop.js';
@@ -43,11 +43,12 @@ export function attachMediaEndpoint(
   });
   const loop = new PacingLoop(config.paceMinGapMs);
   const conns = new Set<ProviderConnection>();
+  const trust = trustFn(config.trustProxy);
   const admission = new Admission({
     maxSessions: config.maxSessions,
     connectPerSec: config.mediaConnectPerSec,
     registry: ctx.metrics.registry,
-    trust: trustFn(config.trustProxy),
+    trust,
   });
   /** Upgrades admitted and still authenticating: they count against MAX_SESSIONS too. */
   let pending = 0;
@@ -71,7 +72,7 @@ export function attachMediaEndpoint(
     // Rate and capacity caps (src/limits/admission.ts), before any token work.
     const refusal = admission.check(req, conns.size + pending);
     if (refusal !== undefined) {
-      log.warn({ code: refusal.code, remote: req.socket.remoteAddress }, 'media upgrade refused');
+      log.warn({ code: refusal.code, remote: clientAddress(req, trust) }, 'media upgrade refused');
       refuse(socket, refusal);
       return;
     }
