@@ -25,27 +25,32 @@ class InlineSession implements PipelineSession {
   fromCaller(data: Uint8Array): void {
     if (this.closed) return;
     const t0 = performance.now();
-    // A pooled Buffer (8-aligned, so the DSP can view it as Int16Array); the sink owns it.
-    const out = Buffer.allocUnsafe(this.dsp.botBytesFor(data.byteLength));
+    const owner = this.owner;
+    const out = owner.output(this.dsp.botBytesFor(data.byteLength));
     const n = this.dsp.callerToBot(data, out, 0);
-    this.owner.account(performance.now() - t0);
+    owner.account(performance.now() - t0);
     try {
-      this.sink.toBot(n === out.byteLength ? out : out.subarray(0, n));
+      this.sink.toBot(out.subarray(0, n));
     } catch (err) {
-      this.owner.sinkThrew(err);
+      owner.sinkThrew(err);
+    } finally {
+      owner.done(out);
     }
   }
 
   fromBot(data: Uint8Array): void {
     if (this.closed) return;
     const t0 = performance.now();
-    const out = Buffer.allocUnsafe(this.dsp.callerBytesFor(data.byteLength));
+    const owner = this.owner;
+    const out = owner.output(this.dsp.callerBytesFor(data.byteLength));
     const n = this.dsp.botToCaller(data, out, 0);
-    this.owner.account(performance.now() - t0);
+    owner.account(performance.now() - t0);
     try {
-      this.sink.toCaller(n === out.byteLength ? out : out.subarray(0, n));
+      this.sink.toCaller(out.subarray(0, n));
     } catch (err) {
-      this.owner.sinkThrew(err);
+      owner.sinkThrew(err);
+    } finally {
+      owner.done(out);
     }
   }
 
@@ -63,6 +68,13 @@ export class InlinePipeline implements DspPipeline {
   private dspMs = 0;
   private closed = false;
   private chunks = 0;
+  /**
+   * Output scratch, reused chunk after chunk (sinks copy what they keep). A sink that feeds the
+   * pipeline again from inside its call (a bot that answers at once) finds it taken and gets a buffer
+   * of its own.
+   */
+  private scratch = new Uint8Array(8192);
+  private scratchBusy = false;
 
   constructor(
     private readonly log: Logger | undefined,
@@ -75,6 +87,19 @@ export class InlinePipeline implements DspPipeline {
     const session = new InlineSession(this, new SessionDsp(spec), sink);
     this.sessions++;
     return session;
+  }
+
+  /** @internal Room for `bytes` of output. */
+  output(bytes: number): Uint8Array {
+    if (this.scratchBusy) return new Uint8Array(bytes);
+    if (this.scratch.byteLength < bytes) this.scratch = new Uint8Array(bytes);
+    this.scratchBusy = true;
+    return this.scratch;
+  }
+
+  /** @internal The sink has returned: `out` may be reused. */
+  done(out: Uint8Array): void {
+    if (out === this.scratch) this.scratchBusy = false;
   }
 
   /** @internal */

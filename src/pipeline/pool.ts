@@ -1,8 +1,10 @@
 /**
  * The worker-thread pipeline, main-thread side. Sessions are pinned to the least-loaded worker. Every
- * record submitted during one event-loop turn is staged per worker and sent in one transferred
- * ArrayBuffer from a single setImmediate: one wake-up per turn per worker, whatever the session count
- * (bench/pipeline-transport.ts measures this against SharedArrayBuffer rings and per-frame messages).
+ * record submitted during one event-loop turn is staged per worker in a shared page and handed over by
+ * one message from a single setImmediate: one wake-up per turn per worker, whatever the session count
+ * (bench/pipeline-transport.ts measures batches against SharedArrayBuffer rings and per-frame messages).
+ * Pages are reused both ways (src/pipeline/protocol.ts), so a batch allocates nothing. Sinks get views
+ * into a reply page, valid during the call only (src/pipeline/types.ts).
  *
  * Order: a session's records go to one worker, in one staging buffer, over one FIFO port, and the worker
  * runs them in order, so its outputs come back in order.
@@ -27,7 +29,9 @@ import type { Metrics } from '../metrics.js';
 import type { DspPipeline, WorkerFault } from './index.js';
 import {
   align4,
-  BatchWriter,
+  type BatchWriter,
+  batchEnd,
+  CONTROL_BYTES,
   FAULT_EXIT,
   FAULT_HANG,
   FAULT_THROW,
@@ -39,7 +43,13 @@ import {
   K_FAULT,
   K_TO_BOT,
   K_TO_CALLER,
+  type Page,
+  type PageMessage,
+  PageReader,
+  PageWriter,
   RECORD_HEADER_BYTES,
+  TO_MAIN,
+  TO_WORKER,
 } from './protocol.js';
 import { checkSpec } from './spec.js';
 import type { PipelineSession, PipelineSessionSpec, PipelineSink } from './types.js';
@@ -107,22 +117,41 @@ class WorkerSession implements PipelineSession {
   }
 }
 
+/** The pages shared with one worker (a new set per worker: a dead one may have left any page half-done). */
+class Pages {
+  readonly control = new SharedArrayBuffer(CONTROL_BYTES);
+  readonly out: PageWriter;
+  readonly replies: PageReader;
+
+  constructor() {
+    const flags = new Int32Array(this.control);
+    this.out = new PageWriter(flags, TO_WORKER, STAGING_INITIAL_BYTES, STAGING_MAX_BYTES);
+    this.replies = new PageReader(flags, TO_MAIN);
+  }
+}
+
 class Slot {
   /** Null between a death and its replacement (only while backing off from a crash loop). */
   worker: Worker | null = null;
   /** Deaths in a row with no batch answered: a worker that cannot even start is retried with backoff. */
   failures = 0;
   respawnTimer: NodeJS.Timeout | undefined;
-  staging = new BatchWriter(STAGING_INITIAL_BYTES, STAGING_MAX_BYTES);
+  pages = new Pages();
+  /** The page records are staged in until the next send. */
+  page: Page = this.pages.out.acquire();
   readonly sessions = new Set<WorkerSession>();
   inFlight = 0;
   /** When the oldest unanswered batch was sent (watchdog). */
   waitingSince = 0;
   generation = 0;
   /** Bound once per worker: the port's message handler (no closure per batch or frame). */
-  onMessage!: (batch: ArrayBuffer) => void;
+  onMessage!: (message: PageMessage) => void;
 
   constructor(readonly index: number) {}
+
+  get staging(): BatchWriter {
+    return this.page.writer;
+  }
 }
 
 export class WorkerPipeline implements DspPipeline {
@@ -233,22 +262,23 @@ export class WorkerPipeline implements DspPipeline {
 
   private send(slot: Slot): void {
     if (slot.worker === null || slot.staging.records === 0 || slot.inFlight >= MAX_IN_FLIGHT) return;
-    const batch = slot.staging.take();
+    const message = slot.pages.out.message(slot.page);
+    slot.page = slot.pages.out.acquire();
     if (slot.inFlight === 0) slot.waitingSince = performance.now();
     slot.inFlight++;
-    slot.worker.postMessage(batch, [batch]);
+    slot.worker.postMessage(message);
   }
 
   private spawn(slot: Slot): void {
     if (this.closing) return;
     const generation = ++slot.generation;
     const { entry, eval: isEval } = workerEntry();
-    const worker = new Worker(entry, { eval: isEval });
+    const worker = new Worker(entry, { eval: isEval, workerData: { control: slot.pages.control } });
     // Never keeps the process alive by itself: a server has its sockets for that.
     worker.unref();
     slot.worker = worker;
     slot.inFlight = 0;
-    slot.onMessage = (batch) => this.receive(slot, generation, batch);
+    slot.onMessage = (message) => this.receive(slot, generation, message);
     worker.on('message', slot.onMessage);
     worker.on('error', (err) => {
       this.log?.error({ err, worker: slot.index }, 'dsp worker failed');
@@ -256,15 +286,17 @@ export class WorkerPipeline implements DspPipeline {
     worker.on('exit', (code) => this.onExit(slot, generation, code));
   }
 
-  private receive(slot: Slot, generation: number, batch: ArrayBuffer): void {
+  private receive(slot: Slot, generation: number, message: PageMessage): void {
     if (this.closing || generation !== slot.generation) return;
     slot.inFlight--;
     slot.failures = 0;
     slot.waitingSince = performance.now();
-    const f64 = new Float64Array(batch, 0, 1);
-    this.metrics?.dspSeconds.inc(f64[0]!);
-    const i32 = new Int32Array(batch);
-    const end = batch.byteLength;
+    const replies = slot.pages.replies;
+    const page = replies.open(message);
+    const u8 = replies.u8(page);
+    const i32 = replies.i32(page);
+    this.metrics?.dspSeconds.inc(new Float64Array(u8.buffer, 0, 1)[0]!);
+    const end = batchEnd(i32);
     for (let off = HEADER_BYTES; off < end; ) {
       const h = off >> 2;
       const id = i32[h]!;
@@ -274,19 +306,22 @@ export class WorkerPipeline implements DspPipeline {
       off = at + align4(len);
       const session = this.byId.get(id);
       if (session === undefined || session.closed) continue;
-      // The sink owns its view; the batch buffer lives as long as any view of it.
+      // A view for the length of the call: sinks copy what they keep (src/pipeline/types.ts).
       try {
-        if (kind === K_TO_BOT) session.sink.toBot(new Uint8Array(batch, at, len));
-        else if (kind === K_TO_CALLER) session.sink.toCaller(new Uint8Array(batch, at, len));
+        if (kind === K_TO_BOT) session.sink.toBot(u8.subarray(at, at + len));
+        else if (kind === K_TO_CALLER) session.sink.toCaller(u8.subarray(at, at + len));
         else if (kind === K_ERROR) {
-          const message = Buffer.from(batch, at, len).toString('utf8');
-          this.log?.warn({ session: id, worker: slot.index, message }, 'dsp chunk failed; skipped');
+          const text = Buffer.from(u8.buffer, at, len).toString('utf8');
+          this.log?.warn({ session: id, worker: slot.index, message: text }, 'dsp chunk failed; skipped');
         }
       } catch (err) {
         // A throwing sink must not take the other sessions of this batch (or the process) with it.
         this.log?.error({ err, session: id }, 'pipeline sink threw');
       }
     }
+    // A sink may have closed the pipeline or lost the worker meanwhile; the page is this worker's
+    // either way, and a new worker gets new pages.
+    if (slot.generation === generation) replies.release(page);
     if (!this.closing) this.send(slot);
   }
 
@@ -298,7 +333,8 @@ export class WorkerPipeline implements DspPipeline {
     // The new worker's first batch re-opens every session of the slot, then carries whatever was
     // staged for the dead one (records for it were never sent, so nothing is duplicated).
     const pending = slot.staging;
-    slot.staging = new BatchWriter(STAGING_INITIAL_BYTES, STAGING_MAX_BYTES);
+    slot.pages = new Pages();
+    slot.page = slot.pages.out.acquire();
     for (const s of slot.sessions) slot.staging.putOpen(s.id, s.spec);
     if (!slot.staging.append(pending)) this.dropped += pending.records;
     const delayMs =

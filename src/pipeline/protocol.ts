@@ -1,19 +1,32 @@
 /**
- * The binary batch format between the main thread and a DSP worker. One ArrayBuffer carries every record
- * of one event-loop turn for one worker and is transferred, not copied: a hop per 20 ms frame costs 5-25x
- * the work it moves (shared/MEASUREMENTS.md, and bench/pipeline-transport.ts here), a hop per batch does not.
+ * The binary batch format between the main thread and a DSP worker, and the shared pages it is written
+ * in. One batch carries every record of one event-loop turn for one worker. A hop per 20 ms frame costs
+ * 5-25x the work it moves (shared/MEASUREMENTS.md, and bench/pipeline-transport.ts here); a hop per
+ * batch does not.
+ *
+ * Pages: batches are written in SharedArrayBuffers that are reused, never allocated per batch (a fresh
+ * ArrayBuffer per batch, even transferred, kept each thread's GC busy with external memory: a 3-8 ms
+ * mark-compact in the worker every ~0.6 s at 1,000 sessions, which was the pipeline's whole p99). Each
+ * direction has its own pages; a page's state lives in a shared Int32 flag, changed with Atomics:
+ *
+ *   FREE -> (writer) WRITING -> (writer, then posts the page id) WITH_READER -> (reader, done) FREE
+ *
+ * The message that hands a page over is its id, or `{ id, buf }` the first time a buffer is used (a new
+ * page, or one that grew): the reader keeps its views per id.
  *
  * Layout, little-endian, everything 4-aligned so the payloads can be viewed as Int16Array in place:
  *
  *   0   f64   header value: DSP seconds spent on the batch (worker -> main), unused (main -> worker)
- *   8   records, each:  i32 session id | i32 kind | i32 byte length | payload, padded to 4 bytes
+ *   8   i32   end: byte offset just past the last record
+ *   12  i32   record count
+ *   16  records, each:  i32 session id | i32 kind | i32 byte length | payload, padded to 4 bytes
  *
  * No JSON anywhere: a session's format travels once, as five integers in its OPEN record.
  */
 import type { Codec } from '../audio/format.js';
 import type { PipelineSessionSpec } from './types.js';
 
-export const HEADER_BYTES = 8;
+export const HEADER_BYTES = 16;
 export const RECORD_HEADER_BYTES = 12;
 
 /** Record kinds. Main -> worker: */
@@ -35,30 +48,49 @@ export const FAULT_HANG = 3;
 
 export const OPEN_BYTES = 20;
 
+/** Page flags. */
+export const PAGE_FREE = 0;
+export const PAGE_WRITING = 1;
+export const PAGE_WITH_READER = 2;
+/** Pages per direction per worker. Two batches in flight each way need three; the rest is slack. */
+export const MAX_PAGES = 8;
+/** The flags of both directions: main -> worker pages at [0, MAX_PAGES), worker -> main after. */
+export const CONTROL_BYTES = 2 * MAX_PAGES * 4;
+export const TO_WORKER = 0;
+export const TO_MAIN = MAX_PAGES;
+
 const CODECS: readonly Codec[] = ['slin', 'pcmu', 'pcma'];
 
 export function align4(n: number): number {
   return (n + 3) & ~3;
 }
 
+/** A batch's end offset (past its last record), read from its header. */
+export function batchEnd(i32: Int32Array): number {
+  return i32[2]!;
+}
+
 /**
- * A growable staging buffer that records are written into, then taken as one transferable ArrayBuffer.
- * Growth doubles up to `maxBytes`; past that `begin` returns -1 so the caller drops and counts, rather
- * than queueing without bound behind a worker that cannot keep up.
+ * A growable buffer that records are written into, in place. Growth doubles up to `maxBytes`; past that
+ * `begin` returns -1 so the caller drops and counts, rather than queueing without bound behind a worker
+ * that cannot keep up. Shared writers (pages) use SharedArrayBuffers.
  */
 export class BatchWriter {
-  private buf: ArrayBuffer;
+  buf: ArrayBuffer | SharedArrayBuffer;
   u8: Uint8Array;
   i32: Int32Array;
   private f64: Float64Array;
   used = HEADER_BYTES;
   records = 0;
+  /** The buffer is new since the reader last saw this page: send it along with the page id. */
+  fresh = true;
 
   constructor(
-    initialBytes: number,
+    readonly initialBytes: number,
     readonly maxBytes: number,
+    readonly shared = false,
   ) {
-    this.buf = new ArrayBuffer(initialBytes);
+    this.buf = this.alloc(initialBytes);
     this.u8 = new Uint8Array(this.buf);
     this.i32 = new Int32Array(this.buf);
     this.f64 = new Float64Array(this.buf, 0, 1);
@@ -127,13 +159,30 @@ export class BatchWriter {
     return true;
   }
 
-  /** The batch as its own ArrayBuffer (to transfer), with `header` in its first 8 bytes; resets. */
-  take(header = 0): ArrayBuffer {
-    this.f64[0] = header;
-    const out = this.buf.slice(0, this.used);
+  /** Writes the header (`value`, the end offset, the record count): the batch is ready to read. */
+  seal(value = 0): void {
+    this.f64[0] = value;
+    this.i32[2] = this.used;
+    this.i32[3] = this.records;
+  }
+
+  /** Empties the writer; a buffer grown past 4x its initial size is let go (a burst's memory is not kept). */
+  reset(): void {
     this.used = HEADER_BYTES;
     this.records = 0;
-    return out;
+    if (this.buf.byteLength > 4 * this.initialBytes) this.replace(this.alloc(this.initialBytes));
+  }
+
+  private alloc(bytes: number): ArrayBuffer | SharedArrayBuffer {
+    return this.shared ? new SharedArrayBuffer(bytes) : new ArrayBuffer(bytes);
+  }
+
+  private replace(next: ArrayBuffer | SharedArrayBuffer): void {
+    this.buf = next;
+    this.u8 = new Uint8Array(next);
+    this.i32 = new Int32Array(next);
+    this.f64 = new Float64Array(next, 0, 1);
+    this.fresh = true;
   }
 
   private grow(need: number, control: boolean): boolean {
@@ -141,14 +190,93 @@ export class BatchWriter {
     let size = this.buf.byteLength * 2;
     while (size < need) size *= 2;
     size = Math.max(need, Math.min(size, this.maxBytes));
-    const next = new ArrayBuffer(size);
-    const u8 = new Uint8Array(next);
-    u8.set(this.u8.subarray(0, this.used));
-    this.buf = next;
-    this.u8 = u8;
-    this.i32 = new Int32Array(next);
-    this.f64 = new Float64Array(next, 0, 1);
+    const next = this.alloc(size);
+    new Uint8Array(next).set(this.u8.subarray(0, this.used));
+    this.replace(next);
     return true;
+  }
+}
+
+/** A page: a shared writer with its id in the flags. */
+export interface Page {
+  readonly id: number;
+  readonly writer: BatchWriter;
+}
+
+/** What hands a page to the reader: its id, plus its buffer when the reader has not seen that buffer. */
+export type PageMessage = number | { readonly id: number; readonly buf: SharedArrayBuffer };
+
+/**
+ * The writer's side of one direction's pages. `acquire` takes a FREE page (allocating one up to
+ * MAX_PAGES), `message` seals it and marks it WITH_READER; the reader sets it FREE again.
+ */
+export class PageWriter {
+  private readonly pages: Page[] = [];
+
+  constructor(
+    private readonly flags: Int32Array,
+    /** TO_WORKER or TO_MAIN */
+    private readonly base: number,
+    private readonly initialBytes: number,
+    private readonly maxBytes: number,
+  ) {}
+
+  /** A page to write the next batch in; throws when all MAX_PAGES are in use (a broken peer). */
+  acquire(): Page {
+    for (const page of this.pages) {
+      if (Atomics.compareExchange(this.flags, this.base + page.id, PAGE_FREE, PAGE_WRITING) === PAGE_FREE) {
+        page.writer.reset();
+        return page;
+      }
+    }
+    const id = this.pages.length;
+    if (id >= MAX_PAGES) throw new Error(`all ${MAX_PAGES} batch pages are with the reader`);
+    const page = { id, writer: new BatchWriter(this.initialBytes, this.maxBytes, true) };
+    this.pages.push(page);
+    Atomics.store(this.flags, this.base + id, PAGE_WRITING);
+    return page;
+  }
+
+  /** Seals the page and hands it to the reader; the returned message is what to post. */
+  message(page: Page, headerValue = 0): PageMessage {
+    const w = page.writer;
+    w.seal(headerValue);
+    Atomics.store(this.flags, this.base + page.id, PAGE_WITH_READER);
+    if (!w.fresh) return page.id;
+    w.fresh = false;
+    return { id: page.id, buf: w.buf as SharedArrayBuffer };
+  }
+}
+
+/** The reader's side: views per page id, and `release` when a batch has been read. */
+export class PageReader {
+  private readonly u8s: Uint8Array[] = [];
+  private readonly i32s: Int32Array[] = [];
+
+  constructor(
+    private readonly flags: Int32Array,
+    private readonly base: number,
+  ) {}
+
+  /** The id of the page a message names; a buffer sent with it replaces any earlier one of that id. */
+  open(message: PageMessage): number {
+    if (typeof message === 'number') return message;
+    this.u8s[message.id] = new Uint8Array(message.buf);
+    this.i32s[message.id] = new Int32Array(message.buf);
+    return message.id;
+  }
+
+  u8(id: number): Uint8Array {
+    return this.u8s[id]!;
+  }
+
+  i32(id: number): Int32Array {
+    return this.i32s[id]!;
+  }
+
+  /** The batch in page `id` has been read: the writer may reuse the page. */
+  release(id: number): void {
+    Atomics.store(this.flags, this.base + id, PAGE_FREE);
   }
 }
 

@@ -19,11 +19,17 @@ export interface PipelineSessionSpec {
   readonly botRate: number;
 }
 
-/** Where a session's processed audio goes. One object per session, not one closure per chunk. */
+/**
+ * Where a session's processed audio goes. One object per session, not one closure per chunk.
+ *
+ * The bytes handed to `toBot` and `toCaller` are a view into a buffer the pipeline reuses as soon as the
+ * call returns: a sink copies what it keeps (the outbound re-chunker, the echo bot's ring and the ws
+ * bot's masked frame all do). That is what lets a chunk cross without an allocation.
+ */
 export interface PipelineSink {
-  /** PCM16 LE at the bot's rate. The sink owns `pcm` (it is not reused by the pipeline). */
+  /** PCM16 LE at the bot's rate; valid during the call only. */
   toBot(pcm: Uint8Array): void;
-  /** Encoded audio in the `callerOut` format, any length; the sink owns it. */
+  /** Encoded audio in the `callerOut` format, any length; valid during the call only. */
   toCaller(encoded: Uint8Array): void;
   /** The session's DSP state was lost (its worker died and was replaced); audio goes on. */
   onGap?(reason: string): void;

@@ -1,13 +1,15 @@
 /**
  * A DSP worker thread: takes one batch (src/pipeline/protocol.ts) per message, runs every record in
- * order, answers with one batch. Sessions live here between batches; the main thread re-opens them on a
+ * order, answers with one batch. Batches arrive and leave in shared pages that are reused, so a batch
+ * costs no allocation here. Sessions live here between batches; the main thread re-opens them on a
  * fresh worker when this one dies.
  */
-import { parentPort } from 'node:worker_threads';
+import { parentPort, workerData } from 'node:worker_threads';
 import { SessionDsp } from './dsp.js';
 import {
   align4,
-  BatchWriter,
+  type BatchWriter,
+  batchEnd,
   FAULT_EXIT,
   FAULT_HANG,
   FAULT_THROW,
@@ -20,16 +22,24 @@ import {
   K_OPEN,
   K_TO_BOT,
   K_TO_CALLER,
+  type PageMessage,
+  PageReader,
+  PageWriter,
   RECORD_HEADER_BYTES,
   readOpen,
+  TO_MAIN,
+  TO_WORKER,
 } from './protocol.js';
 
 const port = parentPort;
 if (port === null) throw new Error('src/pipeline/worker is a worker thread entry, not a module to import');
+const { control } = workerData as { control: SharedArrayBuffer };
+const flags = new Int32Array(control);
 
 const sessions = new Map<number, SessionDsp>();
-/** Replies are staged here and taken as one buffer per batch; 64 MB bounds a pathological batch. */
-const out = new BatchWriter(256 * 1024, 64 * 1024 * 1024);
+const inbox = new PageReader(flags, TO_WORKER);
+/** Replies: 256 KB pages, growing for a big batch; 64 MB bounds a pathological one. */
+const outbox = new PageWriter(flags, TO_MAIN, 256 * 1024, 64 * 1024 * 1024);
 const encoder = new TextEncoder();
 let faultAfterBatch = 0;
 
@@ -39,12 +49,20 @@ function fault(mode: number): void {
   if (mode === FAULT_THROW) faultAfterBatch = mode;
 }
 
-function reportError(id: number, err: unknown): void {
+function reportError(out: BatchWriter, id: number, err: unknown): void {
   const text = encoder.encode(err instanceof Error ? err.message : String(err));
   out.put(id, K_ERROR, text);
 }
 
-function run(id: number, kind: number, u8: Uint8Array, i32: Int32Array, at: number, len: number): void {
+function run(
+  out: BatchWriter,
+  id: number,
+  kind: number,
+  u8: Uint8Array,
+  i32: Int32Array,
+  at: number,
+  len: number,
+): void {
   if (kind === K_CALLER || kind === K_BOT) {
     const dsp = sessions.get(id);
     if (dsp === undefined) return; // closed while the chunk was in flight
@@ -65,11 +83,14 @@ function run(id: number, kind: number, u8: Uint8Array, i32: Int32Array, at: numb
   }
 }
 
-port.on('message', (batch: ArrayBuffer) => {
+port.on('message', (message: PageMessage) => {
   const t0 = performance.now();
-  const u8 = new Uint8Array(batch);
-  const i32 = new Int32Array(batch);
-  const end = batch.byteLength;
+  const inId = inbox.open(message);
+  const u8 = inbox.u8(inId);
+  const i32 = inbox.i32(inId);
+  const end = batchEnd(i32);
+  const page = outbox.acquire();
+  const out = page.writer;
   for (let off = HEADER_BYTES; off < end; ) {
     const h = off >> 2;
     const id = i32[h]!;
@@ -78,17 +99,17 @@ port.on('message', (batch: ArrayBuffer) => {
     const at = off + RECORD_HEADER_BYTES;
     // One bad record (say, a resampler that throws) costs that chunk, not the worker and its sessions.
     try {
-      run(id, kind, u8, i32, at, len);
+      run(out, id, kind, u8, i32, at, len);
     } catch (err) {
-      reportError(id, err);
+      reportError(out, id, err);
     }
     off = at + align4(len);
   }
+  inbox.release(inId);
   // Wall time on this thread, one clock read per batch: Node 20 has no per-thread CPU clock
   // (process.cpuUsage() is the whole process's), and a busy DSP thread's wall time is its CPU time
   // unless the OS preempts it.
-  const reply = out.take((performance.now() - t0) / 1000);
-  port.postMessage(reply, [reply]);
+  port.postMessage(outbox.message(page, (performance.now() - t0) / 1000));
   if (faultAfterBatch === FAULT_THROW) {
     faultAfterBatch = 0;
     // Uncaught, on purpose: the worker dies the way a bug would kill it.

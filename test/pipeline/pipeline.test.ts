@@ -328,6 +328,34 @@ describe('worker pipeline lifecycle', () => {
     expect(p.stats().perWorker).toEqual([2, 2]);
   });
 
+  it('carries batches in a few reused shared pages, not a new buffer per batch', async () => {
+    const p = pipeline(1);
+    const buffers = new Set<ArrayBufferLike>();
+    let outputs = 0;
+    const sink = {
+      toBot(pcm: Uint8Array) {
+        buffers.add(pcm.buffer);
+        outputs++;
+      },
+      toCaller(encoded: Uint8Array) {
+        buffers.add(encoded.buffer);
+        outputs++;
+      },
+    };
+    const s = p.open(spec('slin', 8000, 'pcmu', 8000, 16000), sink);
+    const caller = asBytes(tone(440, 8000, 160, 8000));
+    const bot = asBytes(tone(440, 16000, 320, 8000));
+    // 300 event-loop turns, each its own batch (some wait behind two in flight and merge).
+    for (let i = 0; i < 300; i++) {
+      s.fromCaller(caller);
+      s.fromBot(bot);
+      await new Promise((r) => setImmediate(r));
+    }
+    expect(await until(() => outputs === 600)).toBe(true);
+    expect([...buffers].every((b) => b instanceof SharedArrayBuffer)).toBe(true);
+    expect(buffers.size).toBeLessThanOrEqual(8);
+  });
+
   it('close() terminates the workers and leaves no handles behind', async () => {
     const count = (type: string) => process.getActiveResourcesInfo().filter((r) => r === type).length;
     const ports = count('MessagePort');

@@ -2,20 +2,31 @@ import { describe, expect, it } from 'vitest';
 import {
   align4,
   BatchWriter,
+  batchEnd,
+  CONTROL_BYTES,
   HEADER_BYTES,
   K_CALLER,
   K_CLOSE,
   K_OPEN,
+  MAX_PAGES,
+  PAGE_FREE,
+  PAGE_WITH_READER,
+  PAGE_WRITING,
+  PageReader,
+  PageWriter,
   RECORD_HEADER_BYTES,
   readOpen,
+  TO_MAIN,
+  TO_WORKER,
 } from '../../src/pipeline/protocol.js';
 
-/** Decodes a batch into [id, kind, bytes] records. */
-function records(batch: ArrayBuffer): [number, number, number[]][] {
-  const i32 = new Int32Array(batch);
-  const u8 = new Uint8Array(batch);
+/** Seals a writer and decodes its batch into [id, kind, bytes] records, reading only the header's end. */
+function records(w: BatchWriter, header = 0): [number, number, number[]][] {
+  w.seal(header);
+  const i32 = new Int32Array(w.buf);
+  const u8 = new Uint8Array(w.buf);
   const out: [number, number, number[]][] = [];
-  for (let off = HEADER_BYTES; off < batch.byteLength; ) {
+  for (let off = HEADER_BYTES; off < batchEnd(i32); ) {
     const len = i32[(off >> 2) + 2]!;
     const at = off + RECORD_HEADER_BYTES;
     out.push([i32[off >> 2]!, i32[(off >> 2) + 1]!, Array.from(u8.subarray(at, at + len))]);
@@ -31,9 +42,9 @@ describe('BatchWriter', () => {
     w.put(8, K_CALLER, new Uint8Array(100).fill(9));
     w.putInt(7, K_CLOSE, 0);
     expect(w.records).toBe(3);
-    const batch = w.take(1.5);
-    expect(new Float64Array(batch, 0, 1)[0]).toBe(1.5);
-    const r = records(batch);
+    const r = records(w, 1.5);
+    expect(new Float64Array(w.buf, 0, 1)[0]).toBe(1.5);
+    expect(new Int32Array(w.buf)[3]).toBe(3);
     expect(r.map(([id, kind, b]) => [id, kind, b.length])).toEqual([
       [7, K_CALLER, 3],
       [8, K_CALLER, 100],
@@ -41,15 +52,35 @@ describe('BatchWriter', () => {
     ]);
     expect(r[0]![2]).toEqual([1, 2, 3]);
     expect(r[1]![2].every((v) => v === 9)).toBe(true);
+    w.reset();
     expect(w.records).toBe(0);
-    expect(w.take().byteLength).toBe(HEADER_BYTES);
+    expect(records(w)).toEqual([]);
+  });
+
+  it('lets a buffer grown past 4x its initial size go on reset, and says the buffer is new', () => {
+    const w = new BatchWriter(64, 1 << 20, true);
+    expect(w.buf).toBeInstanceOf(SharedArrayBuffer);
+    w.fresh = false;
+    w.put(1, K_CALLER, new Uint8Array(1000));
+    expect(w.buf.byteLength).toBeGreaterThan(256);
+    expect(w.fresh).toBe(true);
+    w.fresh = false;
+    w.reset();
+    expect(w.buf.byteLength).toBe(64);
+    expect(w.fresh).toBe(true);
+    const small = w.buf;
+    w.fresh = false;
+    w.put(1, K_CALLER, new Uint8Array(100)); // 16 + 12 + 100 = 128: grown, but within 4x
+    w.reset();
+    expect(w.buf).not.toBe(small);
+    expect(w.buf.byteLength).toBe(128);
   });
 
   it('refuses audio past its bound but never an open or a close', () => {
     const w = new BatchWriter(64, 256);
     let accepted = 0;
     for (let i = 0; i < 10; i++) if (w.put(1, K_CALLER, new Uint8Array(40))) accepted++;
-    expect(accepted).toBe(4); // 8 + 4 * (12 + 40) = 216; a fifth would need 268
+    expect(accepted).toBe(4); // 16 + 4 * (12 + 40) = 224; a fifth would need 276
     const spec = {
       callerIn: { codec: 'pcmu', sampleRate: 8000 },
       callerOut: { codec: 'pcma', sampleRate: 16000 },
@@ -57,7 +88,7 @@ describe('BatchWriter', () => {
     } as const;
     expect(w.putOpen(2, spec)).toBe(true);
     expect(w.putInt(1, K_CLOSE, 0)).toBe(true);
-    const r = records(w.take());
+    const r = records(w);
     expect(r.map(([id, kind]) => [id, kind])).toEqual([
       [1, K_CALLER],
       [1, K_CALLER],
@@ -68,5 +99,79 @@ describe('BatchWriter', () => {
     ]);
     const open = new Int32Array(new Uint8Array(r[4]![2]).buffer);
     expect(readOpen(open, 0)).toEqual(spec);
+  });
+});
+
+describe('shared pages', () => {
+  function pair() {
+    const flags = new Int32Array(new SharedArrayBuffer(CONTROL_BYTES));
+    return {
+      flags,
+      writer: new PageWriter(flags, TO_WORKER, 256, 1 << 20),
+      reader: new PageReader(flags, TO_WORKER),
+    };
+  }
+
+  it('hands a page over by id, with its buffer only the first time, and reuses it once released', () => {
+    const { flags, writer, reader } = pair();
+    const a = writer.acquire();
+    expect(flags[TO_WORKER + a.id]).toBe(PAGE_WRITING);
+    a.writer.put(5, K_CALLER, new Uint8Array([1, 2]));
+    const first = writer.message(a);
+    expect(typeof first).toBe('object');
+    expect(flags[TO_WORKER + a.id]).toBe(PAGE_WITH_READER);
+    const id = reader.open(first);
+    expect(id).toBe(a.id);
+    expect(batchEnd(reader.i32(id))).toBe(HEADER_BYTES + RECORD_HEADER_BYTES + 4);
+    expect(
+      Array.from(
+        reader.u8(id).subarray(HEADER_BYTES + RECORD_HEADER_BYTES, HEADER_BYTES + RECORD_HEADER_BYTES + 2),
+      ),
+    ).toEqual([1, 2]);
+
+    // While the reader holds it, the writer takes another page.
+    const b = writer.acquire();
+    expect(b.id).not.toBe(a.id);
+    reader.release(id);
+    expect(flags[TO_WORKER + a.id]).toBe(PAGE_FREE);
+    writer.message(b);
+
+    // Released, the first page comes back empty, and the reader already has its buffer.
+    const again = writer.acquire();
+    expect(again.id).toBe(a.id);
+    expect(again.writer.records).toBe(0);
+    again.writer.put(6, K_CALLER, new Uint8Array(4));
+    const second = writer.message(again);
+    expect(second).toBe(a.id);
+    expect(reader.i32(reader.open(second))[HEADER_BYTES >> 2]).toBe(6);
+  });
+
+  it('sends the new buffer of a grown page, and refuses a ninth page while eight are with the reader', () => {
+    const { writer, reader } = pair();
+    const p = writer.acquire();
+    reader.open(writer.message(p));
+    reader.release(p.id);
+    const q = writer.acquire();
+    expect(q.id).toBe(p.id);
+    q.writer.put(1, K_CALLER, new Uint8Array(4000)); // grows past 256
+    const m = writer.message(q);
+    expect(typeof m).toBe('object');
+    expect(batchEnd(reader.i32(reader.open(m)))).toBe(HEADER_BYTES + RECORD_HEADER_BYTES + 4000);
+
+    const held = [];
+    for (let i = 0; i < MAX_PAGES - 1; i++) held.push(writer.message(writer.acquire()));
+    expect(held).toHaveLength(MAX_PAGES - 1);
+    expect(() => writer.acquire()).toThrow(/all 8 batch pages/);
+  });
+
+  it('keeps the flags of the two directions apart', () => {
+    const flags = new Int32Array(new SharedArrayBuffer(CONTROL_BYTES));
+    const toWorker = new PageWriter(flags, TO_WORKER, 64, 1024);
+    const toMain = new PageWriter(flags, TO_MAIN, 64, 1024);
+    toWorker.message(toWorker.acquire());
+    const r = toMain.acquire();
+    expect(r.id).toBe(0);
+    expect(flags[TO_WORKER]).toBe(PAGE_WITH_READER);
+    expect(flags[TO_MAIN]).toBe(PAGE_WRITING);
   });
 });

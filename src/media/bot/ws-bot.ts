@@ -7,6 +7,7 @@
  * call stays up meanwhile: caller audio is dropped (the bot hears a gap), the caller hears silence, and
  * the provider gets one `error` event when the bot is lost and one when the bridge gives up on it.
  */
+import { randomFillSync } from 'node:crypto';
 import WebSocket from 'ws';
 import { BridgeError, isBridgeError } from '../../errors.js';
 import { displayUrl, type Logger } from '../../log.js';
@@ -28,6 +29,30 @@ export interface WsBotOptions {
 
 /** Longest wait between redials. */
 const RETRY_MAX_MS = 5_000;
+
+/** Random bytes for masking keys, drawn 8 KB at a time as ws itself does. */
+const maskPool = Buffer.alloc(8192);
+let maskAt = maskPool.length;
+
+/**
+ * A client frame's masking key, from the CSPRNG, never all zeros. ws masks a frame into a copy of its
+ * own, except under an all-zero key, where it sends the caller's bytes as they are and the socket may
+ * hold them until written. Audio reaches a bot as a view into a buffer the DSP pipeline reuses
+ * (src/pipeline/types.ts), so every frame must be copied; redrawing the 1-in-2^32 zero key keeps that so.
+ */
+function nonZeroMask(mask: Buffer): void {
+  do {
+    if (maskAt + 4 > maskPool.length) {
+      randomFillSync(maskPool);
+      maskAt = 0;
+    }
+    mask[0] = maskPool[maskAt]!;
+    mask[1] = maskPool[maskAt + 1]!;
+    mask[2] = maskPool[maskAt + 2]!;
+    mask[3] = maskPool[maskAt + 3]!;
+    maskAt += 4;
+  } while ((mask[0]! | mask[1]! | mask[2]! | mask[3]!) === 0);
+}
 
 export class WsBot implements BotLeg {
   readonly #o: WsBotOptions;
@@ -116,6 +141,7 @@ export class WsBot implements BotLeg {
       // Bots may send a whole utterance in one frame: a bound well above a provider frame's.
       maxPayload: this.#o.maxPayloadBytes,
       perMessageDeflate: false,
+      generateMask: nonZeroMask,
     });
     this.#ws = ws;
     let opened = false;
