@@ -1,10 +1,12 @@
 /**
  * A real bridge on 127.0.0.1, port 0, for tests.
  */
+import { afterEach } from 'vitest';
 import { type Bridge, createBridge } from '../../src/app.js';
 import { mintToken } from '../../src/auth/jwt.js';
 import { DEV_AUTH_JWT_SECRET, DEV_MEDIA_SECRET, loadConfig } from '../../src/config.js';
 import type { Logger } from '../../src/log.js';
+import type { TestProvider } from './provider.js';
 
 export interface TestBridge {
   readonly bridge: Bridge;
@@ -48,4 +50,21 @@ export async function startBridge(
       await bridge.close();
     },
   };
+}
+
+/** A test file's bridge and providers, closed after each test. */
+export interface BridgeSlot {
+  bridge: TestBridge | undefined;
+  readonly providers: TestProvider[];
+}
+
+/** Registers an afterEach that closes the providers, then the bridge, and empties the slot. */
+export function useBridge(): BridgeSlot {
+  const slot: BridgeSlot = { bridge: undefined, providers: [] };
+  afterEach(async () => {
+    for (const p of slot.providers.splice(0)) p.close();
+    await slot.bridge?.close();
+    slot.bridge = undefined;
+  });
+  return slot;
 }

@@ -3,57 +3,52 @@
  * cap on upgrade attempts per address (429 before the upgrade), REST rate limits (429) and the body
  * size limit (413), each with the contract's error body and a configurable bound.
  */
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { loadConfig } from '../../src/config.js';
-import { startBridge, type TestBridge } from '../helpers/bridge.js';
+import { startBridge, useBridge } from '../helpers/bridge.js';
 import { TestProvider } from '../helpers/provider.js';
 import { upgradeAnswer } from '../helpers/upgrade.js';
 import { waitFor } from '../helpers/wait.js';
 
-let bridge: TestBridge | undefined;
-const providers: TestProvider[] = [];
-
-afterEach(async () => {
-  for (const p of providers.splice(0)) p.close();
-  await bridge?.close();
-  bridge = undefined;
-});
+const t = useBridge();
 
 async function refused(reason: string): Promise<number> {
-  const m = bridge!.bridge.ctx.metrics.registry.getSingleMetric('voicebridge_media_refused_total');
+  const m = t.bridge!.bridge.ctx.metrics.registry.getSingleMetric('voicebridge_media_refused_total');
   const v = (await m!.get()).values.find((x) => x.labels.reason === reason);
   return v?.value ?? 0;
 }
 
 describe('limits', () => {
   it('MAX_SESSIONS: the next upgrade is refused with 503 and a message; a slot freed admits again', async () => {
-    bridge = await startBridge({ MAX_SESSIONS: '2' });
-    const token = await bridge.mediaToken();
+    t.bridge = await startBridge({ MAX_SESSIONS: '2' });
+    const token = await t.bridge.mediaToken();
     for (let i = 0; i < 2; i++) {
-      const p = new TestProvider(bridge.mediaUrl, { token });
-      providers.push(p);
+      const p = new TestProvider(t.bridge.mediaUrl, { token });
+      t.providers.push(p);
       await p.start(`cap-${i}`);
     }
-    const third = await upgradeAnswer(bridge.mediaUrl, token);
+    const third = await upgradeAnswer(t.bridge.mediaUrl, token);
     expect(third.status).toBe(503);
     expect(JSON.parse(third.body)).toEqual({
       error: 'capacity',
       message: expect.stringMatching(/limit of 2 live sessions \(MAX_SESSIONS\)/),
     });
     expect(await refused('capacity')).toBe(1);
-    providers[0]!.send({ event: 'session_end' });
-    await providers[0]!.waitClosed();
-    await waitFor(() => bridge!.bridge.media.connections === 1, 3_000, 'the slot to free');
-    expect((await upgradeAnswer(bridge.mediaUrl, token)).status).toBe(101);
+    t.providers[0]!.send({ event: 'session_end' });
+    await t.providers[0]!.waitClosed();
+    await waitFor(() => t.bridge!.bridge.media.connections === 1, 3_000, 'the slot to free');
+    expect((await upgradeAnswer(t.bridge.mediaUrl, token)).status).toBe(101);
   });
 
   it('MEDIA_CONNECT_PER_SEC: attempts past the cap from one address get 429 before the upgrade', async () => {
-    bridge = await startBridge({ MEDIA_CONNECT_PER_SEC: '3' });
-    const token = await bridge.mediaToken();
+    t.bridge = await startBridge({ MEDIA_CONNECT_PER_SEC: '3' });
+    const token = await t.bridge.mediaToken();
     // Fired together so they fall in one one-second window (a window boundary can split them: retry once).
-    let answers = await Promise.all(Array.from({ length: 6 }, () => upgradeAnswer(bridge!.mediaUrl, token)));
+    let answers = await Promise.all(
+      Array.from({ length: 6 }, () => upgradeAnswer(t.bridge!.mediaUrl, token)),
+    );
     if (answers.filter((a) => a.status === 429).length < 3)
-      answers = await Promise.all(Array.from({ length: 6 }, () => upgradeAnswer(bridge!.mediaUrl, token)));
+      answers = await Promise.all(Array.from({ length: 6 }, () => upgradeAnswer(t.bridge!.mediaUrl, token)));
     const statuses = answers.map((a) => a.status).sort();
     expect(statuses).toEqual([101, 101, 101, 429, 429, 429]);
     const body = JSON.parse(answers.find((a) => a.status === 429)!.body);
@@ -64,17 +59,17 @@ describe('limits', () => {
     expect(await refused('rate')).toBeGreaterThanOrEqual(3);
     // A new window admits again.
     await new Promise((r) => setTimeout(r, 1_050));
-    expect((await upgradeAnswer(bridge.mediaUrl, token)).status).toBe(101);
+    expect((await upgradeAnswer(t.bridge.mediaUrl, token)).status).toBe(101);
   });
 
   it('REST_RATE_LIMIT: past the limit a route answers 429 with the contract body; probes are never limited', async () => {
-    bridge = await startBridge({ REST_RATE_LIMIT: '5', REST_RATE_WINDOW_MS: '60000' });
-    const auth = { authorization: `Bearer ${await bridge.restToken(['sessions:read'])}` };
+    t.bridge = await startBridge({ REST_RATE_LIMIT: '5', REST_RATE_WINDOW_MS: '60000' });
+    const auth = { authorization: `Bearer ${await t.bridge.restToken(['sessions:read'])}` };
     const codes: number[] = [];
     for (let i = 0; i < 7; i++)
-      codes.push((await fetch(`${bridge.http}/v1/sessions`, { headers: auth })).status);
+      codes.push((await fetch(`${t.bridge.http}/v1/sessions`, { headers: auth })).status);
     expect(codes).toEqual([200, 200, 200, 200, 200, 429, 429]);
-    const res = await fetch(`${bridge.http}/v1/sessions/x`, { headers: auth });
+    const res = await fetch(`${t.bridge.http}/v1/sessions/x`, { headers: auth });
     expect(res.status).toBe(429);
     expect(res.headers.get('retry-after')).not.toBeNull();
     expect(await res.json()).toEqual({
@@ -82,25 +77,25 @@ describe('limits', () => {
       message: expect.stringMatching(/at most 5 per 1 minute/),
     });
     for (let i = 0; i < 10; i++) {
-      expect((await fetch(`${bridge.http}/healthz`)).status).toBe(200);
-      expect((await fetch(`${bridge.http}/readyz`)).status).toBe(200);
-      expect((await fetch(`${bridge.http}/metrics`)).status).toBe(200);
+      expect((await fetch(`${t.bridge.http}/healthz`)).status).toBe(200);
+      expect((await fetch(`${t.bridge.http}/readyz`)).status).toBe(200);
+      expect((await fetch(`${t.bridge.http}/metrics`)).status).toBe(200);
     }
   });
 
   it('TRUST_PROXY: behind a named proxy, limits key on the forwarded client address; otherwise the header is ignored', async () => {
     const burst = async (xff: string) => {
-      const auth = { authorization: `Bearer ${await bridge!.restToken(['sessions:read'])}` };
+      const auth = { authorization: `Bearer ${await t.bridge!.restToken(['sessions:read'])}` };
       const codes: number[] = [];
       for (let i = 0; i < 3; i++)
         codes.push(
-          (await fetch(`${bridge!.http}/v1/sessions`, { headers: { ...auth, 'x-forwarded-for': xff } }))
+          (await fetch(`${t.bridge!.http}/v1/sessions`, { headers: { ...auth, 'x-forwarded-for': xff } }))
             .status,
         );
       return codes;
     };
     // The test's requests come from 127.0.0.1: named as the proxy, X-Forwarded-For says who the client is.
-    bridge = await startBridge({
+    t.bridge = await startBridge({
       REST_RATE_LIMIT: '2',
       REST_RATE_WINDOW_MS: '60000',
       TRUST_PROXY: 'loopback',
@@ -108,11 +103,11 @@ describe('limits', () => {
     expect(await burst('203.0.113.7')).toEqual([200, 200, 429]);
     // Another client behind the same proxy has its own allowance.
     expect(await burst('203.0.113.8')).toEqual([200, 200, 429]);
-    await bridge.close();
+    await t.bridge.close();
 
-    bridge = await startBridge({ MEDIA_CONNECT_PER_SEC: '2', TRUST_PROXY: '127.0.0.1' });
-    const media = await bridge.mediaToken();
-    const from = (ip: string) => upgradeAnswer(bridge!.mediaUrl, media, { 'x-forwarded-for': ip });
+    t.bridge = await startBridge({ MEDIA_CONNECT_PER_SEC: '2', TRUST_PROXY: '127.0.0.1' });
+    const media = await t.bridge.mediaToken();
+    const from = (ip: string) => upgradeAnswer(t.bridge!.mediaUrl, media, { 'x-forwarded-for': ip });
     let a = await Promise.all([
       from('198.51.100.1'),
       from('198.51.100.1'),
@@ -135,18 +130,18 @@ describe('limits', () => {
         .sort(),
     ).toEqual([101, 101, 429]);
     expect(a[3]!.status).toBe(101);
-    await bridge.close();
+    await t.bridge.close();
 
     // Without TRUST_PROXY, a client cannot pick its own address: every request is 127.0.0.1's.
-    bridge = await startBridge({ REST_RATE_LIMIT: '2', REST_RATE_WINDOW_MS: '60000' });
+    t.bridge = await startBridge({ REST_RATE_LIMIT: '2', REST_RATE_WINDOW_MS: '60000' });
     expect(await burst('203.0.113.7')).toEqual([200, 200, 429]);
     expect(await burst('203.0.113.8')).toEqual([429, 429, 429]);
   });
 
   it('BODY_LIMIT_BYTES: a larger body is 413 with the contract body', async () => {
-    bridge = await startBridge({ BODY_LIMIT_BYTES: '1024' });
-    const auth = `Bearer ${await bridge.restToken(['media:manage'])}`;
-    const res = await fetch(`${bridge.http}/v1/media-stream`, {
+    t.bridge = await startBridge({ BODY_LIMIT_BYTES: '1024' });
+    const auth = `Bearer ${await t.bridge.restToken(['media:manage'])}`;
+    const res = await fetch(`${t.bridge.http}/v1/media-stream`, {
       method: 'PUT',
       headers: { authorization: auth, 'content-type': 'application/json' },
       body: JSON.stringify({ media_ws_url: 'wss://example.test/v1/media', pad: 'x'.repeat(2_000) }),

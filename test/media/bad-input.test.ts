@@ -2,32 +2,25 @@
  * Bad input after session_start: each bad frame gets an `error` event naming what was wrong and what is
  * accepted, is counted, and is skipped; the call goes on with its audio intact.
  */
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { fitTone } from '../../src/audio/tone.js';
 import { pcm16Samples, tonePcm16 } from '../helpers/audio.js';
-import { startBridge, type TestBridge } from '../helpers/bridge.js';
+import { startBridge, useBridge } from '../helpers/bridge.js';
 import { TestProvider } from '../helpers/provider.js';
 import { waitFor } from '../helpers/wait.js';
 
-let bridge: TestBridge | undefined;
-const providers: TestProvider[] = [];
-
-afterEach(async () => {
-  for (const p of providers.splice(0)) p.close();
-  await bridge?.close();
-  bridge = undefined;
-});
+const t = useBridge();
 
 async function badFrameCount(code: string): Promise<number> {
-  const m = await bridge!.bridge.ctx.metrics.badFrames.get();
+  const m = await t.bridge!.bridge.ctx.metrics.badFrames.get();
   return m.values.find((v) => v.labels.code === code)?.value ?? 0;
 }
 
 describe('bad input', () => {
   it('reports and skips each kind of bad frame; the call and its audio go on', async () => {
-    bridge = await startBridge({ BOT_URL: 'builtin:echo', ECHO_DELAY_MS: '0' });
-    const p = new TestProvider(bridge.mediaUrl, { token: await bridge.mediaToken() });
-    providers.push(p);
+    t.bridge = await startBridge({ BOT_URL: 'builtin:echo', ECHO_DELAY_MS: '0' });
+    const p = new TestProvider(t.bridge.mediaUrl, { token: await t.bridge.mediaToken() });
+    t.providers.push(p);
     await p.start('bad-1');
     const bad: [string | Buffer, string, RegExp][] = [
       ['{not json', 'bad_json', /JSON/],
@@ -92,9 +85,9 @@ describe('bad input', () => {
   ] as const)(
     'rejects audio in the other encoding in a %s session, and goes on',
     async (encoding, message) => {
-      bridge = await startBridge({ BOT_URL: 'builtin:echo', ECHO_DELAY_MS: '0' });
-      const p = new TestProvider(bridge.mediaUrl, { token: await bridge.mediaToken() });
-      providers.push(p);
+      t.bridge = await startBridge({ BOT_URL: 'builtin:echo', ECHO_DELAY_MS: '0' });
+      const p = new TestProvider(t.bridge.mediaUrl, { token: await t.bridge.mediaToken() });
+      t.providers.push(p);
       await p.start(`enc-${encoding}`, { media: { codec: 'slin', sample_rate: 8000, encoding } });
       const tone = tonePcm16(1000, 8000, 1600);
       const good = (pcm: Buffer) =>
@@ -119,9 +112,9 @@ describe('bad input', () => {
   );
 
   it('accepts binary frames of any whole number of samples', async () => {
-    bridge = await startBridge({ BOT_URL: 'builtin:echo', ECHO_DELAY_MS: '0' });
-    const p = new TestProvider(bridge.mediaUrl, { token: await bridge.mediaToken() });
-    providers.push(p);
+    t.bridge = await startBridge({ BOT_URL: 'builtin:echo', ECHO_DELAY_MS: '0' });
+    const p = new TestProvider(t.bridge.mediaUrl, { token: await t.bridge.mediaToken() });
+    t.providers.push(p);
     await p.start('sizes-1');
     const tone = tonePcm16(500, 8000, 4000);
     const sizes = [2, 158, 322, 640, 1000, 6];

@@ -3,24 +3,17 @@
  * token expiry, heartbeat, session_end, and the registry.
  */
 import { request } from 'node:http';
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { tonePcm16 } from '../helpers/audio.js';
-import { startBridge, type TestBridge } from '../helpers/bridge.js';
+import { startBridge, useBridge } from '../helpers/bridge.js';
 import { TestProvider } from '../helpers/provider.js';
 import { waitFor } from '../helpers/wait.js';
 
-let bridge: TestBridge | undefined;
-const providers: TestProvider[] = [];
+const t = useBridge();
 
-afterEach(async () => {
-  for (const p of providers.splice(0)) p.close();
-  await bridge?.close();
-  bridge = undefined;
-});
-
-function provider(options: ConstructorParameters<typeof TestProvider>[1] = {}, url = bridge!.mediaUrl) {
+function provider(options: ConstructorParameters<typeof TestProvider>[1] = {}, url = t.bridge!.mediaUrl) {
   const p = new TestProvider(url, options);
-  providers.push(p);
+  t.providers.push(p);
   return p;
 }
 
@@ -54,49 +47,49 @@ function rawUpgrade(
 
 describe('media endpoint: auth before the upgrade', () => {
   it('refuses a missing, bad or expired token with HTTP 401 and no socket', async () => {
-    bridge = await startBridge();
-    const missing = await rawUpgrade(bridge.mediaUrl);
+    t.bridge = await startBridge();
+    const missing = await rawUpgrade(t.bridge.mediaUrl);
     expect(missing.status).toBe(401);
     expect(JSON.parse(missing.body)).toMatchObject({
       error: 'unauthorized',
       message: expect.stringMatching(/Bearer/),
     });
-    const forged = await rawUpgrade(bridge.mediaUrl, {
-      authorization: `Bearer ${await bridge.mediaToken({ secret: 'not-the-secret' })}`,
+    const forged = await rawUpgrade(t.bridge.mediaUrl, {
+      authorization: `Bearer ${await t.bridge.mediaToken({ secret: 'not-the-secret' })}`,
     });
     expect(forged.status).toBe(401);
     expect(JSON.parse(forged.body).message).toMatch(/bad signature/);
     const expired = await rawUpgrade(
-      `${bridge.mediaUrl}?token=${await bridge.mediaToken({ ttlSeconds: -10 })}`,
+      `${t.bridge.mediaUrl}?token=${await t.bridge.mediaToken({ ttlSeconds: -10 })}`,
     );
     expect(expired.status).toBe(401);
     expect(JSON.parse(expired.body).message).toMatch(/expired/);
-    const unknownTenant = await rawUpgrade(bridge.mediaUrl, {
-      authorization: `Bearer ${await bridge.mediaToken({ tenant: 'nobody' })}`,
+    const unknownTenant = await rawUpgrade(t.bridge.mediaUrl, {
+      authorization: `Bearer ${await t.bridge.mediaToken({ tenant: 'nobody' })}`,
     });
     expect(unknownTenant.status).toBe(401);
-    expect(bridge.bridge.media.connections).toBe(0);
+    expect(t.bridge.bridge.media.connections).toBe(0);
   });
 
   it('accepts the token as a Bearer header or as ?token=', async () => {
-    bridge = await startBridge();
-    const a = provider({ token: await bridge.mediaToken() });
-    const b = provider({ token: await bridge.mediaToken(), header: false });
+    t.bridge = await startBridge();
+    const a = provider({ token: await t.bridge.mediaToken() });
+    const b = provider({ token: await t.bridge.mediaToken(), header: false });
     await a.opened;
     await b.opened;
   });
 
   it('with MEDIA_AUTH=none accepts a socket without a token', async () => {
-    bridge = await startBridge({ MEDIA_AUTH: 'none' });
+    t.bridge = await startBridge({ MEDIA_AUTH: 'none' });
     const p = provider();
     await p.start('noauth-1');
-    await waitFor(() => bridge!.bridge.ctx.sessions.count() === 1, 2_000, 'session');
+    await waitFor(() => t.bridge!.bridge.ctx.sessions.count() === 1, 2_000, 'session');
   });
 
   it('answers 404 to an upgrade on another path', async () => {
-    bridge = await startBridge();
-    const r = await rawUpgrade(bridge.mediaUrl.replace('/v1/media', '/v1/other'), {
-      authorization: `Bearer ${await bridge.mediaToken()}`,
+    t.bridge = await startBridge();
+    const r = await rawUpgrade(t.bridge.mediaUrl.replace('/v1/media', '/v1/other'), {
+      authorization: `Bearer ${await t.bridge.mediaToken()}`,
     });
     expect(r.status).toBe(404);
   });
@@ -117,20 +110,20 @@ describe('media endpoint: first frame and close codes', () => {
       JSON.stringify({ event: 'session_start', session_id: 'x', media: { sample_rate: 11025 } }),
     ],
   ])('closes 4400 when the first frame is %s', async (_what, frame) => {
-    bridge = await startBridge();
-    const p = provider({ token: await bridge.mediaToken() });
+    t.bridge = await startBridge();
+    const p = provider({ token: await t.bridge.mediaToken() });
     await p.opened;
     p.sendRaw(frame);
     expect(await p.waitClosed()).toBe(4400);
     const [err] = p.errors();
     expect(err?.code).toBe('bad_session_start');
     expect(String(err?.message)).toMatch(/session_start/);
-    expect(bridge.bridge.ctx.sessions.count()).toBe(0);
+    expect(t.bridge.bridge.ctx.sessions.count()).toBe(0);
   });
 
   it('names what a bad session_start field accepts', async () => {
-    bridge = await startBridge();
-    const p = provider({ token: await bridge.mediaToken() });
+    t.bridge = await startBridge();
+    const p = provider({ token: await t.bridge.mediaToken() });
     await p.opened;
     p.send({ event: 'session_start', session_id: 's', media: { sample_rate: 11025 } });
     await p.waitClosed();
@@ -138,11 +131,11 @@ describe('media endpoint: first frame and close codes', () => {
   });
 
   it('closes 4409 when the session_id is already live, leaving the live one alone', async () => {
-    bridge = await startBridge({ BOT_URL: 'builtin:echo', ECHO_DELAY_MS: '0' });
-    const token = await bridge.mediaToken();
+    t.bridge = await startBridge({ BOT_URL: 'builtin:echo', ECHO_DELAY_MS: '0' });
+    const token = await t.bridge.mediaToken();
     const first = provider({ token });
     await first.start('dup-1');
-    await waitFor(() => bridge!.bridge.ctx.sessions.count() === 1, 2_000, 'first session');
+    await waitFor(() => t.bridge!.bridge.ctx.sessions.count() === 1, 2_000, 'first session');
     const second = provider({ token });
     await second.start('dup-1');
     expect(await second.waitClosed()).toBe(4409);
@@ -151,62 +144,62 @@ describe('media endpoint: first frame and close codes', () => {
     first.sendRaw(tonePcm16(440, 8000, 800));
     await waitFor(() => first.audio.length >= 5, 2_000, 'audio on the live call');
     expect(first.closeCode).toBeUndefined();
-    expect(bridge.bridge.ctx.sessions.count()).toBe(1);
+    expect(t.bridge.bridge.ctx.sessions.count()).toBe(1);
   });
 
   it('closes 1009 on a frame larger than MAX_PAYLOAD_BYTES', async () => {
-    bridge = await startBridge({ MAX_PAYLOAD_BYTES: '4096' });
-    const p = provider({ token: await bridge.mediaToken() });
+    t.bridge = await startBridge({ MAX_PAYLOAD_BYTES: '4096' });
+    const p = provider({ token: await t.bridge.mediaToken() });
     await p.start('big-1');
-    await waitFor(() => bridge!.bridge.ctx.sessions.count() === 1, 2_000, 'session');
+    await waitFor(() => t.bridge!.bridge.ctx.sessions.count() === 1, 2_000, 'session');
     p.sendRaw(Buffer.alloc(4098));
     expect(await p.waitClosed()).toBe(1009);
-    await waitFor(() => bridge!.bridge.ctx.sessions.count() === 0, 2_000, 'session removed');
+    await waitFor(() => t.bridge!.bridge.ctx.sessions.count() === 0, 2_000, 'session removed');
   });
 
   it("closes 1008 when session_start names another tenant than the token's", async () => {
-    bridge = await startBridge();
-    const p = provider({ token: await bridge.mediaToken() });
+    t.bridge = await startBridge();
+    const p = provider({ token: await t.bridge.mediaToken() });
     await p.start('t-1', { tenant: 'someone-else' });
     expect(await p.waitClosed()).toBe(1008);
     expect(p.errors()[0]!.code).toBe('tenant_mismatch');
   });
 
   it('closes 1008 when the media token expires mid-call', async () => {
-    bridge = await startBridge();
-    const p = provider({ token: await bridge.mediaToken({ ttlSeconds: 2 }) });
+    t.bridge = await startBridge();
+    const p = provider({ token: await t.bridge.mediaToken({ ttlSeconds: 2 }) });
     await p.start('exp-1');
-    await waitFor(() => bridge!.bridge.ctx.sessions.count() === 1, 2_000, 'session');
+    await waitFor(() => t.bridge!.bridge.ctx.sessions.count() === 1, 2_000, 'session');
     expect(await p.waitClosed(4_000)).toBe(1008);
     expect(p.errors().some((e) => e.code === 'token_expired')).toBe(true);
-    await waitFor(() => bridge!.bridge.ctx.sessions.count() === 0, 2_000, 'session removed');
+    await waitFor(() => t.bridge!.bridge.ctx.sessions.count() === 0, 2_000, 'session removed');
   });
 });
 
 describe('media endpoint: lifecycle', () => {
   it('ends a peer that stops answering pings, and keeps one that answers', async () => {
-    bridge = await startBridge({ HEARTBEAT_INTERVAL_MS: '1000' });
-    const token = await bridge.mediaToken();
+    t.bridge = await startBridge({ HEARTBEAT_INTERVAL_MS: '1000' });
+    const token = await t.bridge.mediaToken();
     const dead = provider({ token, autoPong: false });
     const live = provider({ token });
     await dead.start('hb-dead');
     await live.start('hb-live');
     await waitFor(() => dead.closeCode !== undefined, 3_500, 'dead peer to be ended');
     expect(live.closeCode).toBeUndefined();
-    await waitFor(() => bridge!.bridge.ctx.sessions.count() === 1, 2_000, 'dead session removed');
+    await waitFor(() => t.bridge!.bridge.ctx.sessions.count() === 1, 2_000, 'dead session removed');
   });
 
   it('session_end closes 1000, tells the bot and removes the session; metrics follow', async () => {
-    bridge = await startBridge();
-    const p = provider({ token: await bridge.mediaToken() });
+    t.bridge = await startBridge();
+    const p = provider({ token: await t.bridge.mediaToken() });
     await p.start('end-1');
-    await waitFor(() => bridge!.bridge.ctx.sessions.count() === 1, 2_000, 'session');
-    expect((await bridge.bridge.ctx.metrics.sessions.get()).values[0]!.value).toBe(1);
+    await waitFor(() => t.bridge!.bridge.ctx.sessions.count() === 1, 2_000, 'session');
+    expect((await t.bridge.bridge.ctx.metrics.sessions.get()).values[0]!.value).toBe(1);
     p.send({ event: 'session_end', reason: 'hangup' });
     expect(await p.waitClosed()).toBe(1000);
-    await waitFor(() => bridge!.bridge.ctx.sessions.count() === 0, 2_000, 'session removed');
-    expect((await bridge.bridge.ctx.metrics.sessions.get()).values[0]!.value).toBe(0);
-    const metrics = await (await fetch(`${bridge.http}/metrics`)).text();
+    await waitFor(() => t.bridge!.bridge.ctx.sessions.count() === 0, 2_000, 'session removed');
+    expect((await t.bridge.bridge.ctx.metrics.sessions.get()).values[0]!.value).toBe(0);
+    const metrics = await (await fetch(`${t.bridge.http}/metrics`)).text();
     for (const name of [
       'voicebridge_sessions ',
       'voicebridge_sessions_total 1',
@@ -226,12 +219,12 @@ describe('media endpoint: lifecycle', () => {
   });
 
   it('a closed provider socket removes its session', async () => {
-    bridge = await startBridge();
-    const p = provider({ token: await bridge.mediaToken() });
+    t.bridge = await startBridge();
+    const p = provider({ token: await t.bridge.mediaToken() });
     await p.start('gone-1');
-    await waitFor(() => bridge!.bridge.ctx.sessions.count() === 1, 2_000, 'session');
+    await waitFor(() => t.bridge!.bridge.ctx.sessions.count() === 1, 2_000, 'session');
     p.close();
-    await waitFor(() => bridge!.bridge.ctx.sessions.count() === 0, 2_000, 'session removed');
-    expect(bridge.bridge.media.connections).toBe(0);
+    await waitFor(() => t.bridge!.bridge.ctx.sessions.count() === 0, 2_000, 'session removed');
+    expect(t.bridge.bridge.media.connections).toBe(0);
   });
 });

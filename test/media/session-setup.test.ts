@@ -2,32 +2,25 @@
  * A connection between its upgrade and its live session: a set-up that fails part way leaves nothing
  * behind.
  */
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { type Config, ConfigError, loadConfig } from '../../src/config.js';
-import { startBridge, type TestBridge } from '../helpers/bridge.js';
+import { startBridge, useBridge } from '../helpers/bridge.js';
 import { captureLog } from '../helpers/log-capture.js';
 import { TestProvider } from '../helpers/provider.js';
 import { waitFor } from '../helpers/wait.js';
 
-let bridge: TestBridge | undefined;
-const providers: TestProvider[] = [];
-
-afterEach(async () => {
-  for (const p of providers.splice(0)) p.close();
-  await bridge?.close();
-  bridge = undefined;
-});
+const t = useBridge();
 
 async function connect(): Promise<TestProvider> {
-  const p = new TestProvider(bridge!.mediaUrl, { token: await bridge!.mediaToken() });
-  providers.push(p);
+  const p = new TestProvider(t.bridge!.mediaUrl, { token: await t.bridge!.mediaToken() });
+  t.providers.push(p);
   await p.opened;
   return p;
 }
 
 async function listed(): Promise<string[]> {
-  const res = await fetch(`${bridge!.http}/v1/sessions`, {
-    headers: { authorization: `Bearer ${await bridge!.restToken(['sessions:read'])}` },
+  const res = await fetch(`${t.bridge!.http}/v1/sessions`, {
+    headers: { authorization: `Bearer ${await t.bridge!.restToken(['sessions:read'])}` },
   });
   return ((await res.json()) as { session_id: string }[]).map((s) => s.session_id);
 }
@@ -35,8 +28,8 @@ async function listed(): Promise<string[]> {
 describe('session set-up', () => {
   it('a session whose bot leg cannot be built is closed 1011 and unregistered; its id can start again', async () => {
     const logs = captureLog('debug');
-    bridge = await startBridge({ LOG_LEVEL: 'debug' }, { log: logs.log });
-    const ctx = bridge.bridge.ctx as { config: Config };
+    t.bridge = await startBridge({ LOG_LEVEL: 'debug' }, { log: logs.log });
+    const ctx = t.bridge.bridge.ctx as { config: Config };
     const good = ctx.config;
     // A URL that ws refuses to dial (a space in the host), with credentials and a token in it.
     ctx.config = { ...good, botUrl: 'ws://bot-user:pw-s3cret@bad host/x?token=tok-s3cret' };
@@ -49,7 +42,7 @@ describe('session set-up', () => {
     expect(err?.message).toContain('(not a valid URL)');
     expect(err?.message).toContain('BOT_URL');
     expect(err?.message).not.toMatch(/s3cret|bot-user/);
-    await waitFor(() => bridge!.bridge.ctx.sessions.count() === 0, 2_000, 'session unregistered');
+    await waitFor(() => t.bridge!.bridge.ctx.sessions.count() === 0, 2_000, 'session unregistered');
     expect(await listed()).toEqual([]);
     expect(logs.find(/session set-up failed/)).toHaveLength(1);
     expect(logs.lines.filter((l) => /s3cret|bot-user/.test(JSON.stringify(l)))).toEqual([]);
@@ -58,14 +51,14 @@ describe('session set-up', () => {
     ctx.config = good;
     const again = await connect();
     await again.start('setup-fail-1');
-    await waitFor(() => bridge!.bridge.ctx.sessions.count() === 1, 2_000, 'session live again');
+    await waitFor(() => t.bridge!.bridge.ctx.sessions.count() === 1, 2_000, 'session live again');
     expect(await listed()).toEqual(['setup-fail-1']);
     expect(again.errors()).toEqual([]);
     expect(again.closeCode).toBeUndefined();
   });
 
   it('closes 4400 a socket that sends no session_start within SESSION_START_TIMEOUT_MS', async () => {
-    bridge = await startBridge({ SESSION_START_TIMEOUT_MS: '200' });
+    t.bridge = await startBridge({ SESSION_START_TIMEOUT_MS: '200' });
     const t0 = performance.now();
     const idle = await connect();
     const prompt = await connect();
@@ -90,8 +83,8 @@ describe('session set-up', () => {
   });
 
   it('frames past the 256 held during set-up are counted and reported in one error event', async () => {
-    bridge = await startBridge({ BOT_URL: 'builtin:echo', ECHO_DELAY_MS: '0' });
-    const tenants = bridge.bridge.ctx.tenants;
+    t.bridge = await startBridge({ BOT_URL: 'builtin:echo', ECHO_DELAY_MS: '0' });
+    const tenants = t.bridge.bridge.ctx.tenants;
     const get = tenants.getMediaStream.bind(tenants);
     // A slow store: the session is still being set up while the frames arrive.
     tenants.getMediaStream = async (t) => {
@@ -104,10 +97,10 @@ describe('session set-up', () => {
     const err = await p.waitEvent('error', 3_000);
     expect(err.code).toBe('frames_dropped');
     expect(err.message).toMatch(/^44 frames sent while the session was being set up were dropped/);
-    const m = await bridge.bridge.ctx.metrics.badFrames.get();
+    const m = await t.bridge.bridge.ctx.metrics.badFrames.get();
     expect(m.values.find((v) => v.labels.code === 'frames_dropped')?.value).toBe(44);
     // The 256 held frames reached the call, and it goes on.
-    const framesIn = await bridge.bridge.ctx.metrics.framesIn.get();
+    const framesIn = await t.bridge.bridge.ctx.metrics.framesIn.get();
     expect(framesIn.values.find((v) => v.labels.leg === 'caller')?.value).toBe(256);
     await waitFor(() => p.audio.length >= 5, 2_000, 'held audio echoed');
     expect(p.errors()).toHaveLength(1);

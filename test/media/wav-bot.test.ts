@@ -5,24 +5,17 @@
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { basename, dirname, join } from 'node:path';
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import wavefile from 'wavefile';
 import { createResampler } from '../../src/audio/resampler.js';
 import { fitTone } from '../../src/audio/tone.js';
 import { pcm16Samples } from '../helpers/audio.js';
-import { startBridge, type TestBridge } from '../helpers/bridge.js';
+import { startBridge, useBridge } from '../helpers/bridge.js';
 import { captureLog } from '../helpers/log-capture.js';
 import { TestProvider } from '../helpers/provider.js';
 import { waitFor } from '../helpers/wait.js';
 
-let bridge: TestBridge | undefined;
-const providers: TestProvider[] = [];
-
-afterEach(async () => {
-  for (const p of providers.splice(0)) p.close();
-  await bridge?.close();
-  bridge = undefined;
-});
+const t = useBridge();
 
 /** A stereo WAV of `seconds` of a `hz` tone at `rate` (the channels in phase). */
 function stereoToneWav(rate: number, hz: number, seconds: number): string {
@@ -41,9 +34,9 @@ describe('builtin:wav at any rate', () => {
   it.each([11025, 32000])(
     'plays a %i Hz stereo WAV: the tone, on time, as long as the file',
     async (rate) => {
-      bridge = await startBridge({ BOT_URL: `builtin:wav:${stereoToneWav(rate, 600, 0.8)}` });
-      const p = new TestProvider(bridge.mediaUrl, { token: await bridge.mediaToken() });
-      providers.push(p);
+      t.bridge = await startBridge({ BOT_URL: `builtin:wav:${stereoToneWav(rate, 600, 0.8)}` });
+      const p = new TestProvider(t.bridge.mediaUrl, { token: await t.bridge.mediaToken() });
+      t.providers.push(p);
       await p.start(`wav-${rate}`);
       // 0.8 s at 8 kHz is 40 chunks of 320 bytes; the bot sends nothing after the file.
       await waitFor(() => p.audio.length >= 39, 4_000, 'wav audio');
@@ -76,10 +69,10 @@ describe('builtin:wav at any rate', () => {
 
 describe("a tenant's builtin:wav bot_url", () => {
   async function putBotUrl(bot_url: string): Promise<number> {
-    const res = await fetch(`${bridge!.http}/v1/media-stream`, {
+    const res = await fetch(`${t.bridge!.http}/v1/media-stream`, {
       method: 'PUT',
       headers: {
-        authorization: `Bearer ${await bridge!.restToken(['media:manage'])}`,
+        authorization: `Bearer ${await t.bridge!.restToken(['media:manage'])}`,
         'content-type': 'application/json',
       },
       body: JSON.stringify({ media_ws_url: 'ws://127.0.0.1:9/v1/media', bot_url }),
@@ -89,10 +82,10 @@ describe("a tenant's builtin:wav bot_url", () => {
 
   it('plays a file named relative to BOT_WAV_DIR; one stored outside the current BOT_WAV_DIR is refused at session_start', async () => {
     const file = stereoToneWav(16000, 600, 0.4);
-    bridge = await startBridge({ BOT_URL: 'builtin:echo', BOT_WAV_DIR: dirname(file) });
+    t.bridge = await startBridge({ BOT_URL: 'builtin:echo', BOT_WAV_DIR: dirname(file) });
     expect(await putBotUrl(`builtin:wav:${basename(file)}`)).toBe(200);
-    const p = new TestProvider(bridge.mediaUrl, { token: await bridge.mediaToken() });
-    providers.push(p);
+    const p = new TestProvider(t.bridge.mediaUrl, { token: await t.bridge.mediaToken() });
+    t.providers.push(p);
     await p.start('tenant-wav-1');
     // 0.4 s at 8 kHz is 20 chunks; the echo bot would send nothing (the caller is silent).
     await waitFor(() => p.audio.length >= 19, 3_000, 'wav audio');
@@ -102,17 +95,17 @@ describe("a tenant's builtin:wav bot_url", () => {
     // An absolute path inside BOT_WAV_DIR is accepted too; stored, it outlives a restart with another
     // BOT_WAV_DIR (the same entry, as a shared store keeps it): then it is not played.
     expect(await putBotUrl(`builtin:wav:${file}`)).toBe(200);
-    const stored = await bridge.bridge.ctx.tenants.getMediaStream('default');
+    const stored = await t.bridge.bridge.ctx.tenants.getMediaStream('default');
     expect(stored?.bot_url).toBe(`builtin:wav:${file}`);
     p.close();
-    await bridge.close();
-    bridge = await startBridge({
+    await t.bridge.close();
+    t.bridge = await startBridge({
       BOT_URL: 'builtin:echo',
       BOT_WAV_DIR: mkdtempSync(join(tmpdir(), 'vb-wav-')),
     });
-    await bridge.bridge.ctx.tenants.putMediaStream(stored!, undefined);
-    const q = new TestProvider(bridge.mediaUrl, { token: await bridge.mediaToken() });
-    providers.push(q);
+    await t.bridge.bridge.ctx.tenants.putMediaStream(stored!, undefined);
+    const q = new TestProvider(t.bridge.mediaUrl, { token: await t.bridge.mediaToken() });
+    t.providers.push(q);
     await q.start('tenant-wav-2');
     const err = await q.waitEvent('error', 2_000);
     expect(err.code).toBe('bot_unavailable');
@@ -126,14 +119,14 @@ describe("a tenant's builtin:wav bot_url", () => {
     const dir = mkdtempSync(join(tmpdir(), 'vb-wav-'));
     writeFileSync(join(dir, 'junk.wav'), 'not a RIFF file at all');
     const logs = captureLog('debug');
-    bridge = await startBridge({ BOT_URL: 'builtin:echo', BOT_WAV_DIR: dir }, { log: logs.log });
+    t.bridge = await startBridge({ BOT_URL: 'builtin:echo', BOT_WAV_DIR: dir }, { log: logs.log });
     for (const [name, id, said] of [
       ['missing.wav', 'wav-missing', 'cannot play builtin:wav:missing.wav (ENOENT)'],
       ['junk.wav', 'wav-junk', 'cannot play builtin:wav:junk.wav (not a WAV file the bridge can play)'],
     ] as const) {
       expect(await putBotUrl(`builtin:wav:${name}`)).toBe(200);
-      const p = new TestProvider(bridge.mediaUrl, { token: await bridge.mediaToken() });
-      providers.push(p);
+      const p = new TestProvider(t.bridge.mediaUrl, { token: await t.bridge.mediaToken() });
+      t.providers.push(p);
       await p.start(id);
       const err = await p.waitEvent('error', 2_000);
       expect(err).toMatchObject({ code: 'bot_unavailable', message: said });
