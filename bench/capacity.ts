@@ -12,6 +12,7 @@ import { writeFile } from 'node:fs/promises';
 import { cpus } from 'node:os';
 import { parseArgs } from 'node:util';
 import { generateTone } from '../src/audio/tone.js';
+import { BRIDGE_NODE_FLAGS } from '../src/cli/node-flags.js';
 import { asBackground } from '../src/load/markers.js';
 import { forkChild, orchestrate, sampleServer } from '../src/load/orchestrator.js';
 import { buildReport, type LoadReport } from '../src/load/report.js';
@@ -41,7 +42,7 @@ interface Target {
 
 async function startBridge(): Promise<Target> {
   const port = 18_000 + Math.floor(Math.random() * 2000);
-  const child: ChildProcess = spawn(process.execPath, ['dist/cli/main.js'], {
+  const child: ChildProcess = spawn(process.execPath, [...BRIDGE_NODE_FLAGS, 'dist/cli/main.js'], {
     env: {
       ...process.env,
       PORT: String(port),

@@ -16,6 +16,7 @@ import { performance } from 'node:perf_hooks';
 import { parseArgs } from 'node:util';
 import { generateTone } from '../src/audio/tone.js';
 import { mintToken } from '../src/auth/jwt.js';
+import { BRIDGE_NODE_FLAGS } from '../src/cli/node-flags.js';
 import { DEV_MEDIA_SECRET } from '../src/config.js';
 import { asBackground } from '../src/load/markers.js';
 import { orchestrate } from '../src/load/orchestrator.js';
@@ -94,7 +95,7 @@ async function sample(http: string, t: number): Promise<Sample | undefined> {
 }
 
 async function startBridge(): Promise<{ child: ChildProcess; http: string; media: string }> {
-  const child = spawn(process.execPath, ['dist/cli/main.js'], {
+  const child = spawn(process.execPath, [...BRIDGE_NODE_FLAGS, 'dist/cli/main.js'], {
     env: {
       ...process.env,
       NODE_ENV: 'development',

@@ -8,6 +8,7 @@ import { type ChildProcess, spawn } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { pingRedis, redisServerArgs, waitForRedis } from '../state/redis-server.js';
+import { BRIDGE_NODE_FLAGS } from './node-flags.js';
 
 const USAGE = `usage: npm run cluster -- [--instances 2] [--port 8080] [--host 127.0.0.1] [--redis-port 6379]
   --instances   bridge instances to start (1 to 16), on ports --port, --port + 1, ...
@@ -81,15 +82,19 @@ const fromSource = import.meta.url.endsWith('.ts');
 const main = fileURLToPath(new URL(fromSource ? './main.ts' : './main.js', import.meta.url));
 for (let i = 0; i < instances; i++) {
   const port = basePort + i;
-  const child = spawn(process.execPath, [...(fromSource ? ['--import', 'tsx'] : []), main], {
-    env: {
-      ...process.env,
-      PORT: String(port),
-      HOST: values.host,
-      STATE_STORE: `redis://127.0.0.1:${redisPort}`,
+  const child = spawn(
+    process.execPath,
+    [...BRIDGE_NODE_FLAGS, ...(fromSource ? ['--import', 'tsx'] : []), main],
+    {
+      env: {
+        ...process.env,
+        PORT: String(port),
+        HOST: values.host,
+        STATE_STORE: `redis://127.0.0.1:${redisPort}`,
+      },
+      stdio: ['ignore', 'pipe', 'pipe'],
     },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
+  );
   const tag = `[${i}:${port}]`;
   relay(child, tag);
   child.once('exit', (code, signal) => {
