@@ -16,7 +16,7 @@ export class SessionDsp {
   private readonly spec: PipelineSessionSpec;
   /**
    * Made on first use: a pipeline session usually carries one direction (a call opens one for each), so
-   * the other resampler would be WebAssembly state held for nothing (~9 KB each).
+   * the other resampler would be WebAssembly state held for nothing (~2.5 KB each).
    */
   private upR: Resampler | undefined;
   private downR: Resampler | undefined;
@@ -30,6 +30,11 @@ export class SessionDsp {
    * nothing (a chunk's sample count takes a handful of values, so few are ever made).
    */
   private byteViews: Uint8Array[] = [];
+  /**
+   * Views of the first `n` decoded samples, by `n`: a resampler given an input of exactly its length
+   * copies it in one block move rather than sample by sample.
+   */
+  private inputViews: Int16Array[] = [];
   private freed = false;
 
   constructor(spec: PipelineSessionSpec) {
@@ -91,7 +96,12 @@ export class SessionDsp {
       this.resampled = new Int16Array(Math.max(max, this.resampled.length * 2));
       this.byteViews = [];
     }
-    return r.process(this.decoded, this.resampled, n);
+    let input = this.inputViews[n];
+    if (input === undefined) {
+      input = this.decoded.subarray(0, n);
+      this.inputViews[n] = input;
+    }
+    return r.process(input, this.resampled);
   }
 
   /** Writes `w` resampled samples into `out` at byte `at` in `codec`; returns the bytes written. */
@@ -116,6 +126,7 @@ export class SessionDsp {
     if (this.decoded.length < n) {
       this.decoded = new Int16Array(Math.max(n, this.decoded.length * 2));
       this.decodedBytes = new Uint8Array(this.decoded.buffer);
+      this.inputViews = [];
     }
     if (codec === 'slin' && LITTLE_ENDIAN) this.decodedBytes.set(data);
     else decodeInto(codec, data, this.decoded);
