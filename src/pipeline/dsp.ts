@@ -10,6 +10,9 @@ import type { Codec } from '../audio/format.js';
 import { createResampler, type Resampler } from '../audio/resampler.js';
 import type { PipelineSessionSpec } from './types.js';
 
+/** Input lengths (samples) that get a cached exact-length view: a 20 ms chunk at 48 kHz and below. */
+const INPUT_VIEW_MAX = 960;
+
 export class SessionDsp {
   private readonly inCodec: Codec;
   private readonly outCodec: Codec;
@@ -96,6 +99,8 @@ export class SessionDsp {
       this.resampled = new Int16Array(Math.max(max, this.resampled.length * 2));
       this.byteViews = [];
     }
+    // Chunks up to 20 ms at 48 kHz get a cached view; a bot's odd long frame takes the length instead.
+    if (n > INPUT_VIEW_MAX) return r.process(this.decoded, this.resampled, n);
     let input = this.inputViews[n];
     if (input === undefined) {
       input = this.decoded.subarray(0, n);

@@ -27,12 +27,14 @@ class InlineSession implements PipelineSession {
     const t0 = performance.now();
     const owner = this.owner;
     const out = owner.output(this.dsp.botBytesFor(data.byteLength));
-    const n = this.dsp.callerToBot(data, out, 0);
-    owner.account(performance.now() - t0);
     try {
-      this.sink.toBot(out.subarray(0, n));
-    } catch (err) {
-      owner.sinkThrew(err);
+      const n = this.dsp.callerToBot(data, out, 0);
+      owner.account(performance.now() - t0);
+      try {
+        this.sink.toBot(out.subarray(0, n));
+      } catch (err) {
+        owner.sinkThrew(err);
+      }
     } finally {
       owner.done(out);
     }
@@ -43,12 +45,14 @@ class InlineSession implements PipelineSession {
     const t0 = performance.now();
     const owner = this.owner;
     const out = owner.output(this.dsp.callerBytesFor(data.byteLength));
-    const n = this.dsp.botToCaller(data, out, 0);
-    owner.account(performance.now() - t0);
     try {
-      this.sink.toCaller(out.subarray(0, n));
-    } catch (err) {
-      owner.sinkThrew(err);
+      const n = this.dsp.botToCaller(data, out, 0);
+      owner.account(performance.now() - t0);
+      try {
+        this.sink.toCaller(out.subarray(0, n));
+      } catch (err) {
+        owner.sinkThrew(err);
+      }
     } finally {
       owner.done(out);
     }

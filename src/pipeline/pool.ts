@@ -138,7 +138,7 @@ class Slot {
   respawnTimer: NodeJS.Timeout | undefined;
   pages = new Pages();
   /** The page records are staged in until the next send. */
-  page: Page = this.pages.out.acquire();
+  page: Page = this.pages.out.acquire()!;
   readonly sessions = new Set<WorkerSession>();
   inFlight = 0;
   /** When the oldest unanswered batch was sent (watchdog). */
@@ -262,8 +262,12 @@ export class WorkerPipeline implements DspPipeline {
 
   private send(slot: Slot): void {
     if (slot.worker === null || slot.staging.records === 0 || slot.inFlight >= MAX_IN_FLIGHT) return;
+    // The next staging page first: with every page still at the worker it is not answering, and the
+    // records wait here until the watchdog replaces it.
+    const next = slot.pages.out.acquire();
+    if (next === undefined) return;
     const message = slot.pages.out.message(slot.page);
-    slot.page = slot.pages.out.acquire();
+    slot.page = next;
     if (slot.inFlight === 0) slot.waitingSince = performance.now();
     slot.inFlight++;
     slot.worker.postMessage(message);
@@ -295,7 +299,7 @@ export class WorkerPipeline implements DspPipeline {
     const page = replies.open(message);
     const u8 = replies.u8(page);
     const i32 = replies.i32(page);
-    this.metrics?.dspSeconds.inc(new Float64Array(u8.buffer, 0, 1)[0]!);
+    this.metrics?.dspSeconds.inc(replies.header(page));
     const end = batchEnd(i32);
     for (let off = HEADER_BYTES; off < end; ) {
       const h = off >> 2;
@@ -319,9 +323,7 @@ export class WorkerPipeline implements DspPipeline {
         this.log?.error({ err, session: id }, 'pipeline sink threw');
       }
     }
-    // A sink may have closed the pipeline or lost the worker meanwhile; the page is this worker's
-    // either way, and a new worker gets new pages.
-    if (slot.generation === generation) replies.release(page);
+    replies.release(page);
     if (!this.closing) this.send(slot);
   }
 
@@ -334,7 +336,7 @@ export class WorkerPipeline implements DspPipeline {
     // staged for the dead one (records for it were never sent, so nothing is duplicated).
     const pending = slot.staging;
     slot.pages = new Pages();
-    slot.page = slot.pages.out.acquire();
+    slot.page = slot.pages.out.acquire()!;
     for (const s of slot.sessions) slot.staging.putOpen(s.id, s.spec);
     if (!slot.staging.append(pending)) this.dropped += pending.records;
     const delayMs =
@@ -374,8 +376,9 @@ export class WorkerPipeline implements DspPipeline {
           'dsp worker hung',
         );
         slot.inFlight = 0;
-        // Its exit event replaces it.
+        // Its exit event replaces it; until then nothing more is sent to it.
         void slot.worker?.terminate();
+        slot.worker = null;
       }
     }
   }

@@ -61,6 +61,9 @@ export const TO_MAIN = MAX_PAGES;
 
 const CODECS: readonly Codec[] = ['slin', 'pcmu', 'pcma'];
 
+/** Small batches in a row before a grown buffer is let go: about a second of batches at full load. */
+export const SHRINK_AFTER = 256;
+
 export function align4(n: number): number {
   return (n + 3) & ~3;
 }
@@ -84,6 +87,8 @@ export class BatchWriter {
   records = 0;
   /** The buffer is new since the reader last saw this page: send it along with the page id. */
   fresh = true;
+  /** Batches in a row that fitted the initial size (see reset). */
+  private smallBatches = 0;
 
   constructor(
     readonly initialBytes: number,
@@ -166,11 +171,19 @@ export class BatchWriter {
     this.i32[3] = this.records;
   }
 
-  /** Empties the writer; a buffer grown past 4x its initial size is let go (a burst's memory is not kept). */
+  /**
+   * Empties the writer. A buffer grown past 4x its initial size is let go once SHRINK_AFTER batches in
+   * a row have fitted the initial size: a burst's memory is not kept, and a load that keeps batches big
+   * keeps its buffer (letting it go each time would regrow it, and resend it, batch after batch).
+   */
   reset(): void {
+    this.smallBatches = this.used <= this.initialBytes ? this.smallBatches + 1 : 0;
     this.used = HEADER_BYTES;
     this.records = 0;
-    if (this.buf.byteLength > 4 * this.initialBytes) this.replace(this.alloc(this.initialBytes));
+    if (this.buf.byteLength > 4 * this.initialBytes && this.smallBatches >= SHRINK_AFTER) {
+      this.replace(this.alloc(this.initialBytes));
+      this.smallBatches = 0;
+    }
   }
 
   private alloc(bytes: number): ArrayBuffer | SharedArrayBuffer {
@@ -221,8 +234,8 @@ export class PageWriter {
     private readonly maxBytes: number,
   ) {}
 
-  /** A page to write the next batch in; throws when all MAX_PAGES are in use (a broken peer). */
-  acquire(): Page {
+  /** A page to write the next batch in; undefined when all MAX_PAGES are with the reader (a stuck peer). */
+  acquire(): Page | undefined {
     for (const page of this.pages) {
       if (Atomics.compareExchange(this.flags, this.base + page.id, PAGE_FREE, PAGE_WRITING) === PAGE_FREE) {
         page.writer.reset();
@@ -230,7 +243,7 @@ export class PageWriter {
       }
     }
     const id = this.pages.length;
-    if (id >= MAX_PAGES) throw new Error(`all ${MAX_PAGES} batch pages are with the reader`);
+    if (id >= MAX_PAGES) return undefined;
     const page = { id, writer: new BatchWriter(this.initialBytes, this.maxBytes, true) };
     this.pages.push(page);
     Atomics.store(this.flags, this.base + id, PAGE_WRITING);
@@ -252,6 +265,7 @@ export class PageWriter {
 export class PageReader {
   private readonly u8s: Uint8Array[] = [];
   private readonly i32s: Int32Array[] = [];
+  private readonly f64s: Float64Array[] = [];
 
   constructor(
     private readonly flags: Int32Array,
@@ -263,7 +277,13 @@ export class PageReader {
     if (typeof message === 'number') return message;
     this.u8s[message.id] = new Uint8Array(message.buf);
     this.i32s[message.id] = new Int32Array(message.buf);
+    this.f64s[message.id] = new Float64Array(message.buf, 0, 1);
     return message.id;
+  }
+
+  /** The header value of the batch in page `id`. */
+  header(id: number): number {
+    return this.f64s[id]![0]!;
   }
 
   u8(id: number): Uint8Array {

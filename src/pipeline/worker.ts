@@ -89,7 +89,10 @@ port.on('message', (message: PageMessage) => {
   const u8 = inbox.u8(inId);
   const i32 = inbox.i32(inId);
   const end = batchEnd(i32);
+  // The main thread releases each reply before it sends another batch, so at most MAX_IN_FLIGHT
+  // replies are ever held: running out means a broken main thread, and this worker dies to say so.
   const page = outbox.acquire();
+  if (page === undefined) throw new Error('every reply page is with the main thread');
   const out = page.writer;
   for (let off = HEADER_BYTES; off < end; ) {
     const h = off >> 2;

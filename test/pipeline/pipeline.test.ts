@@ -356,6 +356,28 @@ describe('worker pipeline lifecycle', () => {
     expect(buffers.size).toBeLessThanOrEqual(8);
   });
 
+  it('inline: a sink that feeds the pipeline again inside its call does not overwrite what it holds', () => {
+    const p = pipeline(0);
+    let inner = 0;
+    let intact = false;
+    let session: PipelineSession | undefined;
+    const sink = {
+      toBot(pcm: Uint8Array) {
+        const before = pcm.slice();
+        // A bot that answers at once: its audio goes through the same pipeline while `pcm` is held.
+        session!.fromBot(asBytes(tone(1000, 16000, 320, 12000)));
+        intact = pcm.every((v, i) => v === before[i]);
+      },
+      toCaller() {
+        inner++;
+      },
+    };
+    session = p.open(spec('slin', 8000, 'slin', 8000, 16000), sink);
+    session.fromCaller(asBytes(tone(440, 8000, 160, 8000)));
+    expect(inner).toBe(1);
+    expect(intact).toBe(true);
+  });
+
   it('close() terminates the workers and leaves no handles behind', async () => {
     const count = (type: string) => process.getActiveResourcesInfo().filter((r) => r === type).length;
     const ports = count('MessagePort');

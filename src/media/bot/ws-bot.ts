@@ -39,6 +39,7 @@ let maskAt = maskPool.length;
  * own, except under an all-zero key, where it sends the caller's bytes as they are and the socket may
  * hold them until written. Audio reaches a bot as a view into a buffer the DSP pipeline reuses
  * (src/pipeline/types.ts), so every frame must be copied; redrawing the 1-in-2^32 zero key keeps that so.
+ * (The other case where ws keeps a caller's bytes is compression, which the bot socket turns off.)
  */
 function nonZeroMask(mask: Buffer): void {
   do {
