@@ -30,30 +30,33 @@ export interface WsBotOptions {
 /** Longest wait between redials. */
 const RETRY_MAX_MS = 5_000;
 
-/** Random bytes for masking keys, drawn 8 KB at a time as ws itself does. */
-const maskPool = Buffer.alloc(8192);
-let maskAt = maskPool.length;
-
 /**
- * A client frame's masking key, from the CSPRNG, never all zeros. ws masks a frame into a copy of its
- * own, except under an all-zero key, where it sends the caller's bytes as they are and the socket may
- * hold them until written. Audio reaches a bot as a view into a buffer the DSP pipeline reuses
- * (src/pipeline/types.ts), so every frame must be copied; redrawing the 1-in-2^32 zero key keeps that so.
- * (The other case where ws keeps a caller's bytes is compression, which the bot socket turns off.)
+ * Makes ws's `generateMask`: a client frame's masking key from `fill` (the CSPRNG, drawn 8 KB at a time
+ * as ws itself does), never all zeros. ws masks a frame into a copy of its own, except under an
+ * all-zero key, where it sends the caller's bytes as they are and the socket may hold them until
+ * written. Audio reaches a bot as a view into a buffer the DSP pipeline reuses (src/pipeline/types.ts),
+ * so every frame must be copied; redrawing the 1-in-2^32 zero key keeps that so. (The other case where
+ * ws keeps a caller's bytes is compression, which the bot socket turns off.)
  */
-function nonZeroMask(mask: Buffer): void {
-  do {
-    if (maskAt + 4 > maskPool.length) {
-      randomFillSync(maskPool);
-      maskAt = 0;
-    }
-    mask[0] = maskPool[maskAt]!;
-    mask[1] = maskPool[maskAt + 1]!;
-    mask[2] = maskPool[maskAt + 2]!;
-    mask[3] = maskPool[maskAt + 3]!;
-    maskAt += 4;
-  } while ((mask[0]! | mask[1]! | mask[2]! | mask[3]!) === 0);
+export function nonZeroMasks(fill: (pool: Buffer) => void = randomFillSync): (mask: Buffer) => void {
+  const pool = Buffer.alloc(8192);
+  let at = pool.length;
+  return (mask) => {
+    do {
+      if (at + 4 > pool.length) {
+        fill(pool);
+        at = 0;
+      }
+      mask[0] = pool[at]!;
+      mask[1] = pool[at + 1]!;
+      mask[2] = pool[at + 2]!;
+      mask[3] = pool[at + 3]!;
+      at += 4;
+    } while ((mask[0]! | mask[1]! | mask[2]! | mask[3]!) === 0);
+  };
 }
+
+const nonZeroMask = nonZeroMasks();
 
 export class WsBot implements BotLeg {
   readonly #o: WsBotOptions;
