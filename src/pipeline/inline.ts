@@ -23,33 +23,25 @@ class InlineSession implements PipelineSession {
   ) {}
 
   fromCaller(data: Uint8Array): void {
-    if (this.closed) return;
-    const t0 = performance.now();
-    const owner = this.owner;
-    const out = owner.output(this.dsp.botBytesFor(data.byteLength));
-    try {
-      const n = this.dsp.callerToBot(data, out, 0);
-      owner.account(performance.now() - t0);
-      try {
-        this.sink.toBot(out.subarray(0, n));
-      } catch (err) {
-        owner.sinkThrew(err);
-      }
-    } finally {
-      owner.done(out);
-    }
+    if (!this.closed) this.run(data, true);
   }
 
   fromBot(data: Uint8Array): void {
-    if (this.closed) return;
+    if (!this.closed) this.run(data, false);
+  }
+
+  /** One chunk through the DSP into the owner's scratch, then to the sink, either direction. */
+  private run(data: Uint8Array, fromCaller: boolean): void {
     const t0 = performance.now();
-    const owner = this.owner;
-    const out = owner.output(this.dsp.callerBytesFor(data.byteLength));
+    const { owner, dsp, sink } = this;
+    const bytes = fromCaller ? dsp.botBytesFor(data.byteLength) : dsp.callerBytesFor(data.byteLength);
+    const out = owner.output(bytes);
     try {
-      const n = this.dsp.botToCaller(data, out, 0);
+      const n = fromCaller ? dsp.callerToBot(data, out, 0) : dsp.botToCaller(data, out, 0);
       owner.account(performance.now() - t0);
       try {
-        this.sink.toCaller(out.subarray(0, n));
+        if (fromCaller) sink.toBot(out.subarray(0, n));
+        else sink.toCaller(out.subarray(0, n));
       } catch (err) {
         owner.sinkThrew(err);
       }
