@@ -5,7 +5,10 @@
  * no lost markers, >= 98 % audio back and round-trip p99 <= the low-load p50 + 20 ms.
  *
  *   npm run build && npm run bench:capacity -- [--ladder 250,500,750,1000,1250] [--seconds 20]
- *     [--encodings binary,base64] [--procs 1] [--json FILE]
+ *     [--encodings binary,base64] [--targets bridge,echo] [--procs 1] [--stop-after K] [--json FILE]
+ *
+ * The targets take turns rung by rung, so both are measured in the same minutes; `--stop-after K`
+ * ends a target's ladder after K failed rungs in a row.
  */
 import { type ChildProcess, spawn } from 'node:child_process';
 import { writeFile } from 'node:fs/promises';
@@ -26,6 +29,7 @@ const { values } = parseArgs({
     targets: { type: 'string', default: 'bridge,echo' },
     procs: { type: 'string', default: '1' },
     'low-calls': { type: 'string', default: '20' },
+    'stop-after': { type: 'string', default: '0' },
     json: { type: 'string' },
   },
 });
@@ -34,6 +38,8 @@ const seconds = Number(values.seconds);
 const procs = Number(values.procs);
 const encodings = values.encodings.split(',') as ('binary' | 'base64')[];
 const targets = values.targets.split(',');
+/** A target's ladder ends after this many failed rungs in a row (0: every rung runs). */
+const stopAfter = Number(values['stop-after']);
 
 interface Target {
   url: string;
@@ -150,30 +156,53 @@ const results: Record<string, unknown> = {
   runs: [] as unknown[],
 };
 const summary: string[] = [];
+
+interface Ladder {
+  target: string;
+  lowP50: number;
+  low: LoadReport;
+  capacity: number;
+  rungs: unknown[];
+  /** Failed rungs in a row; with --stop-after K, the ladder ends at K. */
+  failsInRow: number;
+}
+
 for (const encoding of encodings) {
+  // Rung by rung, every target in turn: both are measured in the same minutes of a machine whose
+  // speed drifts (bench/README.md), rather than one ladder after the other.
+  const runs: Ladder[] = [];
   for (const target of targets) {
-    if (target === 'bridge' && encoding === 'base64' && !targets.includes('bridge')) continue;
     const low = await rung(target, encoding, Number(values['low-calls']), Math.min(10, seconds));
-    const lowP50 = low.roundTripMs.p50;
-    let capacity = 0;
-    const rungs: unknown[] = [];
-    for (const calls of ladder) {
-      const r = await rung(target, encoding, calls, seconds);
-      const ok = passes(r, lowP50);
-      if (ok && calls > capacity) capacity = calls;
-      rungs.push({ ...r, pass: ok });
+    runs.push({ target, lowP50: low.roundTripMs.p50, low, capacity: 0, rungs: [], failsInRow: 0 });
+  }
+  for (const calls of ladder) {
+    for (const run of runs) {
+      if (stopAfter > 0 && run.failsInRow >= stopAfter) continue;
+      const r = await rung(run.target, encoding, calls, seconds);
+      const ok = passes(r, run.lowP50);
+      if (ok && calls > run.capacity) run.capacity = calls;
+      run.failsInRow = ok ? 0 : run.failsInRow + 1;
+      run.rungs.push({ ...r, pass: ok });
       const s = r.server;
       const line =
-        `${target.padEnd(6)} ${encoding.padEnd(6)} ${String(calls).padStart(5)} calls: ${ok ? 'pass' : 'FAIL'} ` +
-        `rtt p50 ${r.roundTripMs.p50} p99 ${r.roundTripMs.p99} ms (low-load p50 ${lowP50}), lost ${r.markers.lost}, ` +
+        `${run.target.padEnd(6)} ${encoding.padEnd(6)} ${String(calls).padStart(5)} calls: ${ok ? 'pass' : 'FAIL'} ` +
+        `rtt p50 ${r.roundTripMs.p50} p99 ${r.roundTripMs.p99} ms (low-load p50 ${run.lowP50}), lost ${r.markers.lost}, ` +
         `back ${r.audioReturnedPct}%, failed ${r.failed}, cpu ${s?.cpuPctOfCore ?? '?'}% ` +
         `(${s?.cpuMsPerCallSecond ?? '?'} ms/call-s), rss ${s?.rssPeakMb ?? '?'} MB, gen cpu ${r.generator.cpuPctOfCore}%`;
       process.stderr.write(`${line}\n`);
       summary.push(line);
     }
-    (results.runs as unknown[]).push({ target, encoding, lowLoad: low, capacity, rungs });
-    summary.push(`${target} ${encoding}: capacity ${capacity} calls`);
-    process.stderr.write(`${target} ${encoding}: capacity ${capacity} calls\n`);
+  }
+  for (const run of runs) {
+    (results.runs as unknown[]).push({
+      target: run.target,
+      encoding,
+      lowLoad: run.low,
+      capacity: run.capacity,
+      rungs: run.rungs,
+    });
+    summary.push(`${run.target} ${encoding}: capacity ${run.capacity} calls`);
+    process.stderr.write(`${run.target} ${encoding}: capacity ${run.capacity} calls\n`);
   }
 }
 process.stdout.write(`${summary.join('\n')}\n`);
