@@ -28,6 +28,14 @@ export const ERRORS = {
   // The shared state store (STATE_STORE=redis://…) cannot be reached; the message names it.
   store_unavailable: { status: 503, close: 1013 },
 
+  // Messaging (chat and RCS): the provider's refusals, as the bridge passes them on
+  // The account's credits ran out (provider 402).
+  payment_required: { status: 402 },
+  // Free-form chat after the customer's 24-hour window (network code 131047): send a template instead.
+  window_closed: { status: 409 },
+  // The messaging network refused the message (131026 undeliverable, 131053 media type, 100 parameter).
+  message_rejected: { status: 422 },
+
   // Media socket: frames that are reported with an `error` event and skipped
   bad_json: { status: 400 },
   unknown_event: { status: 400 },
