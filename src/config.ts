@@ -90,6 +90,22 @@ export interface Config {
   readonly bodyLimitBytes: number;
   /** TRUST_PROXY: proxies whose X-Forwarded-For names the client (limits are per client address). */
   readonly trustProxy: TrustProxy | undefined;
+
+  // Messaging (chat and RCS through the provider's messaging API).
+  /** The provider's messaging API base, with its `/v1`; undefined: messaging routes answer 503. */
+  readonly messagingBaseUrl: string | undefined;
+  readonly messagingToken: string | undefined;
+  /** Sent as `account_id` when the token does not imply one account. */
+  readonly messagingAccountId: string | undefined;
+  /**
+   * What the provider's webhook posts must carry (`Authorization: Bearer <secret>` or `?token=`);
+   * undefined: webhooks are accepted without one (development only).
+   */
+  readonly messagingWebhookSecret: string | undefined;
+  /** Sends per second the bridge allows itself towards the provider (the provider allows 80). */
+  readonly messagingSendsPerSec: number;
+  /** How long message records and webhook dedupe keys are kept. */
+  readonly messageRetentionMs: number;
 }
 
 type Env = Readonly<Record<string, string | undefined>>;
@@ -225,6 +241,7 @@ export function loadConfig(env: Env = process.env, argv: readonly string[] = [])
     );
   }
   const providerReadTimeoutMs = int('PROVIDER_READ_TIMEOUT_MS', 30_000, 30_000, 600_000);
+  const messaging = messagingConfig(e, production, url, problems);
   const config: Config = {
     port: int('PORT', 8080, 0, 65535),
     host: e.HOST || '0.0.0.0',
@@ -281,6 +298,12 @@ export function loadConfig(env: Env = process.env, argv: readonly string[] = [])
     restRateWindowMs: int('REST_RATE_WINDOW_MS', 1_000, 100, 3_600_000),
     bodyLimitBytes: int('BODY_LIMIT_BYTES', 64 * 1024, 1024, 16 * 1024 * 1024),
     trustProxy: typeof trustProxy === 'object' && 'problem' in trustProxy ? undefined : trustProxy,
+    ...messaging,
+    // 80 per second is the provider's own limit on the message sender (chat.md); above it sends are refused.
+    messagingSendsPerSec: int('MESSAGING_SENDS_PER_SEC', 80, 1, 80),
+    // 48 h: the provider's status events for a message come within a day (delivered, read); a button may
+    // be tapped a day later, and a webhook retried after that must still be counted once.
+    messageRetentionMs: int('MESSAGE_RETENTION_MS', 48 * 3_600_000, 60_000, 30 * 24 * 3_600_000),
   };
   if (config.requestTimeoutMs <= config.providerReadTimeoutMs) {
     problems.push(
@@ -289,6 +312,53 @@ export function loadConfig(env: Env = process.env, argv: readonly string[] = [])
   }
   if (problems.length > 0) throw new ConfigError(problems);
   return Object.freeze(config);
+}
+
+/** Shortest MESSAGING_WEBHOOK_SECRET: a bearer secret shorter than this can be guessed. */
+export const MIN_WEBHOOK_SECRET_LENGTH = 16;
+
+/** MESSAGING_*: the provider's messaging API and the secret its webhook posts carry. */
+function messagingConfig(
+  e: Env,
+  production: boolean,
+  url: (name: string, protocols: readonly string[]) => string | undefined,
+  problems: string[],
+): Pick<Config, 'messagingBaseUrl' | 'messagingToken' | 'messagingAccountId' | 'messagingWebhookSecret'> {
+  const messagingBaseUrl = url('MESSAGING_BASE_URL', ['https:', 'http:']);
+  const messagingToken = e.MESSAGING_TOKEN || undefined;
+  const configured = messagingBaseUrl !== undefined || !!e.MESSAGING_BASE_URL;
+  if (configured && messagingToken === undefined) {
+    problems.push(
+      "MESSAGING_TOKEN must be set when MESSAGING_BASE_URL is set (the provider's messaging API key or token)",
+    );
+  }
+  const messagingAccountId = e.MESSAGING_ACCOUNT_ID || undefined;
+  if (messagingAccountId !== undefined && !/^[A-Za-z0-9_.:-]{1,128}$/.test(messagingAccountId)) {
+    problems.push(
+      `MESSAGING_ACCOUNT_ID must be 1 to 128 letters, digits or "_.:-", got ${JSON.stringify(messagingAccountId.slice(0, 32))}`,
+    );
+  }
+  const secret = e.MESSAGING_WEBHOOK_SECRET || undefined;
+  if (secret !== undefined && (secret.length < MIN_WEBHOOK_SECRET_LENGTH || /\s/.test(secret))) {
+    // Never echo the value: it is a secret.
+    problems.push(
+      `MESSAGING_WEBHOOK_SECRET must be at least ${MIN_WEBHOOK_SECRET_LENGTH} characters without spaces, got ${secret.length} characters`,
+    );
+  }
+  if (production && configured && secret === undefined) {
+    problems.push(
+      "MESSAGING_WEBHOOK_SECRET must be set when NODE_ENV=production and MESSAGING_BASE_URL is set (the token the provider's webhook posts carry)",
+    );
+  }
+  return {
+    messagingBaseUrl,
+    messagingToken,
+    messagingAccountId,
+    messagingWebhookSecret:
+      secret !== undefined && secret.length >= MIN_WEBHOOK_SECRET_LENGTH && !/\s/.test(secret)
+        ? secret
+        : undefined,
+  };
 }
 
 /** STATE_SECRET_KEY: 32 bytes as 64 hex characters or as base64 (44 characters with padding). */

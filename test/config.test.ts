@@ -227,4 +227,70 @@ describe('config', () => {
       );
     }
   });
+
+  it('messaging: off by default; 80 sends per second and 48 h retention unless told otherwise', () => {
+    const c = loadConfig({});
+    expect(c.messagingBaseUrl).toBeUndefined();
+    expect(c.messagingToken).toBeUndefined();
+    expect(c.messagingAccountId).toBeUndefined();
+    expect(c.messagingWebhookSecret).toBeUndefined();
+    expect(c.messagingSendsPerSec).toBe(80);
+    expect(c.messageRetentionMs).toBe(48 * 3_600_000);
+    const set = loadConfig({
+      MESSAGING_BASE_URL: 'https://messaging.example/v1',
+      MESSAGING_TOKEN: 'tok',
+      MESSAGING_ACCOUNT_ID: 'acct-1',
+      MESSAGING_WEBHOOK_SECRET: 'a-webhook-secret-of-some-length',
+      MESSAGING_SENDS_PER_SEC: '20',
+      MESSAGE_RETENTION_MS: '3600000',
+    });
+    expect(set).toMatchObject({
+      messagingBaseUrl: 'https://messaging.example/v1',
+      messagingToken: 'tok',
+      messagingAccountId: 'acct-1',
+      messagingWebhookSecret: 'a-webhook-secret-of-some-length',
+      messagingSendsPerSec: 20,
+      messageRetentionMs: 3_600_000,
+    });
+  });
+
+  it('messaging: one line per bad variable, naming what it accepts; the webhook secret never echoed', () => {
+    let lines: readonly string[] = [];
+    try {
+      loadConfig({
+        MESSAGING_BASE_URL: 'ftp://messaging.example/v1',
+        MESSAGING_SENDS_PER_SEC: '0',
+        MESSAGE_RETENTION_MS: 'two days',
+        MESSAGING_WEBHOOK_SECRET: 'short-s3cret',
+        MESSAGING_ACCOUNT_ID: 'has spaces',
+      });
+    } catch (err) {
+      lines = (err as ConfigError).problems;
+    }
+    expect(lines).toEqual([
+      'MESSAGING_BASE_URL must be a https: or http: URL, got "ftp://messaging.example/v1"',
+      "MESSAGING_TOKEN must be set when MESSAGING_BASE_URL is set (the provider's messaging API key or token)",
+      'MESSAGING_ACCOUNT_ID must be 1 to 128 letters, digits or "_.:-", got "has spaces"',
+      'MESSAGING_WEBHOOK_SECRET must be at least 16 characters without spaces, got 12 characters',
+      'MESSAGING_SENDS_PER_SEC must be an integer from 1 to 80, got "0"',
+      'MESSAGE_RETENTION_MS must be an integer from 60000 to 2592000000, got "two days"',
+    ]);
+    expect(lines.join('\n')).not.toContain('short-s3cret');
+  });
+
+  it('messaging in production: the webhook secret is required once MESSAGING_BASE_URL is set', () => {
+    const prod = {
+      NODE_ENV: 'production',
+      PROVIDER_BASE_URL: 'https://provider.example/v1',
+      MEDIA_SECRET: 's',
+      AUTH_JWT_SECRET: 'a',
+    };
+    expect(loadConfig(prod).messagingBaseUrl).toBeUndefined();
+    const withMessaging = { ...prod, MESSAGING_BASE_URL: 'https://m.example/v1', MESSAGING_TOKEN: 't' };
+    expect(() => loadConfig(withMessaging)).toThrow(
+      /^MESSAGING_WEBHOOK_SECRET must be set when NODE_ENV=production and MESSAGING_BASE_URL is set/,
+    );
+    const ok = loadConfig({ ...withMessaging, MESSAGING_WEBHOOK_SECRET: 'x'.repeat(32) });
+    expect(ok.messagingWebhookSecret).toBe('x'.repeat(32));
+  });
 });
