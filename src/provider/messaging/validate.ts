@@ -1,0 +1,732 @@
+/**
+ * Validation of the messaging APIs' request bodies (shared/provider-api/chat.md and rcs.md): each
+ * function takes a parsed JSON body and returns the typed value or throws a 400 BridgeError naming the
+ * field and what is accepted. Pure, no I/O. The client checks every request with these before it is
+ * sent, and the provider emulator refuses with the same messages, so where a document gives a message
+ * (`action is required`, `Template name invalid`, ...) it is used word for word.
+ */
+import { BridgeError, describe } from '../../errors.js';
+import {
+  type AudienceRow,
+  type BodyComponent,
+  type ButtonsComponent,
+  type ChatCampaignRequest,
+  type ChatMessage,
+  type ChatSendRequest,
+  type ChatTemplateInput,
+  type FooterComponent,
+  type HeaderComponent,
+  type InteractiveButton,
+  RCS_TEMPLATE_TYPES,
+  type RcsCampaignRequest,
+  type RcsCard,
+  type RcsContact,
+  type RcsSuggestion,
+  type RcsTemplate,
+  TEMPLATE_CATEGORIES,
+  type TemplateButton,
+  type TemplateCategory,
+  type TemplateComponent,
+} from './types.js';
+
+// ---------------------------------------------------------------------------------------------------
+// Limits of the documents, and ours where they say "not shown"
+
+export const LIMITS = {
+  headerChars: 60,
+  headerVariables: 1,
+  bodyChars: 1_024,
+  bodyVariables: 10,
+  footerChars: 60,
+  buttonsPerTemplate: 3,
+  buttonTextChars: 20,
+  textMessageChars: 4_096,
+  captionChars: 1_024,
+  interactiveBodyChars: 1_024,
+  interactiveButtons: 3,
+  interactiveTitleChars: 20,
+  /** RCS template names: "short" in rcs.md; 64 is ours. */
+  rcsTemplateNameChars: 64,
+  /** RCS suggestion labels: "short and verb-led" in rcs.md; 25 is ours. */
+  rcsLabelChars: 25,
+  /** Suggestions on a text or standalone template (ours: rcs.md gives no number). */
+  rcsSuggestions: 4,
+  /** Suggestions on one carousel card (ours). */
+  rcsCardSuggestions: 2,
+  rcsCardsMin: 2,
+  rcsCardsMax: 10,
+} as const;
+
+export const TEMPLATE_NAME = /^[a-z]+(_[a-z]+)*$/;
+export const LOCALE = /^[a-z]{2,3}_[A-Z]{2}$/;
+/** Digits only, country code first: 11 to 15 digits. */
+export const CHAT_PHONE = /^[1-9][0-9]{10,14}$/;
+export const E164 = /^\+[1-9][0-9]{6,14}$/;
+export const RCS_MOBILE = /^[0-9]{10}$/;
+
+const MANAGER_ACTIONS = ['create', 'get_status', 'sync', 'delete'] as const;
+const MESSAGE_TYPES = ['text', 'image', 'document', 'interactive', 'template'] as const;
+const IMAGE_EXTENSIONS = ['jpg', 'jpeg', 'png'] as const;
+const DOCUMENT_EXTENSIONS = ['pdf', 'doc', 'docx', 'xls', 'xlsx', 'ppt', 'pptx'] as const;
+
+// ---------------------------------------------------------------------------------------------------
+// Helpers
+
+type Obj = Record<string, unknown>;
+const isObj = (v: unknown): v is Obj => typeof v === 'object' && v !== null && !Array.isArray(v);
+
+function invalid(field: string, message: string): never {
+  throw new BridgeError('invalid_field', message, { field });
+}
+
+function missing(field: string, message = `${field} is required`): never {
+  throw new BridgeError('bad_request', message, { field });
+}
+
+/** `field must be <accepted>, got <value>`, as `invalidField` of src/errors.ts words it. */
+function mustBe(field: string, accepted: string, got: unknown): never {
+  invalid(field, `${field} must be ${accepted}, got ${describe(got)}`);
+}
+
+function object(v: unknown, field: string): Obj {
+  if (v === undefined) missing(field);
+  if (!isObj(v)) mustBe(field, 'an object', v);
+  return v;
+}
+
+function body(v: unknown): Obj {
+  if (!isObj(v)) throw new BridgeError('bad_request', `the body must be a JSON object, got ${describe(v)}`);
+  return v;
+}
+
+/** A required non-empty string of at most `max` characters. */
+function text(v: unknown, field: string, max?: number): string {
+  if (v === undefined || v === null) missing(field);
+  if (typeof v !== 'string' || v.trim() === '') {
+    mustBe(
+      field,
+      max === undefined ? 'a non-empty string' : `a non-empty string of at most ${max} characters`,
+      v,
+    );
+  }
+  if (max !== undefined && v.length > max) {
+    invalid(field, `${field} must be at most ${max} characters, got ${v.length}`);
+  }
+  return v;
+}
+
+function optionalText(v: unknown, field: string, max?: number): string | undefined {
+  return v === undefined ? undefined : text(v, field, max);
+}
+
+function oneOf<T extends string>(v: unknown, field: string, allowed: readonly T[]): T {
+  if (v === undefined) missing(field, `${field} is required: one of ${allowed.join(', ')}`);
+  if (typeof v !== 'string' || !(allowed as readonly string[]).includes(v)) {
+    mustBe(field, `one of ${allowed.join(', ')}`, v);
+  }
+  return v as T;
+}
+
+function optionalOneOf<T extends string>(v: unknown, field: string, allowed: readonly T[]): T | undefined {
+  return v === undefined ? undefined : oneOf(v, field, allowed);
+}
+
+function array(v: unknown, field: string, min: number, max: number, what: string): unknown[] {
+  if (v === undefined) missing(field);
+  if (!Array.isArray(v)) mustBe(field, `an array of ${min} to ${max} ${what}`, v);
+  if (v.length < min || v.length > max) {
+    invalid(field, `${field} must hold ${min} to ${max} ${what}, got ${v.length}`);
+  }
+  return v;
+}
+
+function httpUrl(v: unknown, field: string): URL {
+  const s = text(v, field);
+  let url: URL;
+  try {
+    url = new URL(s);
+  } catch {
+    mustBe(field, 'an http or https URL', s);
+  }
+  if (url.protocol !== 'http:' && url.protocol !== 'https:') mustBe(field, 'an http or https URL', s);
+  return url;
+}
+
+/** The lower-case extension of a file name or URL path, or '' when it has none. */
+function extension(name: string): string {
+  const base = name.slice(name.lastIndexOf('/') + 1);
+  const dot = base.lastIndexOf('.');
+  return dot <= 0 ? '' : base.slice(dot + 1).toLowerCase();
+}
+
+function stringMap(v: unknown, field: string): Record<string, string> {
+  const o = object(v, field);
+  const out: Record<string, string> = {};
+  for (const [k, value] of Object.entries(o)) {
+    if (typeof value !== 'string') mustBe(`${field}.${k}`, 'a string', value);
+    out[k] = value;
+  }
+  return out;
+}
+
+// ---------------------------------------------------------------------------------------------------
+// Chat templates
+
+export type TemplateManagerRequest =
+  | { readonly action: 'create'; readonly templateData: ChatTemplateInput }
+  | { readonly action: 'get_status'; readonly templateName: string }
+  | { readonly action: 'sync' }
+  | { readonly action: 'delete'; readonly templateName: string };
+
+/** A `POST /chat_template_manager` body: `action` at the root, a create's template in `templateData`. */
+export function parseTemplateManagerRequest(v: unknown): TemplateManagerRequest {
+  const b = body(v);
+  if (b.action === undefined || b.action === null || b.action === '') missing('action', 'action is required');
+  const action = oneOf(b.action, 'action', MANAGER_ACTIONS);
+  switch (action) {
+    case 'create':
+      if (b.templateData === undefined || b.templateData === null) {
+        missing('templateData', 'templateData is required');
+      }
+      return { action, templateData: validateChatTemplateInput(b.templateData) };
+    case 'get_status':
+    case 'delete':
+      return { action, templateName: text(b.templateName, 'templateName') };
+    case 'sync':
+      return { action };
+  }
+}
+
+/** The numbers of the `{{n}}` variables of one text, checked: digits only, consecutive from 1. */
+function textVariables(s: string, field: string, max: number): number[] {
+  const found = new Set<number>();
+  for (const m of s.matchAll(/\{\{([^{}]*)\}\}/g)) {
+    const inner = m[1] ?? '';
+    if (!/^[1-9][0-9]*$/.test(inner)) {
+      invalid(field, `${field} holds the variable ${m[0]}: variables are numbered {{1}}, {{2}}, ...`);
+    }
+    found.add(Number(inner));
+  }
+  const numbers = [...found].sort((a, b) => a - b);
+  if (numbers.length > max) {
+    invalid(
+      field,
+      max === 0
+        ? `${field} may not hold variables, got ${numbers.length}`
+        : `${field} may hold at most ${max} variable${max === 1 ? '' : 's'}, got ${numbers.length}`,
+    );
+  }
+  numbers.forEach((n, i) => {
+    if (n !== i + 1) {
+      invalid(
+        field,
+        `${field} must number its variables consecutively from {{1}}: {{${i + 1}}} is missing before {{${n}}}`,
+      );
+    }
+  });
+  return numbers;
+}
+
+/** The n of the BODY's `{{1}}`..`{{n}}` (0 without a BODY or variables). */
+export function templateBodyVariableCount(components: readonly TemplateComponent[]): number {
+  const b = components.find((c): c is BodyComponent => c.type === 'BODY');
+  if (b === undefined) return 0;
+  let max = 0;
+  for (const m of b.text.matchAll(/\{\{([1-9][0-9]*)\}\}/g)) max = Math.max(max, Number(m[1]));
+  return max;
+}
+
+/** `templateData` of a create (`prefix` names it in messages). */
+export function validateChatTemplateInput(v: unknown, prefix = 'templateData'): ChatTemplateInput {
+  const t = object(v, prefix);
+  if (t.account_id !== undefined) {
+    invalid(
+      `${prefix}.account_id`,
+      `${prefix}.account_id must not be sent: the account is derived from the token`,
+    );
+  }
+  if (t.name === undefined) missing(`${prefix}.name`);
+  if (typeof t.name !== 'string' || !TEMPLATE_NAME.test(t.name))
+    invalid(`${prefix}.name`, 'Template name invalid');
+  const name = t.name;
+  const category = oneOf<TemplateCategory>(t.category, `${prefix}.category`, TEMPLATE_CATEGORIES);
+  if (t.language === undefined) missing(`${prefix}.language`);
+  if (typeof t.language !== 'string' || !LOCALE.test(t.language)) {
+    invalid(`${prefix}.language`, 'Language format should be locale-specific');
+  }
+  const language = t.language;
+
+  const cf = `${prefix}.components`;
+  if (t.components === undefined) missing(cf, 'BODY component is required');
+  if (!Array.isArray(t.components)) mustBe(cf, 'an array of components', t.components);
+  const components: TemplateComponent[] = [];
+  const used = new Set<number>();
+  const seen = new Map<string, number>();
+  t.components.forEach((raw, i) => {
+    const f = `${cf}[${i}]`;
+    const c = object(raw, f);
+    const type = oneOf(c.type, `${f}.type`, ['HEADER', 'BODY', 'FOOTER', 'BUTTONS'] as const);
+    const count = (seen.get(type) ?? 0) + 1;
+    seen.set(type, count);
+    if (count > 1) invalid(`${f}.type`, `${cf} may hold one ${type} component, got a second at [${i}]`);
+    switch (type) {
+      case 'HEADER': {
+        if (c.format !== 'TEXT') mustBe(`${f}.format`, 'TEXT', c.format);
+        const s = text(c.text, `${f}.text`, LIMITS.headerChars);
+        for (const n of textVariables(s, `${f}.text`, LIMITS.headerVariables)) used.add(n);
+        components.push({ type, format: 'TEXT', text: s } satisfies HeaderComponent);
+        break;
+      }
+      case 'BODY': {
+        const s = text(c.text, `${f}.text`, LIMITS.bodyChars);
+        for (const n of textVariables(s, `${f}.text`, LIMITS.bodyVariables)) used.add(n);
+        components.push({ type, text: s } satisfies BodyComponent);
+        break;
+      }
+      case 'FOOTER': {
+        const s = text(c.text, `${f}.text`, LIMITS.footerChars);
+        textVariables(s, `${f}.text`, 0);
+        components.push({ type, text: s } satisfies FooterComponent);
+        break;
+      }
+      case 'BUTTONS': {
+        const list = array(c.buttons, `${f}.buttons`, 1, LIMITS.buttonsPerTemplate, 'buttons');
+        const buttons = list.map((rb, j) => templateButton(rb, `${f}.buttons[${j}]`, used));
+        components.push({ type, buttons } satisfies ButtonsComponent);
+        break;
+      }
+    }
+  });
+  if (!seen.has('BODY')) invalid(cf, 'BODY component is required');
+
+  let sample_values: Record<string, string> | undefined;
+  if (t.sample_values !== undefined) sample_values = stringMap(t.sample_values, `${prefix}.sample_values`);
+  if (used.size > 0) {
+    const sf = `${prefix}.sample_values`;
+    if (sample_values === undefined) {
+      missing(sf, `${sf} is required when the text holds variables: a sample for each of ${list(used)}`);
+    }
+    for (const n of [...used].sort((a, b) => a - b)) {
+      const s = sample_values[String(n)];
+      if (typeof s !== 'string' || s.trim() === '') {
+        invalid(`${sf}.${n}`, `${sf} must give a non-empty sample for {{${n}}} under the key "${n}"`);
+      }
+    }
+  }
+  if (t.include_optout !== undefined && typeof t.include_optout !== 'boolean') {
+    mustBe(`${prefix}.include_optout`, 'a boolean', t.include_optout);
+  }
+  const optout_message = optionalText(t.optout_message, `${prefix}.optout_message`);
+  return {
+    name,
+    category,
+    language,
+    components,
+    ...(sample_values === undefined ? {} : { sample_values }),
+    ...(t.include_optout === undefined ? {} : { include_optout: t.include_optout as boolean }),
+    ...(optout_message === undefined ? {} : { optout_message }),
+  };
+}
+
+function list(numbers: Set<number>): string {
+  return [...numbers]
+    .sort((a, b) => a - b)
+    .map((n) => `{{${n}}}`)
+    .join(', ');
+}
+
+function templateButton(v: unknown, f: string, used: Set<number>): TemplateButton {
+  const b = object(v, f);
+  const type = oneOf(b.type, `${f}.type`, ['URL', 'PHONE_NUMBER', 'QUICK_REPLY'] as const);
+  const label = text(b.text, `${f}.text`, LIMITS.buttonTextChars);
+  textVariables(label, `${f}.text`, 0);
+  switch (type) {
+    case 'URL': {
+      const url = text(b.url, `${f}.url`);
+      // The URL may end in one {{1}}; check the address with a sample in its place.
+      for (const n of textVariables(url, `${f}.url`, 1)) used.add(n);
+      httpUrl(url.replaceAll('{{1}}', 'x'), `${f}.url`);
+      return { type, text: label, url };
+    }
+    case 'PHONE_NUMBER': {
+      const phone = text(b.phone_number, `${f}.phone_number`);
+      // The document gives no format; a dialable number with its country code, `+` optional, is ours.
+      if (!/^\+?[1-9][0-9]{6,14}$/.test(phone)) {
+        mustBe(`${f}.phone_number`, 'a number with its country code (digits, optional leading +)', phone);
+      }
+      return { type, text: label, phone_number: phone };
+    }
+    case 'QUICK_REPLY':
+      return { type, text: label };
+  }
+}
+
+// ---------------------------------------------------------------------------------------------------
+// Chat messages
+
+/** A chat recipient: country code and number, digits only (11 to 15 digits). */
+export function validatePhone(v: unknown, field: string): string {
+  if (v === undefined || v === null || v === '') missing(field);
+  if (typeof v !== 'string') mustBe(field, 'a string of digits with the country code', v);
+  const why = v.includes('+')
+    ? 'digits only: no "+"'
+    : /\s/.test(v)
+      ? 'digits only: no spaces'
+      : !/^[0-9]+$/.test(v)
+        ? 'digits only with the country code'
+        : v.length === 10
+          ? undefined
+          : v.startsWith('0')
+            ? 'the country code first, not a leading 0'
+            : !CHAT_PHONE.test(v)
+              ? '11 to 15 digits including the country code'
+              : '';
+  if (why === undefined) {
+    invalid(
+      field,
+      `${field} is missing its country code: 10 digits, got ${describe(v)}; send 11 to 15 digits`,
+    );
+  }
+  if (why !== '') mustBe(field, why, v);
+  return v;
+}
+
+export function validateChatSendRequest(v: unknown): ChatSendRequest {
+  const b = body(v);
+  const to = validatePhone(b.to, 'to');
+  const m = object(b.message, 'message');
+  const type = oneOf(m.type, 'message.type', MESSAGE_TYPES);
+  const pf = `message.${type}`;
+  if (m[type] === undefined) {
+    missing(pf, `${pf} is required: the payload object is named like message.type`);
+  }
+  const p = object(m[type], pf);
+  let message: ChatMessage;
+  switch (type) {
+    case 'text':
+      message = { type, text: { body: text(p.body, `${pf}.body`, LIMITS.textMessageChars) } };
+      break;
+    case 'image': {
+      const link = httpUrl(p.link, `${pf}.link`);
+      if (!(IMAGE_EXTENSIONS as readonly string[]).includes(extension(link.pathname))) {
+        mustBe(`${pf}.link`, 'a JPEG or PNG URL (ending .jpg, .jpeg or .png)', p.link);
+      }
+      const caption = optionalText(p.caption, `${pf}.caption`, LIMITS.captionChars);
+      message = {
+        type,
+        image: { link: p.link as string, ...(caption === undefined ? {} : { caption }) },
+      };
+      break;
+    }
+    case 'document': {
+      const link = httpUrl(p.link, `${pf}.link`);
+      const filename = optionalText(p.filename, `${pf}.filename`);
+      const ext = extension(filename ?? link.pathname);
+      if (!(DOCUMENT_EXTENSIONS as readonly string[]).includes(ext)) {
+        mustBe(
+          filename === undefined ? `${pf}.link` : `${pf}.filename`,
+          `a ${DOCUMENT_EXTENSIONS.join(', ')} file`,
+          filename ?? p.link,
+        );
+      }
+      const caption = optionalText(p.caption, `${pf}.caption`, LIMITS.captionChars);
+      message = {
+        type,
+        document: {
+          link: p.link as string,
+          ...(filename === undefined ? {} : { filename }),
+          ...(caption === undefined ? {} : { caption }),
+        },
+      };
+      break;
+    }
+    case 'interactive': {
+      if (p.type !== 'button') mustBe(`${pf}.type`, 'button', p.type);
+      const bodyObj = object(p.body, `${pf}.body`);
+      const bodyText = text(bodyObj.text, `${pf}.body.text`, LIMITS.interactiveBodyChars);
+      const action = object(p.action, `${pf}.action`);
+      const raw = array(action.buttons, `${pf}.action.buttons`, 1, LIMITS.interactiveButtons, 'buttons');
+      const ids = new Set<string>();
+      const buttons = raw.map((rb, i): InteractiveButton => {
+        const f = `${pf}.action.buttons[${i}]`;
+        const btn = object(rb, f);
+        if (btn.type !== 'reply') mustBe(`${f}.type`, 'reply', btn.type);
+        const reply = object(btn.reply, `${f}.reply`);
+        const id = text(reply.id, `${f}.reply.id`);
+        if (ids.has(id)) invalid(`${f}.reply.id`, `${f}.reply.id must be unique, got ${describe(id)} twice`);
+        ids.add(id);
+        return {
+          type: 'reply',
+          reply: { id, title: text(reply.title, `${f}.reply.title`, LIMITS.interactiveTitleChars) },
+        };
+      });
+      message = { type, interactive: { type: 'button', body: { text: bodyText }, action: { buttons } } };
+      break;
+    }
+    case 'template': {
+      const name = text(p.name, `${pf}.name`);
+      if (!TEMPLATE_NAME.test(name)) mustBe(`${pf}.name`, 'lowercase words joined by underscores', name);
+      const language = text(p.language, `${pf}.language`);
+      if (!LOCALE.test(language)) mustBe(`${pf}.language`, 'a locale like en_US', language);
+      let body_params: string[] | undefined;
+      if (p.body_params !== undefined) {
+        if (!Array.isArray(p.body_params)) mustBe(`${pf}.body_params`, 'an array of strings', p.body_params);
+        body_params = p.body_params.map((s, i) => text(s, `${pf}.body_params[${i}]`));
+      }
+      message = {
+        type,
+        template: { name, language, ...(body_params === undefined ? {} : { body_params }) },
+      };
+      break;
+    }
+  }
+  const account_id = optionalText(b.account_id, 'account_id');
+  return { to, message, ...(account_id === undefined ? {} : { account_id }) };
+}
+
+// ---------------------------------------------------------------------------------------------------
+// Chat campaigns
+
+const BODY_KEY = /^BODY_([1-9][0-9]*)$/;
+
+export function validateChatCampaignRequest(v: unknown): ChatCampaignRequest {
+  const b = body(v);
+  const campaign_name = text(b.campaign_name, 'campaign_name');
+  if (!TEMPLATE_NAME.test(campaign_name)) {
+    mustBe('campaign_name', 'lowercase words joined by underscores', campaign_name);
+  }
+  const template_name = text(b.template_name, 'template_name');
+  if (b.audience_rows === undefined || (Array.isArray(b.audience_rows) && b.audience_rows.length === 0)) {
+    missing('audience_rows', 'audience_rows is required: at least one recipient');
+  }
+  if (!Array.isArray(b.audience_rows)) mustBe('audience_rows', 'an array of recipients', b.audience_rows);
+  const audience_rows = b.audience_rows.map((raw, i): AudienceRow => {
+    const f = `audience_rows[${i}]`;
+    const row = object(raw, f);
+    const out: { phone: string; [k: string]: string } = { phone: validatePhone(row.phone, `${f}.phone`) };
+    for (const [k, value] of Object.entries(row)) {
+      if (k === 'phone') continue;
+      if (!BODY_KEY.test(k))
+        invalid(`${f}.${k}`, `${f} may hold only phone and BODY_1, BODY_2, ...; got ${k}`);
+      out[k] = text(value, `${f}.${k}`);
+    }
+    return out as AudienceRow;
+  });
+  return { campaign_name, template_name, audience_rows };
+}
+
+/** Each row holds BODY_1..BODY_n for the template's n body variables, and no BODY_k beyond. */
+export function checkAudienceAgainstTemplate(rows: readonly AudienceRow[], bodyVariableCount: number): void {
+  const n = bodyVariableCount;
+  rows.forEach((row, i) => {
+    for (let k = 1; k <= n; k++) {
+      if (row[`BODY_${k}`] === undefined) {
+        invalid(
+          `audience_rows[${i}].BODY_${k}`,
+          `audience_rows[${i}] is missing BODY_${k}: the template's body has ${n} variable${n === 1 ? '' : 's'}, so each row needs BODY_1 to BODY_${n}`,
+        );
+      }
+    }
+    for (const k of Object.keys(row)) {
+      const m = BODY_KEY.exec(k);
+      if (m !== null && Number(m[1]) > n) {
+        invalid(
+          `audience_rows[${i}].${k}`,
+          `audience_rows[${i}] holds ${k}, but the template's body has ${n === 0 ? 'no variables' : `only ${n} variable${n === 1 ? '' : 's'}`}`,
+        );
+      }
+    }
+  });
+}
+
+// ---------------------------------------------------------------------------------------------------
+// RCS templates
+
+type SuggestionType = RcsSuggestion['type'];
+
+function suggestions(
+  v: unknown,
+  field: string,
+  allowed: readonly SuggestionType[],
+  max: number,
+): RcsSuggestion[] | undefined {
+  if (v === undefined) return undefined;
+  if (!Array.isArray(v)) mustBe(field, `an array of at most ${max} suggestions`, v);
+  if (v.length > max) invalid(field, `${field} may hold at most ${max} suggestions, got ${v.length}`);
+  return v.map((raw, i) => suggestion(raw, `${field}[${i}]`, allowed));
+}
+
+function suggestion(v: unknown, f: string, allowed: readonly SuggestionType[]): RcsSuggestion {
+  const s = object(v, f);
+  const type = oneOf(s.type, `${f}.type`, allowed);
+  const label = text(s.label, `${f}.label`, LIMITS.rcsLabelChars);
+  switch (type) {
+    case 'reply':
+      return { type, label, postback: text(s.postback, `${f}.postback`) };
+    case 'url':
+      httpUrl(s.url, `${f}.url`);
+      return { type, label, url: s.url as string };
+    case 'phone': {
+      const phone = text(s.phone, `${f}.phone`);
+      if (!E164.test(phone)) mustBe(`${f}.phone`, 'an E.164 number like +14155550100', phone);
+      return { type, label, phone };
+    }
+  }
+}
+
+function optionalHttpUrl(v: unknown, field: string): string | undefined {
+  if (v === undefined) return undefined;
+  httpUrl(v, field);
+  return v as string;
+}
+
+/** A `POST /rcs_template_manager` body. */
+export function validateRcsTemplate(v: unknown): RcsTemplate {
+  const b = body(v);
+  if (b.action === undefined) missing('action', 'action is required');
+  if (b.action !== 'create_template') mustBe('action', 'create_template', b.action);
+  const template_name = text(b.template_name, 'template_name', LIMITS.rcsTemplateNameChars);
+  if (/\s/.test(template_name)) mustBe('template_name', 'a name without spaces', template_name);
+  const template_type = oneOf(b.template_type, 'template_type', RCS_TEMPLATE_TYPES);
+  const bot_name = text(b.bot_name, 'bot_name');
+  const common = { action: 'create_template', template_name, bot_name } as const;
+  switch (template_type) {
+    case 'text': {
+      const s = suggestions(b.suggestions, 'suggestions', ['reply', 'url', 'phone'], LIMITS.rcsSuggestions);
+      return {
+        ...common,
+        template_type,
+        text: text(b.text, 'text'),
+        ...(s === undefined ? {} : { suggestions: s }),
+      };
+    }
+    case 'standalone': {
+      const title = text(b.title, 'title');
+      const description = optionalText(b.description, 'description');
+      const media_url = optionalHttpUrl(b.media_url, 'media_url');
+      const orientation = optionalOneOf(b.orientation, 'orientation', ['VERTICAL', 'HORIZONTAL'] as const);
+      const media_height = optionalOneOf(b.media_height, 'media_height', [
+        'SHORT_HEIGHT',
+        'MEDIUM_HEIGHT',
+        'TALL_HEIGHT',
+      ] as const);
+      // rcs.md: a standalone card's suggestions are url and phone types.
+      const s = suggestions(b.suggestions, 'suggestions', ['url', 'phone'], LIMITS.rcsSuggestions);
+      return {
+        ...common,
+        template_type,
+        title,
+        ...(description === undefined ? {} : { description }),
+        ...(media_url === undefined ? {} : { media_url }),
+        ...(orientation === undefined ? {} : { orientation }),
+        ...(media_height === undefined ? {} : { media_height }),
+        ...(s === undefined ? {} : { suggestions: s }),
+      };
+    }
+    case 'carousel': {
+      const card_width = optionalOneOf(b.card_width, 'card_width', ['SMALL', 'MEDIUM'] as const);
+      const raw = array(b.cards, 'cards', LIMITS.rcsCardsMin, LIMITS.rcsCardsMax, 'cards');
+      const cards = raw.map((rc, i): RcsCard => {
+        const f = `cards[${i}]`;
+        const c = object(rc, f);
+        const title = text(c.title, `${f}.title`);
+        const description = optionalText(c.description, `${f}.description`);
+        const media_url = optionalHttpUrl(c.media_url, `${f}.media_url`);
+        // rcs.md shows a card's suggestions carrying type, label and, for url, url; reply (with its
+        // postback) is also accepted here: ours.
+        const s = suggestions(c.suggestions, `${f}.suggestions`, ['url', 'reply'], LIMITS.rcsCardSuggestions);
+        return {
+          title,
+          ...(description === undefined ? {} : { description }),
+          ...(media_url === undefined ? {} : { media_url }),
+          ...(s === undefined ? {} : { suggestions: s }),
+        };
+      });
+      return { ...common, template_type, ...(card_width === undefined ? {} : { card_width }), cards };
+    }
+  }
+}
+
+/** The `{{name}}` placeholders of a template's text fields, each once, in order of appearance. */
+export function rcsTemplateVariables(t: RcsTemplate): string[] {
+  const texts: (string | undefined)[] = [];
+  const addSuggestions = (list: readonly RcsSuggestion[] | undefined) => {
+    for (const s of list ?? []) texts.push(s.label, s.postback, s.url, s.phone);
+  };
+  switch (t.template_type) {
+    case 'text':
+      texts.push(t.text);
+      addSuggestions(t.suggestions);
+      break;
+    case 'standalone':
+      texts.push(t.title, t.description, t.media_url);
+      addSuggestions(t.suggestions);
+      break;
+    case 'carousel':
+      for (const c of t.cards) {
+        texts.push(c.title, c.description, c.media_url);
+        addSuggestions(c.suggestions);
+      }
+      break;
+  }
+  const names = new Set<string>();
+  for (const s of texts) {
+    if (s === undefined) continue;
+    for (const m of s.matchAll(/\{\{([A-Za-z0-9_]+)\}\}/g)) names.add(m[1] ?? '');
+  }
+  return [...names];
+}
+
+// ---------------------------------------------------------------------------------------------------
+// RCS campaigns
+
+/** A `POST /rcs_campaign_launcher` body. */
+export function validateRcsCampaignRequest(v: unknown): RcsCampaignRequest {
+  const b = body(v);
+  const template_name = text(b.template_name, 'template_name');
+  const campaign_name = text(b.campaign_name, 'campaign_name');
+  if (b.contacts === undefined || (Array.isArray(b.contacts) && b.contacts.length === 0)) {
+    missing('contacts', 'contacts is required: at least one contact');
+  }
+  if (!Array.isArray(b.contacts)) mustBe('contacts', 'an array of contacts', b.contacts);
+  const contacts = b.contacts.map((raw, i): RcsContact => {
+    const f = `contacts[${i}]`;
+    const c = object(raw, f);
+    if (c.mobile === undefined) missing(`${f}.mobile`);
+    if (typeof c.mobile !== 'string' || !RCS_MOBILE.test(c.mobile)) {
+      mustBe(`${f}.mobile`, 'exactly 10 digits', c.mobile);
+    }
+    const params = c.params === undefined ? undefined : stringMap(c.params, `${f}.params`);
+    return { mobile: c.mobile, ...(params === undefined ? {} : { params }) };
+  });
+  return { template_name, campaign_name, contacts };
+}
+
+/** Every params key is a variable of the template, and every variable has a value in every contact. */
+export function checkContactsAgainstTemplate(
+  contacts: readonly RcsContact[],
+  variables: readonly string[],
+): void {
+  const known = new Set(variables);
+  const uses = variables.length === 0 ? 'no variables' : variables.map((n) => `{{${n}}}`).join(', ');
+  contacts.forEach((c, i) => {
+    const params = c.params ?? {};
+    for (const k of Object.keys(params)) {
+      if (!known.has(k)) {
+        invalid(
+          `contacts[${i}].params.${k}`,
+          `contacts[${i}].params.${k} is not a variable of the template (it uses ${uses})`,
+        );
+      }
+    }
+    for (const name of variables) {
+      const value = params[name];
+      if (value === undefined || value === '') {
+        invalid(
+          `contacts[${i}].params.${name}`,
+          `contacts[${i}].params.${name} is missing: the template uses {{${name}}}, so each contact needs a value for it`,
+        );
+      }
+    }
+  });
+}
