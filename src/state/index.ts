@@ -6,16 +6,23 @@ import type { Config } from '../config.js';
 import type { Logger } from '../log.js';
 import type { Metrics } from '../metrics.js';
 import { MemorySessionRegistry, MemoryTenantStore } from './memory.js';
+import { MemoryMessageStore } from './messages.js';
 import { RedisLink } from './redis-link.js';
+import { RedisMessageStore } from './redis-messages.js';
 import { RedisSessionRegistry } from './redis-sessions.js';
 import { RedisTenantStore } from './redis-tenants.js';
 import { DEV_STATE_KEY, SecretBox } from './secret-box.js';
+import { LocalSessionEvents, RedisSessionEvents } from './session-events.js';
 import { createStoreMetrics } from './store-metrics.js';
-import type { SessionRegistry, TenantStore } from './types.js';
+import type { MessageStore, SessionEventBus, SessionRegistry, TenantStore } from './types.js';
 
 export interface StateStore {
   readonly sessions: SessionRegistry;
   readonly tenants: TenantStore;
+  /** Records of the messages sent (chat and RCS), their webhook events and the dedupe keys. */
+  readonly messages: MessageStore;
+  /** Events for a live session's bot, delivered by the instance holding it. */
+  readonly sessionEvents: SessionEventBus;
   /** Stops heartbeats, flushes mirror writes (bounded) and disconnects. */
   close(): Promise<void>;
 }
@@ -29,6 +36,8 @@ export async function createStateStore(config: Config, log: Logger, metrics: Met
     return {
       sessions: new MemorySessionRegistry(),
       tenants: new MemoryTenantStore(initialSecrets),
+      messages: new MemoryMessageStore(config.messageRetentionMs),
+      sessionEvents: new LocalSessionEvents(),
       close: async () => {},
     };
   }
@@ -55,6 +64,8 @@ export async function createStateStore(config: Config, log: Logger, metrics: Met
   return {
     sessions,
     tenants,
+    messages: new RedisMessageStore(link, config.messageRetentionMs),
+    sessionEvents: new RedisSessionEvents(link, log),
     async close() {
       await sessions.close();
       await link.close();

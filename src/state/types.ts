@@ -3,6 +3,7 @@
  * replaceable by a networked store for several. The media path never waits on these for audio.
  */
 import type { Codec, Encoding } from '../audio/format.js';
+import type { MessageStatus, MessagingEvent } from '../provider/messaging/types.js';
 
 /** A live call as the control plane shows it (field names are the contract's). */
 export interface SessionInfo {
@@ -55,4 +56,88 @@ export interface TenantStore {
   getMediaSecret(tenant: string): Promise<string | undefined>;
   /** Stores the config, and the secret when given (a secret is kept until replaced). */
   putMediaStream(config: MediaStreamConfig, secret: string | undefined): Promise<void>;
+}
+
+/** What kind of message a send was: a chat message type, or an RCS template. */
+export const MESSAGE_KINDS = [
+  'template',
+  'text',
+  'image',
+  'document',
+  'interactive',
+  'rcs_template',
+] as const;
+export type MessageKind = (typeof MESSAGE_KINDS)[number];
+
+/** A message the bridge sent, as recorded when the provider answered (before any webhook event). */
+export interface SentMessage {
+  readonly message_id: string;
+  readonly tenant: string;
+  readonly channel: 'chat' | 'rcs';
+  /** The call it was sent during; its bot is told of the message's events. */
+  readonly session_id?: string;
+  /** The number it went to, as the provider was given it. */
+  readonly to: string;
+  readonly kind: MessageKind;
+  /** ISO 8601 UTC. */
+  readonly sent_at: string;
+  /** RCS: the campaign the send was launched as. */
+  readonly campaign_id?: string;
+}
+
+/** A message's record: the send, its latest status and the webhook events that reported on it. */
+export interface MessageRecord extends SentMessage {
+  /** By rank sent < delivered < read; failed wins over every other. */
+  readonly status: MessageStatus;
+  /** In the order they arrived, at most MAX_EVENTS_PER_MESSAGE (later ones still move the status). */
+  readonly events: readonly MessagingEvent[];
+}
+
+/**
+ * An RCS send before its message id is known: the campaign launcher answers with a campaign id only,
+ * and the message id comes with the first webhook event for the recipient.
+ */
+export interface PendingRcsSend extends Omit<SentMessage, 'message_id' | 'channel' | 'campaign_id'> {
+  /** The recipient's 10 digits (the launcher's `mobile`). */
+  readonly to: string;
+  readonly campaign_id: string;
+  /** When the launch was asked for (ms since the epoch): events that arrived before it are not this send's. */
+  readonly requested_at_ms: number;
+}
+
+export interface MessageStore {
+  /**
+   * Records a chat send. Events for it that arrived first (the webhook outran the sender's answer) are
+   * added to it now; the record is returned with them.
+   */
+  recordSent(message: SentMessage): Promise<MessageRecord>;
+  /**
+   * Records an RCS send awaiting its message id. When an event for the recipient arrived after the
+   * launch was asked for and before this, the send adopts that message at once: the record is returned.
+   */
+  recordPendingRcs(send: PendingRcsSend): Promise<MessageRecord | undefined>;
+  /**
+   * Adds a webhook event to its message's record (an RCS event for an unknown message adopts the oldest
+   * pending send to its recipient); returns the record, or undefined when no send of ours matches (the
+   * event is then held a short while, in case the send's answer is still on its way).
+   */
+  addEvent(event: MessagingEvent): Promise<MessageRecord | undefined>;
+  /** A message the tenant sent, or undefined. */
+  get(tenant: string, messageId: string): Promise<MessageRecord | undefined>;
+  /** True the first time `key` is seen within the retention, false after: atomic across instances. */
+  markSeen(key: string): Promise<boolean>;
+}
+
+/** Hands an event to the bot of a session this instance holds; false when it holds no such session. */
+export type LocalSessionDelivery = (tenant: string, sessionId: string, event: object) => boolean;
+
+/** Events for a live session's bot, delivered by whichever instance holds the session. */
+export interface SessionEventBus {
+  /** The media endpoint's delivery to the sessions it holds. */
+  attach(local: LocalSessionDelivery): void;
+  /**
+   * Delivers here when this instance holds the session; else, with a shared store, publishes it for
+   * the instance that does ('published'); 'none' when no instance can (memory store, session gone).
+   */
+  deliver(tenant: string, sessionId: string, event: object): Promise<'local' | 'published' | 'none'>;
 }

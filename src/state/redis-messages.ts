@@ -1,0 +1,245 @@
+/**
+ * Message records shared through Redis, so that a webhook post reaching any instance finds the send
+ * another made, and a duplicate delivery is counted once whichever instances the two copies reach.
+ *
+ * Layout (prefix P, ids and numbers URI-encoded), every key expiring:
+ *   P m:<id>        hash {rec (the send, JSON), status}            retention from the send
+ *   P me:<id>       list of event JSON, oldest first              as its m:<id>
+ *   P seen:<key>    "1", written with SET NX PX                    retention
+ *   P mp:<mobile>   list of pending RCS sends (JSON with `exp`)    retention from the last one
+ *   P mo:<id>       events of an unknown message (list of JSON)    ORPHAN_TTL_MS
+ *   P mom:<mobile>  RCS orphans by recipient ({id, k, at} JSON)    ORPHAN_TTL_MS
+ * Each change is one Lua script, so two instances adding events to one message, or adopting for one
+ * recipient, never interleave. (The scripts build the keys of an orphan they adopt from the prefix: one
+ * Redis, not a cluster, as elsewhere in the store.)
+ */
+import type { MessagingEvent } from '../provider/messaging/types.js';
+import {
+  eventNumber,
+  MAX_EVENTS_PER_MESSAGE,
+  MAX_ORPHAN_EVENTS,
+  ORPHAN_TTL_MS,
+  rcsMobile,
+} from './messages.js';
+import type { RedisLink } from './redis-link.js';
+import type { MessageRecord, MessageStore, PendingRcsSend, SentMessage } from './types.js';
+
+/** Status rank and the append shared by the scripts. */
+const COMMON = `local RANK = {sent = 1, delivered = 2, read = 3, failed = 4}
+local function next_status(cur, ev)
+  local e = cjson.decode(ev)
+  if e.kind ~= 'status' or cur == 'failed' then return cur end
+  if (RANK[e.status] or 0) > (RANK[cur] or 0) then return e.status end
+  return cur
+end
+local function append(m, me, ev, max)
+  if redis.call('llen', me) < max then redis.call('rpush', me, ev) end
+  local st = next_status(redis.call('hget', m, 'status'), ev)
+  redis.call('hset', m, 'status', st)
+  local ttl = redis.call('pttl', m)
+  if ttl > 0 then redis.call('pexpire', me, ttl) end
+end
+local function answer(m, me)
+  return {redis.call('hget', m, 'rec'), redis.call('hget', m, 'status'), redis.call('lrange', me, 0, -1)}
+end
+local function adopt(m, me, pending, id, now)
+  local p = cjson.decode(pending)
+  local exp = tonumber(p.exp)
+  p.exp = nil
+  p.requested_at_ms = nil
+  p.message_id = id
+  p.channel = 'rcs'
+  redis.call('hset', m, 'rec', cjson.encode(p), 'status', 'sent')
+  redis.call('pexpire', m, math.max(1, exp - now))
+end
+`;
+
+/**
+ * A chat send: KEYS m, me, mo; ARGV rec, retention, max events. Events that came first are adopted.
+ */
+const RECORD = `${COMMON}
+if redis.call('exists', KEYS[1]) == 0 then
+  redis.call('hset', KEYS[1], 'rec', ARGV[1], 'status', 'sent')
+  redis.call('pexpire', KEYS[1], ARGV[2])
+  for _, ev in ipairs(redis.call('lrange', KEYS[3], 0, -1)) do append(KEYS[1], KEYS[2], ev, tonumber(ARGV[3])) end
+  redis.call('del', KEYS[3])
+end
+return answer(KEYS[1], KEYS[2])`;
+
+/**
+ * An event: KEYS m, me, mo, mp, mom; ARGV event, now, max events, orphan ttl, max orphan events, id,
+ * encoded id, is RCS ('1'). Unknown message: adopt the oldest live pending send, else hold as an orphan.
+ */
+const ADD_EVENT = `${COMMON}
+local now = tonumber(ARGV[2])
+if redis.call('exists', KEYS[1]) == 0 then
+  local adopted = false
+  if ARGV[8] == '1' then
+    while true do
+      local p = redis.call('lpop', KEYS[4])
+      if not p then break end
+      if tonumber(cjson.decode(p).exp) > now then
+        adopt(KEYS[1], KEYS[2], p, ARGV[6], now)
+        adopted = true
+        break
+      end
+    end
+  end
+  if not adopted then
+    local n = redis.call('llen', KEYS[3])
+    if n < tonumber(ARGV[5]) then redis.call('rpush', KEYS[3], ARGV[1]) end
+    if n == 0 then
+      redis.call('pexpire', KEYS[3], ARGV[4])
+      if ARGV[8] == '1' then
+        redis.call('rpush', KEYS[5], cjson.encode({id = ARGV[6], k = ARGV[7], at = now}))
+        redis.call('pexpire', KEYS[5], ARGV[4])
+      end
+    end
+    return false
+  end
+end
+append(KEYS[1], KEYS[2], ARGV[1], tonumber(ARGV[3]))
+return answer(KEYS[1], KEYS[2])`;
+
+/**
+ * A pending RCS send: KEYS mp, mom; ARGV pending (JSON with exp), now, retention, requested at,
+ * prefix, max events. An orphan for the recipient that arrived after the launch was asked for is adopted.
+ */
+const PENDING = `${COMMON}
+local now = tonumber(ARGV[2])
+while true do
+  local o = redis.call('lpop', KEYS[2])
+  if not o then break end
+  local d = cjson.decode(o)
+  local m = ARGV[5] .. 'm:' .. d.k
+  local me = ARGV[5] .. 'me:' .. d.k
+  local mo = ARGV[5] .. 'mo:' .. d.k
+  if tonumber(d.at) >= tonumber(ARGV[4]) and redis.call('exists', m) == 0 and redis.call('exists', mo) == 1 then
+    adopt(m, me, ARGV[1], d.id, now)
+    for _, ev in ipairs(redis.call('lrange', mo, 0, -1)) do append(m, me, ev, tonumber(ARGV[6])) end
+    redis.call('del', mo)
+    return answer(m, me)
+  end
+end
+redis.call('rpush', KEYS[1], ARGV[1])
+redis.call('pexpire', KEYS[1], ARGV[3])
+return false`;
+
+type Answer = [string, string, string[]] | null;
+
+export class RedisMessageStore implements MessageStore {
+  readonly #link: RedisLink;
+  readonly #retentionMs: number;
+
+  constructor(link: RedisLink, retentionMs: number) {
+    this.#link = link;
+    this.#retentionMs = retentionMs;
+  }
+
+  async recordSent(message: SentMessage): Promise<MessageRecord> {
+    const k = enc(message.message_id);
+    const res = (await this.#link.run('record_message', (r) =>
+      r.eval(
+        RECORD,
+        3,
+        this.#key('m', k),
+        this.#key('me', k),
+        this.#key('mo', k),
+        JSON.stringify(message),
+        this.#retentionMs,
+        MAX_EVENTS_PER_MESSAGE,
+      ),
+    )) as Answer;
+    return parseAnswer(res) ?? { ...message, status: 'sent', events: [] };
+  }
+
+  async recordPendingRcs(send: PendingRcsSend): Promise<MessageRecord | undefined> {
+    const now = Date.now();
+    const m = enc(send.to);
+    const res = (await this.#link.run('record_message', (r) =>
+      r.eval(
+        PENDING,
+        2,
+        this.#key('mp', m),
+        this.#key('mom', m),
+        JSON.stringify({ ...send, exp: now + this.#retentionMs }),
+        now,
+        this.#retentionMs,
+        send.requested_at_ms,
+        this.#link.prefix,
+        MAX_EVENTS_PER_MESSAGE,
+      ),
+    )) as Answer;
+    return parseAnswer(res);
+  }
+
+  async addEvent(event: MessagingEvent): Promise<MessageRecord | undefined> {
+    const k = enc(event.message_id);
+    const mobile = event.channel === 'rcs' ? rcsMobile(eventNumber(event)) : undefined;
+    const m = enc(mobile ?? '-');
+    const res = (await this.#link.run('message_event', (r) =>
+      r.eval(
+        ADD_EVENT,
+        5,
+        this.#key('m', k),
+        this.#key('me', k),
+        this.#key('mo', k),
+        this.#key('mp', m),
+        this.#key('mom', m),
+        JSON.stringify(event),
+        Date.now(),
+        MAX_EVENTS_PER_MESSAGE,
+        ORPHAN_TTL_MS,
+        MAX_ORPHAN_EVENTS,
+        event.message_id,
+        k,
+        mobile === undefined ? '0' : '1',
+      ),
+    )) as Answer;
+    return parseAnswer(res);
+  }
+
+  async get(tenant: string, messageId: string): Promise<MessageRecord | undefined> {
+    const k = enc(messageId);
+    const res = await this.#link.run('get_message', async (r) => {
+      const out = await r
+        .multi()
+        .hmget(this.#key('m', k), 'rec', 'status')
+        .lrange(this.#key('me', k), 0, -1)
+        .exec();
+      const [rec, status] = (out?.[0]?.[1] ?? [null, null]) as (string | null)[];
+      const events = (out?.[1]?.[1] ?? []) as string[];
+      return rec === null || rec === undefined || status === null || status === undefined
+        ? null
+        : ([rec, status, events] as Answer);
+    });
+    const record = parseAnswer(res);
+    return record?.tenant === tenant ? record : undefined;
+  }
+
+  async markSeen(key: string): Promise<boolean> {
+    const ok = await this.#link.run('mark_seen', (r) =>
+      r.set(this.#key('seen', enc(key)), '1', 'PX', this.#retentionMs, 'NX'),
+    );
+    return ok === 'OK';
+  }
+
+  #key(kind: string, encoded: string): string {
+    return `${this.#link.prefix}${kind}:${encoded}`;
+  }
+}
+
+function enc(s: string): string {
+  return encodeURIComponent(s);
+}
+
+function parseAnswer(res: Answer | undefined): MessageRecord | undefined {
+  if (res === null || res === undefined || !Array.isArray(res)) return undefined;
+  const [rec, status, events] = res;
+  const sent = JSON.parse(rec) as SentMessage;
+  return {
+    ...sent,
+    status: status as MessageRecord['status'],
+    events: events.map((e) => JSON.parse(e) as MessagingEvent),
+  };
+}
