@@ -8,10 +8,10 @@
  * - provider 400/404/409 -> passed through with the provider's message
  * - provider 500 ("could not place the call") -> retried once, then 502
  */
-import { Agent, request, errors as undiciErrors } from 'undici';
 import { BridgeError, type ErrorCode } from '../errors.js';
 import type { Logger } from '../log.js';
 import type { Metrics } from '../metrics.js';
+import { createAgent, exchange } from './http.js';
 import {
   type CheckedCall,
   type ConferenceRequest,
@@ -63,27 +63,10 @@ const PASS_THROUGH: Readonly<Record<number, ErrorCode>> = {
   409: 'conflict',
 };
 
-/** Error codes of a refused or failed TCP connection: the provider is unreachable. */
-const UNREACHABLE = new Set(['ECONNREFUSED', 'ENOTFOUND', 'EHOSTUNREACH', 'ENETUNREACH', 'EAI_AGAIN']);
-
-/** How far past the bound undici's coarse timers are set (they back up the precise AbortSignal). */
-const BACKSTOP_MS = 1_000;
-
-/** Largest provider answer read; every documented answer is a few hundred bytes. */
-const MAX_ANSWER_BYTES = 1024 * 1024;
-
 export function createProviderClient(options: ProviderClientOptions): ProviderClient {
   const base = options.baseUrl.replace(/\/+$/, '');
   const retryDelayMs = options.retryDelayMs ?? 250;
-  const agent = new Agent({
-    connect: { timeout: options.connectTimeoutMs },
-    // Library defaults are 300 s; the provider's slowest documented answer is 25 s. undici's own timers
-    // tick coarsely (up to ~500 ms early or late), so they are a backstop just past the bound; the exact
-    // bound is the AbortSignal on each request.
-    headersTimeout: options.readTimeoutMs + BACKSTOP_MS,
-    bodyTimeout: options.readTimeoutMs + BACKSTOP_MS,
-    keepAliveTimeout: 4_000,
-  });
+  const agent = createAgent(options);
 
   async function call<T>(c: CheckedCall, method: string, path: string, body?: unknown): Promise<T> {
     const started = performance.now();
@@ -134,32 +117,15 @@ export function createProviderClient(options: ProviderClientOptions): ProviderCl
     body: unknown,
     deadline: number,
   ): Promise<Attempt> {
-    const remaining = Math.max(1, Math.round(deadline - performance.now()));
-    const headers: Record<string, string> = { accept: 'application/json' };
-    if (options.token !== undefined) headers.authorization = `Bearer ${options.token}`;
-    if (body !== undefined) headers['content-type'] = 'application/json';
-    let res: Awaited<ReturnType<typeof request>>;
-    try {
-      res = await request(`${base}${path}`, {
-        method: method as 'GET',
-        headers,
-        body: body === undefined ? null : JSON.stringify(body),
-        dispatcher: agent,
-        headersTimeout: remaining + BACKSTOP_MS,
-        bodyTimeout: remaining + BACKSTOP_MS,
-        // The exact bound: the whole call, retry included, ends here even if the provider trickles bytes.
-        signal: AbortSignal.timeout(remaining),
-      });
-    } catch (err) {
-      throw transportError(c, err, options);
-    }
-    let text: string;
-    try {
-      text = await readLimited(res.body);
-    } catch (err) {
-      throw transportError(c, err, options);
-    }
-    const status = res.statusCode;
+    const res = await exchange(agent, c.name, options, {
+      method: method as 'GET' | 'PUT' | 'POST',
+      url: `${base}${path}`,
+      token: options.token,
+      body,
+      deadline,
+    });
+    const text = res.text;
+    const status = res.status;
     if (status >= 200 && status < 300) {
       let value: unknown;
       try {
@@ -231,7 +197,6 @@ const CONFERENCE: CheckedCall = {
   check: checkConferenceResult,
 };
 
-/** The `message` of a provider error body, if it has one. */
 /** The provider's message with any echo of the media_secret it was sent taken out: the message is passed
  * through and logged, and a provider may quote the request body. */
 function withoutSecret(message: string, body: unknown): string {
@@ -239,57 +204,11 @@ function withoutSecret(message: string, body: unknown): string {
   return typeof secret === 'string' && secret !== '' ? message.replaceAll(secret, '[redacted]') : message;
 }
 
+/** The `message` of a provider error body, if it has one. */
 function providerMessage(text: string): string {
   try {
     const v = JSON.parse(text) as { message?: unknown };
     if (typeof v.message === 'string') return v.message;
   } catch {}
   return '';
-}
-
-async function readLimited(body: AsyncIterable<Buffer>): Promise<string> {
-  const parts: Buffer[] = [];
-  let size = 0;
-  for await (const chunk of body) {
-    size += chunk.length;
-    if (size > MAX_ANSWER_BYTES) throw new Error('answer larger than 1 MiB');
-    parts.push(chunk);
-  }
-  return Buffer.concat(parts).toString('utf8');
-}
-
-function transportError(c: CheckedCall, err: unknown, options: ProviderClientOptions): BridgeError {
-  if (err instanceof BridgeError) return err;
-  const e = err as { code?: string; name?: string; cause?: { code?: string } };
-  const code = e.code ?? e.cause?.code;
-  if (
-    err instanceof undiciErrors.HeadersTimeoutError ||
-    err instanceof undiciErrors.BodyTimeoutError ||
-    e.name === 'TimeoutError' ||
-    e.name === 'AbortError' ||
-    err instanceof undiciErrors.RequestAbortedError
-  ) {
-    return new BridgeError(
-      'upstream_timeout',
-      `provider ${c.name} did not answer within ${options.readTimeoutMs} ms`,
-      { cause: err },
-    );
-  }
-  if (err instanceof undiciErrors.ConnectTimeoutError) {
-    return new BridgeError(
-      'upstream_unavailable',
-      `provider ${c.name} is unreachable: no connection within ${options.connectTimeoutMs} ms`,
-      { cause: err },
-    );
-  }
-  if (code !== undefined && UNREACHABLE.has(code)) {
-    return new BridgeError('upstream_unavailable', `provider ${c.name} is unreachable (${code})`, {
-      cause: err,
-    });
-  }
-  return new BridgeError(
-    'upstream_bad_answer',
-    `provider ${c.name} failed: ${err instanceof Error ? err.message : String(err)}`,
-    { cause: err },
-  );
 }
