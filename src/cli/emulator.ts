@@ -1,13 +1,15 @@
 #!/usr/bin/env node
 /**
  * `npm run emulator -- --port P --jwt-secret S [--dial-plan F] [--dial-timeout-ms N] [--host H]
- *  [--accept-any-session]`: the provider emulator on its own, serving voice.md under /v1 and placing
- * synthetic calls with POST /emulator/calls.
+ *  [--accept-any-session] [messaging flags]`: the provider emulator on its own, serving voice.md, chat.md
+ * and rcs.md under /v1, placing synthetic calls with POST /emulator/calls, and posting messaging
+ * webhooks to --webhook-url.
  */
 import { parseArgs } from 'node:util';
 import { DEV_AUTH_JWT_SECRET } from '../config.js';
 import { type DialPlan, loadDialPlan } from '../emulator/dial-plan.js';
-import { createEmulator, DEFAULT_DIAL_TIMEOUT_MS } from '../emulator/server.js';
+import type { MessagingOptions } from '../emulator/messaging/emulator.js';
+import { createEmulator, DEFAULT_DIAL_TIMEOUT_MS, type Emulator } from '../emulator/server.js';
 import { createLogger } from '../log.js';
 
 const USAGE = `usage: npm run emulator -- [--port 9090] [--host 127.0.0.1] [--jwt-secret S] [--dial-plan plan.json]
@@ -18,6 +20,16 @@ const USAGE = `usage: npm run emulator -- [--port 9090] [--host 127.0.0.1] [--jw
                         "afterMs": N } }; numbers not listed answer after 1 s
   --accept-any-session  take call control for any session id (for a bridge run separately, whose calls
                         the emulator did not place)
+messaging (chat.md, rcs.md; control API under /emulator/messaging/):
+  --messaging-api-key   API key of the default workspace, "vbk_" + 32 hex (default: generated, printed)
+  --webhook-url         where delivery and button webhooks are posted (may carry ?token=...)
+  --review-delay-ms     PENDING to reviewed after this long (default 1000; -1: only by a control call)
+  --review-outcome      approve | reject (default approve)
+  --delivery-delay-ms   sent to delivered (default 100)
+  --read-delay-ms       delivered to read (default 200; -1: no read receipts)
+  --campaign-rate       campaign messages per second per account (default 80)
+  --webhook-attempts    attempts per webhook post (default 5)
+  --webhook-backoff-ms  wait before the first retry, doubled after each (default 200)
 `;
 
 function fail(message: string): never {
@@ -34,6 +46,15 @@ const { values } = parseArgs({
     'dial-timeout-ms': { type: 'string', default: String(DEFAULT_DIAL_TIMEOUT_MS) },
     'accept-any-session': { type: 'boolean', default: false },
     'log-level': { type: 'string', default: 'info' },
+    'messaging-api-key': { type: 'string' },
+    'webhook-url': { type: 'string' },
+    'review-delay-ms': { type: 'string' },
+    'review-outcome': { type: 'string' },
+    'delivery-delay-ms': { type: 'string' },
+    'read-delay-ms': { type: 'string' },
+    'campaign-rate': { type: 'string' },
+    'webhook-attempts': { type: 'string' },
+    'webhook-backoff-ms': { type: 'string' },
     help: { type: 'boolean', default: false },
   },
 });
@@ -56,15 +77,52 @@ if (values['dial-plan'] !== undefined) {
     fail((err as Error).message);
   }
 }
+/** An integer flag >= min, or undefined when not given. */
+function intFlag(name: keyof typeof values, min: number): number | undefined {
+  const raw = values[name];
+  if (raw === undefined) return undefined;
+  const n = Number(raw);
+  if (!Number.isInteger(n) || n < min) fail(`--${name} must be an integer >= ${min}, got ${String(raw)}`);
+  return n;
+}
+const reviewOutcome = values['review-outcome'];
+if (reviewOutcome !== undefined && reviewOutcome !== 'approve' && reviewOutcome !== 'reject') {
+  fail(`--review-outcome must be approve or reject, got ${reviewOutcome}`);
+}
+const messaging: MessagingOptions = {
+  ...(values['messaging-api-key'] !== undefined ? { apiKey: values['messaging-api-key'] } : {}),
+  ...(values['webhook-url'] !== undefined ? { webhookUrl: values['webhook-url'] } : {}),
+  ...(reviewOutcome !== undefined ? { reviewOutcome } : {}),
+  ...defined({
+    reviewDelayMs: intFlag('review-delay-ms', -1),
+    deliveryDelayMs: intFlag('delivery-delay-ms', 0),
+    readDelayMs: intFlag('read-delay-ms', -1),
+    campaignRatePerSecond: intFlag('campaign-rate', 1),
+    webhookMaxAttempts: intFlag('webhook-attempts', 1),
+    webhookBackoffMs: intFlag('webhook-backoff-ms', 0),
+  }),
+};
+
+function defined(o: Record<string, number | undefined>): Record<string, number> {
+  return Object.fromEntries(Object.entries(o).filter(([, v]) => v !== undefined)) as Record<string, number>;
+}
+
 const jwtSecret = values['jwt-secret'] ?? process.env.EMULATOR_JWT_SECRET ?? DEV_AUTH_JWT_SECRET;
 const log = createLogger(values['log-level']).child({ component: 'emulator' });
-const emulator = await createEmulator({
-  jwtSecret,
-  dialPlan,
-  dialTimeoutMs,
-  acceptAnySession: values['accept-any-session'],
-  log,
-});
+let emulator: Emulator;
+try {
+  emulator = await createEmulator({
+    jwtSecret,
+    dialPlan,
+    dialTimeoutMs,
+    acceptAnySession: values['accept-any-session'],
+    log,
+    messaging,
+  });
+} catch (err) {
+  fail((err as Error).message);
+}
+const m = emulator.messaging;
 const url = await emulator.listen(port, values.host);
 process.stdout.write(
   [
@@ -73,6 +131,11 @@ process.stdout.write(
     `  tokens: HS256 with ${jwtSecret === DEV_AUTH_JWT_SECRET ? 'the development REST secret (npm run token)' : 'the given secret'}`,
     `  dial plan: ${dialPlan.size} numbers; others answer after 1 s; NOANSWER rings ${dialTimeoutMs} ms`,
     `  synthetic calls: POST ${url}/emulator/calls {"audio":"tone:440","seconds":10}`,
+    `  chat and RCS APIs: ${url}/v1 (account "${m.defaultAccountId}")`,
+    `  messaging API key: ${m.defaultApiKey}`,
+    `  account token: ${m.defaultAccountToken}`,
+    `  webhook URL: ${m.webhookUrl ?? `none (set with PUT ${url}/emulator/messaging/webhook {"url":"..."})`}`,
+    `  messaging control API: ${url}/emulator/messaging/`,
     '',
   ].join('\n'),
 );

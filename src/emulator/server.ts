@@ -1,6 +1,7 @@
 /**
  * The provider emulator: the provider's voice REST API (voice.md) for development, tests and load tests,
- * with dial-plan outcomes and timings, plus synthetic calls placed into a registered media endpoint.
+ * with dial-plan outcomes and timings, plus synthetic calls placed into a registered media endpoint, and
+ * the messaging APIs (chat.md, rcs.md) with their webhooks and a control API (src/emulator/messaging/).
  * Runs standalone (`npm run emulator`) or in-process beside the bridge (`npm start` without a provider).
  */
 import Fastify, { type FastifyBaseLogger, type FastifyInstance, LogController } from 'fastify';
@@ -9,6 +10,7 @@ import { BridgeError, isBridgeError } from '../errors.js';
 import { createLogger, type Logger } from '../log.js';
 import { registerEmulatorCalls } from './calls.js';
 import type { DialPlan } from './dial-plan.js';
+import { MessagingEmulator, type MessagingOptions } from './messaging/emulator.js';
 import { registerProviderApi } from './provider-api.js';
 import { EmulatorState, type ExternalSessionLookup } from './state.js';
 
@@ -21,11 +23,15 @@ export interface EmulatorOptions {
   readonly lookupSession?: ExternalSessionLookup;
   readonly acceptAnySession?: boolean;
   readonly log?: Logger;
+  /** The messaging APIs: default API key, review, delivery and webhook settings. */
+  readonly messaging?: MessagingOptions;
 }
 
 export interface Emulator {
   readonly app: FastifyInstance;
   readonly state: EmulatorState;
+  /** The messaging APIs' state and controls (as the control API under /emulator/messaging/). */
+  readonly messaging: MessagingEmulator;
   /** Resolves to the bound address, e.g. `http://127.0.0.1:9090`. */
   listen(port: number, host?: string): Promise<string>;
   close(): Promise<void>;
@@ -74,10 +80,13 @@ export async function createEmulator(options: EmulatorOptions): Promise<Emulator
     signal: shutdown.signal,
   });
   const calls = registerEmulatorCalls(app, { state, verify, log, signal: shutdown.signal });
+  const messaging = new MessagingEmulator(options.messaging ?? {}, verify, log);
+  messaging.register(app);
 
   return {
     app,
     state,
+    messaging,
     async listen(port, host = '127.0.0.1') {
       await app.listen({ port, host });
       const addr = app.server.address();
@@ -87,6 +96,7 @@ export async function createEmulator(options: EmulatorOptions): Promise<Emulator
     },
     async close() {
       shutdown.abort();
+      await messaging.close();
       await calls.settle();
       await app.close();
     },

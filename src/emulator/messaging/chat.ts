@@ -1,0 +1,293 @@
+/**
+ * chat.md under `/v1`: `GET /chat_templates`, `POST /chat_template_manager` (create, get_status, sync,
+ * delete, with the operator's review after `reviewDelayMs`), `POST /chat_message_sender` (the 24-hour
+ * window, 80 requests/s, the tier and credits) and `POST /chat_campaign_creator`.
+ */
+import { randomUUID } from 'node:crypto';
+import type { FastifyInstance } from 'fastify';
+import {
+  type ChatCampaign,
+  type ChatSendResult,
+  type ChatTemplate,
+  type ChatTemplateEntry,
+  type ChatTemplateStatus,
+  NETWORK_ERRORS,
+  TEMPLATE_CATEGORIES,
+  TEMPLATE_STATUSES,
+  type TemplateStatus,
+} from '../../provider/messaging/types.js';
+import {
+  checkAudienceAgainstTemplate,
+  parseTemplateManagerRequest,
+  templateBodyVariableCount,
+  validateChatCampaignRequest,
+  validateChatSendRequest,
+} from '../../provider/messaging/validate.js';
+import { accountOf, admitList, admitSend, assertRoom } from './accounts.js';
+import { launchCampaign } from './campaigns.js';
+import { callerOf, type MessagingContext } from './context.js';
+import { chatMessageId } from './delivery.js';
+import { ApiError, badRequest, bodyOf } from './errors.js';
+import { type Account, type CampaignRecord, type ChatTemplateRecord, DAY_MS } from './state.js';
+
+const FREE_FORM = new Set(['text', 'image', 'document', 'interactive']);
+
+export function templateView(t: ChatTemplateRecord): ChatTemplate {
+  return {
+    id: t.id,
+    template_name: t.input.name,
+    status: t.status,
+    category: t.category,
+    language: t.input.language,
+    created_at: t.createdAt,
+  };
+}
+
+export function templateStatusView(t: ChatTemplateRecord): ChatTemplateStatus {
+  return {
+    id: t.id,
+    template_name: t.input.name,
+    status: t.status,
+    rejection_reason: t.rejectionReason,
+    quality_score: t.status === 'APPROVED' ? 'GREEN' : 'UNKNOWN',
+  };
+}
+
+function entryView(t: ChatTemplateRecord): ChatTemplateEntry {
+  return { ...templateView(t), rejection_reason: t.rejectionReason, components: t.input.components };
+}
+
+/** Moves a pending template to APPROVED or REJECTED (the operator's review, or a control call). */
+export function reviewTemplate(
+  ctx: MessagingContext,
+  t: ChatTemplateRecord,
+  status: Exclude<TemplateStatus, 'PENDING'>,
+  reason?: string,
+): void {
+  if (t.reviewTimer !== undefined) {
+    clearTimeout(t.reviewTimer);
+    ctx.timers.delete(t.reviewTimer);
+    t.reviewTimer = undefined;
+  }
+  t.status = status;
+  t.rejectionReason = status === 'REJECTED' ? (reason ?? 'rejected by the network operator review') : null;
+}
+
+/** The account's template of the name: 403 when it is another account's, 404 when nobody's. */
+function ownTemplate(ctx: MessagingContext, a: Account, name: string): ChatTemplateRecord {
+  const t = a.chatTemplates.get(name);
+  if (t !== undefined && !t.deleted) return t;
+  if (ctx.state.chatTemplateElsewhere(a.id, name) !== undefined) {
+    throw new ApiError(403, `template ${name} belongs to another account: this token does not own it`);
+  }
+  throw new ApiError(404, `template ${name} not found`);
+}
+
+/** An APPROVED template of the account, by its exact name (404, or 400 while not approved). */
+function approvedTemplate(a: Account, name: string): ChatTemplateRecord {
+  const t = a.chatTemplates.get(name);
+  if (t === undefined || t.deleted) {
+    throw new ApiError(
+      404,
+      `template ${name} not found in this account (names are exact and case-sensitive)`,
+    );
+  }
+  if (t.status !== 'APPROVED') {
+    throw badRequest(`template ${name} is ${t.status}: only an APPROVED template can be sent`);
+  }
+  return t;
+}
+
+function filterValue<T extends string>(v: unknown, field: string, allowed: readonly T[]): T | undefined {
+  if (v === undefined || v === '') return undefined;
+  const s = typeof v === 'string' ? v.toUpperCase() : '';
+  if (!(allowed as readonly string[]).includes(s)) {
+    throw badRequest(`${field} must be one of ${allowed.join(', ')}, got ${JSON.stringify(v)}`);
+  }
+  return s as T;
+}
+
+export function registerChat(app: FastifyInstance, ctx: MessagingContext): void {
+  const { state } = ctx;
+
+  app.get('/chat_templates', async (req) => {
+    const q = (req.query ?? {}) as Record<string, unknown>;
+    const a = accountOf(state, await callerOf(ctx, req), q.account_id);
+    admitList(a);
+    const status = filterValue(q.status, 'status', TEMPLATE_STATUSES);
+    const category = filterValue(q.category, 'category', TEMPLATE_CATEGORIES);
+    const templates = [...a.chatTemplates.values()]
+      .filter((t) => !t.deleted && (status === undefined || t.status === status))
+      .filter((t) => category === undefined || t.category === category)
+      .map(entryView);
+    return { success: true, data: { templates }, count: templates.length };
+  });
+
+  app.post('/chat_template_manager', async (req) => {
+    const b = bodyOf(req.body);
+    const a = accountOf(state, await callerOf(ctx, req), b.account_id);
+    const { account_id: _, ...rest } = b;
+    const r = parseTemplateManagerRequest(rest);
+    switch (r.action) {
+      case 'create': {
+        const input = r.templateData;
+        if (a.chatTemplates.has(input.name)) throw new ApiError(409, 'Template already exists');
+        const t: ChatTemplateRecord = {
+          id: randomUUID(),
+          accountId: a.id,
+          input,
+          category: input.category,
+          bodyVariables: templateBodyVariableCount(input.components),
+          createdAt: new Date().toISOString(),
+          status: 'PENDING',
+          rejectionReason: null,
+          deleted: false,
+        };
+        a.chatTemplates.set(input.name, t);
+        const delay = ctx.settings.reviewDelayMs;
+        if (delay >= 0) {
+          const timer = setTimeout(() => {
+            ctx.timers.delete(timer);
+            t.reviewTimer = undefined;
+            if (t.status === 'PENDING' && !t.deleted) {
+              reviewTemplate(ctx, t, ctx.settings.reviewOutcome === 'approve' ? 'APPROVED' : 'REJECTED');
+            }
+          }, delay);
+          timer.unref();
+          ctx.timers.add(timer);
+          t.reviewTimer = timer;
+        }
+        return {
+          success: true,
+          template: templateView(t),
+          message: `Template ${input.name} submitted for review`,
+        };
+      }
+      case 'get_status':
+        return { success: true, template: templateStatusView(ownTemplate(ctx, a, r.templateName)) };
+      case 'sync': {
+        let synced = 0;
+        for (const t of a.chatTemplates.values()) if (!t.deleted) synced++;
+        return { success: true, synced };
+      }
+      case 'delete': {
+        const t = ownTemplate(ctx, a, r.templateName);
+        const running = state.activeCampaignOf(a.id, r.templateName);
+        if (running !== undefined) {
+          throw new ApiError(
+            409,
+            `template ${r.templateName} is in use by the active campaign ${running.name}: it cannot be deleted until the campaign has finished`,
+          );
+        }
+        if (t.reviewTimer !== undefined) {
+          clearTimeout(t.reviewTimer);
+          ctx.timers.delete(t.reviewTimer);
+          t.reviewTimer = undefined;
+        }
+        // The name stays taken: names are never reusable.
+        t.deleted = true;
+        return { success: true, message: `Template ${r.templateName} deleted` };
+      }
+    }
+  });
+
+  app.post('/chat_message_sender', async (req): Promise<ChatSendResult> => {
+    const started = performance.now();
+    const b = bodyOf(req.body);
+    const a = accountOf(state, await callerOf(ctx, req), b.account_id);
+    admitSend(a);
+    const { to, message } = validateChatSendRequest(b);
+    if (FREE_FORM.has(message.type)) {
+      const last = a.lastInbound.get(to);
+      if (last === undefined || Date.now() - last > DAY_MS) {
+        throw badRequest(
+          `Re-engagement required: the 24-hour window with ${to} is closed (no inbound message from them in the last 24 hours); send a template message`,
+          NETWORK_ERRORS.reEngagementRequired,
+        );
+      }
+    } else if (message.type === 'template') {
+      const t = approvedTemplate(a, message.template.name);
+      if (message.template.language !== t.input.language) {
+        throw badRequest(
+          `message.template.language must be the template's language ${t.input.language}, got ${JSON.stringify(message.template.language)}`,
+        );
+      }
+      const given = message.template.body_params?.length ?? 0;
+      if (given !== t.bodyVariables) {
+        throw badRequest(
+          `message.template.body_params must hold ${t.bodyVariables} value${t.bodyVariables === 1 ? '' : 's'} (the body's variables), got ${given}`,
+        );
+      }
+    }
+    assertRoom(state, a, 1);
+    const m = { id: chatMessageId(), channel: 'chat' as const, accountId: a.id, to, message };
+    state.recordSend(a, m);
+    ctx.delivery.track(m);
+    return {
+      success: true,
+      data: { message_id: m.id, wa_id: to, status: 'sent' },
+      performance: { total_time_ms: Math.round(performance.now() - started) },
+    };
+  });
+
+  app.post('/chat_campaign_creator', async (req, reply) => {
+    const b = bodyOf(req.body);
+    const a = accountOf(state, await callerOf(ctx, req), b.account_id);
+    if (b.campaign_id !== undefined) {
+      // Ours: relaunch a campaign saved with its launch failed (HTTP 207).
+      const c = typeof b.campaign_id === 'string' ? state.campaigns.get(b.campaign_id) : undefined;
+      if (c === undefined || c.channel !== 'chat')
+        throw new ApiError(404, `campaign ${b.campaign_id} not found`);
+      if (c.accountId !== a.id) throw new ApiError(403, 'this token does not own the campaign');
+      if (c.status !== 'saved') throw new ApiError(409, `campaign ${c.name} is already ${c.status}`);
+      approvedTemplate(a, c.templateName);
+      launchCampaign(state, ctx.fanOut, c);
+      return { success: true, campaign: campaignView(c) };
+    }
+    const { account_id: _, ...rest } = b;
+    const r = validateChatCampaignRequest(rest);
+    const t = approvedTemplate(a, r.template_name);
+    checkAudienceAgainstTemplate(r.audience_rows, t.bodyVariables);
+    if (a.campaignNames.has(r.campaign_name)) {
+      throw new ApiError(409, `campaign ${r.campaign_name} already exists`);
+    }
+    assertRoom(state, a, r.audience_rows.length);
+    const c: CampaignRecord = {
+      id: randomUUID(),
+      channel: 'chat',
+      accountId: a.id,
+      name: r.campaign_name,
+      templateName: r.template_name,
+      recipients: r.audience_rows.map((row) => ({
+        to: row.phone,
+        bodyParams: Array.from({ length: t.bodyVariables }, (_v, i) => row[`BODY_${i + 1}`] ?? ''),
+      })),
+      queuedAt: new Date().toISOString(),
+      status: 'saved',
+      sent: 0,
+    };
+    state.campaigns.set(c.id, c);
+    a.campaignNames.add(c.name);
+    if (state.failNextLaunches > 0) {
+      state.failNextLaunches--;
+      return reply.code(207).send({
+        success: true,
+        campaign: campaignView(c),
+        message: 'campaign saved, but its automatic launch failed: retry with {"campaign_id": id}',
+      });
+    }
+    launchCampaign(state, ctx.fanOut, c);
+    return { success: true, campaign: campaignView(c) };
+  });
+}
+
+export function campaignView(c: CampaignRecord): ChatCampaign {
+  return {
+    id: c.id,
+    campaign_name: c.name,
+    template_name: c.templateName,
+    status: c.status === 'saved' ? 'saved' : 'launched',
+    total_recipients: c.recipients.length,
+    queued_at: c.queuedAt,
+  };
+}
