@@ -1,0 +1,302 @@
+import Fastify, { type FastifyInstance } from 'fastify';
+import { afterEach, describe, expect, it } from 'vitest';
+import { createEmulator, type Emulator } from '../../src/emulator/server.js';
+import { createLogger } from '../../src/log.js';
+import type { ChatWebhookPayload } from '../../src/provider/messaging/types.js';
+import { waitFor } from '../helpers/wait.js';
+
+const SECRET = 'messaging-sender-secret';
+const CUSTOMER = '14155550142';
+const HOUR = 3600 * 1000;
+
+let emu: Emulator | undefined;
+let receiver: FastifyInstance | undefined;
+afterEach(async () => {
+  await emu?.close();
+  await receiver?.close();
+  emu = undefined;
+  receiver = undefined;
+});
+
+/** A webhook receiver on 127.0.0.1 that keeps every post's body and query. */
+async function startReceiver(): Promise<{
+  url: string;
+  posts: { body: ChatWebhookPayload; token: unknown }[];
+}> {
+  const posts: { body: ChatWebhookPayload; token: unknown }[] = [];
+  receiver = Fastify();
+  receiver.post('/hook', async (req) => {
+    posts.push({ body: req.body as ChatWebhookPayload, token: (req.query as { token?: string }).token });
+    return { ok: true };
+  });
+  await receiver.listen({ port: 0, host: '127.0.0.1' });
+  const { port } = receiver.server.address() as { port: number };
+  return { url: `http://127.0.0.1:${port}/hook`, posts };
+}
+
+async function start(messaging: Record<string, unknown> = {}): Promise<{ url: string; key: string }> {
+  emu = await createEmulator({
+    jwtSecret: SECRET,
+    log: createLogger('silent'),
+    messaging: { reviewDelayMs: -1, ...messaging },
+  });
+  return { url: await emu.listen(0), key: emu.messaging.defaultApiKey };
+}
+
+const text = (to = CUSTOMER) => ({ to, message: { type: 'text', text: { body: 'hello' } } });
+
+async function approvedTemplate(url: string, key: string, name: string): Promise<void> {
+  const r = await call(url, 'POST', '/v1/chat_template_manager', {
+    token: key,
+    body: {
+      action: 'create',
+      templateData: {
+        name,
+        category: 'UTILITY',
+        language: 'en_US',
+        components: [
+          { type: 'BODY', text: 'Hi {{1}}, your code is {{2}}' },
+          { type: 'BUTTONS', buttons: [{ type: 'QUICK_REPLY', text: 'Stop' }] },
+        ],
+        sample_values: { '1': 'Ann', '2': '1234' },
+      },
+    },
+  });
+  expect(r.status).toBe(200);
+  emu!.messaging.review('default', name, 'APPROVED');
+}
+
+const statuses = (posts: { body: ChatWebhookPayload }[], id: string) =>
+  posts.flatMap((p) => p.body.entry[0]!.changes[0]!.value.statuses ?? []).filter((s) => s.id === id);
+
+describe('messaging emulator: POST /chat_message_sender', () => {
+  it('answers the documented shape; webhooks post sent, delivered and read in order', async () => {
+    const hook = await startReceiver();
+    const { url, key } = await start({ webhookUrl: `${hook.url}?token=hook-secret` });
+    emu!.messaging.inbound('default', CUSTOMER, 'hi there');
+    const r = await call(url, 'POST', '/v1/chat_message_sender', { token: key, body: text() });
+    expect(r.status).toBe(200);
+    const data = r.body.data as { message_id: string; wa_id: string; status: string };
+    expect(data.message_id).toMatch(/^wamid\.[A-Za-z0-9_-]+$/);
+    expect(data).toMatchObject({ wa_id: CUSTOMER, status: 'sent' });
+    expect(r.body.success).toBe(true);
+    expect(Number.isInteger((r.body.performance as { total_time_ms: number }).total_time_ms)).toBe(true);
+
+    await waitFor(() => statuses(hook.posts, data.message_id).length === 3, 3_000, 'three statuses');
+    expect(statuses(hook.posts, data.message_id).map((s) => s.status)).toEqual(['sent', 'delivered', 'read']);
+    expect(hook.posts.every((p) => p.token === 'hook-secret')).toBe(true);
+    // The inbound message was posted too, as a chat inbound text.
+    const inbound = hook.posts.flatMap((p) => p.body.entry[0]!.changes[0]!.value.messages ?? []);
+    expect(inbound).toEqual([
+      expect.objectContaining({ from: CUSTOMER, type: 'text', text: { body: 'hi there' } }),
+    ]);
+    expect(hook.posts[0]!.body.object).toBe('chat');
+  });
+
+  it('the 24-hour window: free-form refused with 131047 after 24 h, a template is fine, inbound reopens', async () => {
+    const { url, key } = await start();
+    await approvedTemplate(url, key, 'login_code');
+    const send = (body: unknown) => call(url, 'POST', '/v1/chat_message_sender', { token: key, body });
+
+    const never = await send(text());
+    expect(never.status).toBe(400);
+    expect(never.body.error_data).toMatchObject({ code: 131047 });
+    expect(never.body.error).toMatch(/^Re-engagement required/);
+
+    emu!.messaging.inbound('default', CUSTOMER, 'old', 25 * HOUR);
+    const stale = await send(text());
+    expect(stale.status).toBe(400);
+    expect(stale.body.error_data).toMatchObject({ code: 131047 });
+    for (const message of [
+      { type: 'image', image: { link: 'https://example.com/a.png' } },
+      {
+        type: 'interactive',
+        interactive: {
+          type: 'button',
+          body: { text: 'Pick' },
+          action: { buttons: [{ type: 'reply', reply: { id: 'yes', title: 'Yes' } }] },
+        },
+      },
+    ]) {
+      expect((await send({ to: CUSTOMER, message })).body.error_data).toMatchObject({ code: 131047 });
+    }
+
+    const tpl = await send({
+      to: CUSTOMER,
+      message: {
+        type: 'template',
+        template: { name: 'login_code', language: 'en_US', body_params: ['Ann', '42'] },
+      },
+    });
+    expect(tpl.status).toBe(200);
+    const wrongCount = await send({
+      to: CUSTOMER,
+      message: {
+        type: 'template',
+        template: { name: 'login_code', language: 'en_US', body_params: ['Ann'] },
+      },
+    });
+    expect(wrongCount.status).toBe(400);
+    expect(wrongCount.body.error).toMatch(/body_params must hold 2 values/);
+    const unknown = await send({
+      to: CUSTOMER,
+      message: { type: 'template', template: { name: 'no_such', language: 'en_US' } },
+    });
+    expect(unknown.status).toBe(404);
+
+    // Inbound 23 h ago: still open.
+    const control = await call(url, 'POST', '/emulator/messaging/accounts/default/inbound', {
+      body: { from: CUSTOMER, text: 'again', ageMs: 23 * HOUR },
+    });
+    expect(control.status).toBe(200);
+    expect((await send(text())).status).toBe(200);
+    // A bad phone is a 400 from validation.
+    const badPhone = await send(text('+14155550142'));
+    expect(badPhone.status).toBe(400);
+    expect(badPhone.body.success).toBe(false);
+  });
+
+  it('80 requests per second per account: a burst of 200 sees 130429 past the 80th', async () => {
+    const { url, key } = await start();
+    emu!.messaging.inbound('default', CUSTOMER);
+    const started = performance.now();
+    const answers = await Promise.all(
+      Array.from({ length: 200 }, () =>
+        call(url, 'POST', '/v1/chat_message_sender', { token: key, body: text() }),
+      ),
+    );
+    const elapsed = performance.now() - started;
+    const ok = answers.filter((a) => a.status === 200).length;
+    const limited = answers.filter((a) => a.status === 429);
+    // The burst takes well under a second here; were it slower, more than 80 could pass.
+    if (elapsed < 900) expect(ok).toBe(80);
+    expect(ok).toBeLessThan(200);
+    expect(limited.length).toBe(200 - ok);
+    for (const a of limited) expect(a.body.error_data).toMatchObject({ code: 130429 });
+    // Another account is not affected.
+    const ws = emu!.messaging.createWorkspace(1);
+    emu!.messaging.inbound(ws.accounts[0]!.account_id, CUSTOMER);
+    expect(
+      (await call(url, 'POST', '/v1/chat_message_sender', { token: ws.api_key, body: text() })).status,
+    ).toBe(200);
+  });
+
+  it('tier limit per 24 h (429 with 133000) and credits (402), campaign sends counted too', async () => {
+    const { url } = await start();
+    const ws = emu!.messaging.createWorkspace(1);
+    const id = ws.accounts[0]!.account_id;
+    emu!.messaging.inbound(id, CUSTOMER);
+    const send = () => call(url, 'POST', '/v1/chat_message_sender', { token: ws.api_key, body: text() });
+
+    const patched = await call(url, 'PATCH', `/emulator/messaging/accounts/${id}`, { body: { credits: 3 } });
+    expect(patched.body).toMatchObject({ account_id: id, credits: 3, tier: 3 });
+    for (let i = 0; i < 3; i++) expect((await send()).status).toBe(200);
+    const broke = await send();
+    expect(broke.status).toBe(402);
+    expect(broke.body.success).toBe(false);
+    expect(emu!.messaging.accountView(id).credits).toBe(0);
+
+    emu!.messaging.setAccount(id, { credits: null, tier: 1 });
+    // Tier 1 allows 1,000 per 24 h: 3 are used; fill the log to 999, then one more passes and the next fails.
+    const a = emu!.messaging.state.accounts.get(id)!;
+    const now = Date.now();
+    for (let i = 0; i < 996; i++) a.dayLog.push(now);
+    expect((await send()).status).toBe(200);
+    const over = await send();
+    expect(over.status).toBe(429);
+    expect(over.body.error_data).toMatchObject({ code: 133000 });
+    expect(over.body.error).toMatch(/tier/);
+    expect(
+      (await call(url, 'PATCH', `/emulator/messaging/accounts/${id}`, { body: { tier: 5 } })).status,
+    ).toBe(400);
+    emu!.messaging.setAccount(id, { tier: 4 });
+    expect((await send()).status).toBe(200);
+  });
+
+  it('undeliverable numbers get sent then failed with 131026; a reply button tap posts button_reply', async () => {
+    const hook = await startReceiver();
+    const { url, key } = await start({ webhookUrl: hook.url, readDelayMs: -1, deliveryDelayMs: 20 });
+    const BAD = '14155550999';
+    expect(
+      (await call(url, 'POST', '/emulator/messaging/undeliverable', { body: { numbers: [BAD] } })).body,
+    ).toEqual({ undeliverable: [BAD] });
+    emu!.messaging.inbound('default', BAD);
+    emu!.messaging.inbound('default', CUSTOMER);
+    const bad = await call(url, 'POST', '/v1/chat_message_sender', { token: key, body: text(BAD) });
+    expect(bad.status).toBe(200);
+    const badId = (bad.body.data as { message_id: string }).message_id;
+    await waitFor(() => statuses(hook.posts, badId).length === 2, 3_000, 'sent and failed');
+    const failed = statuses(hook.posts, badId);
+    expect(failed.map((s) => s.status)).toEqual(['sent', 'failed']);
+    expect(failed[1]!.errors).toEqual([{ code: 131026, title: 'Message undeliverable' }]);
+
+    const inter = await call(url, 'POST', '/v1/chat_message_sender', {
+      token: key,
+      body: {
+        to: CUSTOMER,
+        message: {
+          type: 'interactive',
+          interactive: {
+            type: 'button',
+            body: { text: 'Keep the appointment?' },
+            action: {
+              buttons: [
+                { type: 'reply', reply: { id: 'keep', title: 'Keep' } },
+                { type: 'reply', reply: { id: 'move', title: 'Move' } },
+              ],
+            },
+          },
+        },
+      },
+    });
+    const interId = (inter.body.data as { message_id: string }).message_id;
+    await waitFor(() => statuses(hook.posts, interId).length === 2, 3_000, 'sent and delivered, no read');
+    const tap = await call(url, 'POST', '/emulator/messaging/tap', {
+      body: { message_id: interId, button_id: 'move' },
+    });
+    expect(tap.status).toBe(200);
+    await waitFor(
+      () => hook.posts.some((p) => p.body.entry[0]!.changes[0]!.value.messages?.[0]?.context?.id === interId),
+      3_000,
+      'the button reply',
+    );
+    const reply = hook.posts
+      .flatMap((p) => p.body.entry[0]!.changes[0]!.value.messages ?? [])
+      .find((m) => m.context?.id === interId)!;
+    expect(reply).toMatchObject({
+      from: CUSTOMER,
+      type: 'interactive',
+      interactive: { type: 'button_reply', button_reply: { id: 'move', title: 'Move' } },
+      context: { id: interId },
+    });
+    expect(
+      (
+        await call(url, 'POST', '/emulator/messaging/tap', {
+          body: { message_id: interId, button_id: 'nope' },
+        })
+      ).status,
+    ).toBe(400);
+    // Read receipts are off: no read status ever came.
+    expect(statuses(hook.posts, interId).map((s) => s.status)).toEqual(['sent', 'delivered']);
+  });
+});
+
+/** A JSON request to the emulator; the answer's status and parsed body. */
+async function call(
+  base: string,
+  method: string,
+  path: string,
+  o: { token?: string; body?: unknown } = {},
+): Promise<{ status: number; body: Record<string, unknown> }> {
+  const res = await fetch(`${base}${path}`, {
+    method,
+    headers: {
+      ...(o.token !== undefined ? { authorization: `Bearer ${o.token}` } : {}),
+      ...(o.body !== undefined ? { 'content-type': 'application/json' } : {}),
+    },
+    ...(o.body !== undefined ? { body: JSON.stringify(o.body) } : {}),
+    signal: AbortSignal.timeout(30_000),
+  });
+  const text = await res.text();
+  return { status: res.status, body: text === '' ? {} : (JSON.parse(text) as Record<string, unknown>) };
+}
