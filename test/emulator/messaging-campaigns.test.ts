@@ -1,0 +1,320 @@
+import Fastify, { type FastifyInstance } from 'fastify';
+import { afterEach, describe, expect, it } from 'vitest';
+import { createEmulator, type Emulator } from '../../src/emulator/server.js';
+import { createLogger } from '../../src/log.js';
+import type { ChatStatusItem, ChatWebhookPayload } from '../../src/provider/messaging/types.js';
+import { waitFor } from '../helpers/wait.js';
+
+const SECRET = 'messaging-campaigns-secret';
+
+let emu: Emulator | undefined;
+let receiver: FastifyInstance | undefined;
+afterEach(async () => {
+  await emu?.close();
+  await receiver?.close();
+  emu = undefined;
+  receiver = undefined;
+});
+
+interface Receiver {
+  readonly url: string;
+  /** Status items of the posts answered 200. */
+  readonly accepted: ChatStatusItem[];
+  /** Attempts per post body. */
+  readonly attempts: Map<string, number>;
+}
+
+/** A webhook receiver on 127.0.0.1 answering `answer(n)` to the n-th attempt of each distinct post. */
+async function startReceiver(answer: (n: number) => number = () => 200): Promise<Receiver> {
+  const accepted: ChatStatusItem[] = [];
+  const attempts = new Map<string, number>();
+  receiver = Fastify();
+  receiver.post('/hook', async (req, reply) => {
+    const key = JSON.stringify(req.body);
+    const n = (attempts.get(key) ?? 0) + 1;
+    attempts.set(key, n);
+    const code = answer(n);
+    if (code === 200) {
+      for (const s of (req.body as ChatWebhookPayload).entry[0]!.changes[0]!.value.statuses ?? [])
+        accepted.push(s);
+    }
+    return reply.code(code).send({ n });
+  });
+  await receiver.listen({ port: 0, host: '127.0.0.1' });
+  const { port } = receiver.server.address() as { port: number };
+  return { url: `http://127.0.0.1:${port}/hook`, accepted, attempts };
+}
+
+async function start(messaging: Record<string, unknown> = {}): Promise<{ url: string; key: string }> {
+  emu = await createEmulator({
+    jwtSecret: SECRET,
+    log: createLogger('silent'),
+    messaging: { reviewDelayMs: -1, ...messaging },
+  });
+  return { url: await emu.listen(0), key: emu.messaging.defaultApiKey };
+}
+
+async function approvedTemplate(url: string, key: string, name: string): Promise<void> {
+  const r = await call(url, 'POST', '/v1/chat_template_manager', {
+    token: key,
+    body: {
+      action: 'create',
+      templateData: {
+        name,
+        category: 'MARKETING',
+        language: 'en_US',
+        components: [{ type: 'BODY', text: 'Hi {{1}}, {{2}} is on sale' }],
+        sample_values: { '1': 'Ann', '2': 'tea' },
+      },
+    },
+  });
+  expect(r.status).toBe(200);
+  emu!.messaging.review('default', name, 'APPROVED');
+}
+
+const phone = (i: number) => `1415555${String(i).padStart(4, '0')}`;
+const rows = (n: number) =>
+  Array.from({ length: n }, (_v, i) => ({ phone: phone(i), BODY_1: `name${i}`, BODY_2: `item${i}` }));
+
+describe('messaging emulator: POST /chat_campaign_creator', () => {
+  it('300 recipients: each sent exactly once with its own BODY values, at most 80 in any second, all delivered', async () => {
+    const hook = await startReceiver();
+    const { url, key } = await start({ webhookUrl: hook.url, readDelayMs: -1, deliveryDelayMs: 50 });
+    await approvedTemplate(url, key, 'spring_sale');
+    const r = await call(url, 'POST', '/v1/chat_campaign_creator', {
+      token: key,
+      body: { campaign_name: 'spring_run', template_name: 'spring_sale', audience_rows: rows(300) },
+    });
+    expect(r.status).toBe(200);
+    const campaign = r.body.campaign as Record<string, unknown>;
+    expect(campaign).toMatchObject({
+      campaign_name: 'spring_run',
+      template_name: 'spring_sale',
+      status: 'launched',
+      total_recipients: 300,
+    });
+    expect(campaign.id).toMatch(/^[0-9a-f-]{36}$/);
+    expect(campaign.queued_at).toMatch(/Z$/);
+
+    // The template is in use while the campaign fans out: delete is refused.
+    const del = await call(url, 'POST', '/v1/chat_template_manager', {
+      token: key,
+      body: { action: 'delete', templateName: 'spring_sale' },
+    });
+    expect(del.status).toBe(409);
+    expect(del.body.error).toMatch(/active campaign spring_run/);
+
+    await waitFor(
+      () => hook.accepted.filter((s) => s.status === 'delivered').length === 300,
+      15_000,
+      '300 delivered statuses',
+      20,
+    );
+    const sends = emu!.messaging.stats('default').sends.filter((s) => s.campaign_id === campaign.id);
+    expect(sends).toHaveLength(300);
+    expect(new Set(sends.map((s) => s.to)).size).toBe(300);
+    expect(new Set(sends.map((s) => s.message_id)).size).toBe(300);
+    // At most 80 in any 1-second window: the 81st send after any send is at least a second later.
+    for (let i = 0; i + 80 < sends.length; i++) {
+      expect(sends[i + 80]!.at - sends[i]!.at).toBeGreaterThanOrEqual(999.999);
+    }
+    const span = sends[299]!.at - sends[0]!.at;
+    // 299 intervals of 12.5 ms: ~3.74 s, not much more (the schedule does not drift).
+    expect(span).toBeGreaterThanOrEqual(3_700);
+    expect(span).toBeLessThan(4_500);
+    // Per-recipient values: the message sent to each row carries that row's BODY values.
+    for (const [i, s] of sends.entries()) {
+      const m = emu!.messaging.state.messages.get(s.message_id)!.message!;
+      const row = Number(s.to.slice(-4));
+      expect(m, `send ${i}`).toEqual({
+        type: 'template',
+        template: { name: 'spring_sale', language: 'en_US', body_params: [`name${row}`, `item${row}`] },
+      });
+    }
+    // Each message: one sent and one delivered, nothing twice.
+    const byId = new Map<string, string[]>();
+    for (const s of hook.accepted) byId.set(s.id, [...(byId.get(s.id) ?? []), s.status]);
+    expect(byId.size).toBe(300);
+    for (const list of byId.values()) expect(list.sort()).toEqual(['delivered', 'sent']);
+
+    // Finished: the template can be deleted now.
+    const later = await call(url, 'POST', '/v1/chat_template_manager', {
+      token: key,
+      body: { action: 'delete', templateName: 'spring_sale' },
+    });
+    expect(later.status).toBe(200);
+  });
+
+  it('refusals: 400 missing fields or rows, 404 unknown or other-case template, 400 not approved, 409, 402, row BODY', async () => {
+    const { url, key } = await start();
+    await approvedTemplate(url, key, 'promo_code');
+    await call(url, 'POST', '/v1/chat_template_manager', {
+      token: key,
+      body: {
+        action: 'create',
+        templateData: {
+          name: 'still_pending',
+          category: 'UTILITY',
+          language: 'en_US',
+          components: [{ type: 'BODY', text: 'Plain' }],
+        },
+      },
+    });
+    const create = (body: unknown) => call(url, 'POST', '/v1/chat_campaign_creator', { token: key, body });
+    const ok = { campaign_name: 'first_run', template_name: 'promo_code', audience_rows: rows(2) };
+
+    expect((await create({ ...ok, campaign_name: undefined })).status).toBe(400);
+    expect((await create({ ...ok, template_name: undefined })).status).toBe(400);
+    const empty = await create({ ...ok, audience_rows: [] });
+    expect(empty.status).toBe(400);
+    expect(empty.body.error).toMatch(/audience_rows/);
+    expect((await create({ ...ok, template_name: 'Promo_Code' })).status).toBe(404);
+    expect((await create({ ...ok, template_name: 'nothing_here' })).status).toBe(404);
+    const pending = await create({
+      ...ok,
+      template_name: 'still_pending',
+      audience_rows: [{ phone: phone(1) }],
+    });
+    expect(pending.status).toBe(400);
+    expect(pending.body.error).toMatch(/PENDING/);
+    const missingBody = await create({
+      ...ok,
+      audience_rows: [
+        { phone: phone(1), BODY_1: 'a', BODY_2: 'b' },
+        { phone: phone(2), BODY_1: 'a' },
+      ],
+    });
+    expect(missingBody.status).toBe(400);
+    expect(missingBody.body.error).toMatch(/audience_rows\[1\]/);
+
+    emu!.messaging.setAccount('default', { credits: 1 });
+    const poor = await create(ok);
+    expect(poor.status).toBe(402);
+    emu!.messaging.setAccount('default', { credits: null });
+    expect((await create(ok)).status).toBe(200);
+    const dup = await create(ok);
+    expect(dup.status).toBe(409);
+    expect(dup.body.success).toBe(false);
+  });
+
+  it('a failed launch answers 207 with status saved; posting its id launches it once', async () => {
+    const hook = await startReceiver();
+    const { url, key } = await start({ webhookUrl: hook.url, readDelayMs: -1, deliveryDelayMs: 10 });
+    await approvedTemplate(url, key, 'renewal_notice');
+    expect(
+      (await call(url, 'POST', '/emulator/messaging/campaigns/fail-next-launch', { body: {} })).body,
+    ).toEqual({ fail_next_launches: 1 });
+    const saved = await call(url, 'POST', '/v1/chat_campaign_creator', {
+      token: key,
+      body: { campaign_name: 'renewals', template_name: 'renewal_notice', audience_rows: rows(5) },
+    });
+    expect(saved.status).toBe(207);
+    const campaign = saved.body.campaign as { id: string; status: string };
+    expect(campaign.status).toBe('saved');
+    await new Promise((r) => setTimeout(r, 100));
+    expect(emu!.messaging.stats('default').sends).toHaveLength(0);
+
+    const launched = await call(url, 'POST', '/v1/chat_campaign_creator', {
+      token: key,
+      body: { campaign_id: campaign.id },
+    });
+    expect(launched.status).toBe(200);
+    expect(launched.body.campaign).toMatchObject({
+      id: campaign.id,
+      status: 'launched',
+      total_recipients: 5,
+    });
+    const again = await call(url, 'POST', '/v1/chat_campaign_creator', {
+      token: key,
+      body: { campaign_id: campaign.id },
+    });
+    expect(again.status).toBe(409);
+    const other = emu!.messaging.createWorkspace(1);
+    const foreign = await call(url, 'POST', '/v1/chat_campaign_creator', {
+      token: other.api_key,
+      body: { campaign_id: campaign.id },
+    });
+    expect(foreign.status).toBe(403);
+    await waitFor(
+      () => hook.accepted.filter((s) => s.status === 'delivered').length === 5,
+      3_000,
+      'five delivered',
+    );
+    expect(emu!.messaging.stats('default').sends).toHaveLength(5);
+  });
+
+  it('webhook retries: 500 twice then 200 is accepted once per post; a receiver that always fails is dropped after 5', async () => {
+    const hook = await startReceiver((n) => (n <= 2 ? 500 : 200));
+    const { url, key } = await start({
+      webhookUrl: hook.url,
+      readDelayMs: -1,
+      deliveryDelayMs: 10,
+      webhookBackoffMs: 20,
+    });
+    await approvedTemplate(url, key, 'retry_check');
+    await call(url, 'POST', '/v1/chat_campaign_creator', {
+      token: key,
+      body: { campaign_name: 'retry_run', template_name: 'retry_check', audience_rows: rows(10) },
+    });
+    await waitFor(() => hook.accepted.length === 20, 5_000, '20 accepted posts (sent and delivered of 10)');
+    await waitFor(() => emu!.messaging.pending === 0, 3_000, 'nothing pending');
+    expect([...hook.attempts.values()].every((n) => n === 3)).toBe(true);
+    const keys = hook.accepted.map((s) => `${s.id}/${s.status}`);
+    expect(new Set(keys).size).toBe(20);
+    const stats = (await call(url, 'GET', '/emulator/messaging/stats')).body.webhooks;
+    expect(stats).toEqual({ attempted: 60, succeeded: 20, failed: 40, dropped: 0, pending: 0 });
+
+    // Now a receiver that never succeeds: 5 attempts (20, 40, 80, 160 ms apart), then dropped.
+    await receiver!.close();
+    const down = await startReceiver(() => 503);
+    await call(url, 'PUT', '/emulator/messaging/webhook', { body: { url: down.url } });
+    expect((await call(url, 'GET', '/emulator/messaging/webhook')).body).toEqual({ url: down.url });
+    emu!.messaging.inbound('default', phone(1));
+    await waitFor(() => emu!.messaging.state.webhook.dropped === 1, 5_000, 'the post dropped');
+    expect([...down.attempts.values()]).toEqual([5]);
+    expect(emu!.messaging.state.webhook).toMatchObject({
+      attempted: 65,
+      succeeded: 20,
+      failed: 45,
+      dropped: 1,
+    });
+  });
+
+  it('close() clears every timer: a campaign in progress stops sending', async () => {
+    const { url, key } = await start({ campaignRatePerSecond: 10 });
+    await approvedTemplate(url, key, 'slow_one');
+    await call(url, 'POST', '/v1/chat_campaign_creator', {
+      token: key,
+      body: { campaign_name: 'slow_run', template_name: 'slow_one', audience_rows: rows(50) },
+    });
+    await new Promise((r) => setTimeout(r, 150));
+    const before = emu!.messaging.state.sends.length;
+    expect(before).toBeGreaterThan(0);
+    expect(before).toBeLessThan(50);
+    await emu!.close();
+    const after = emu!.messaging.state.sends.length;
+    await new Promise((r) => setTimeout(r, 300));
+    expect(emu!.messaging.state.sends.length).toBe(after);
+    emu = undefined;
+  });
+});
+
+/** A JSON request to the emulator; the answer's status and parsed body. */
+async function call(
+  base: string,
+  method: string,
+  path: string,
+  o: { token?: string; body?: unknown } = {},
+): Promise<{ status: number; body: Record<string, unknown> }> {
+  const res = await fetch(`${base}${path}`, {
+    method,
+    headers: {
+      ...(o.token !== undefined ? { authorization: `Bearer ${o.token}` } : {}),
+      ...(o.body !== undefined ? { 'content-type': 'application/json' } : {}),
+    },
+    ...(o.body !== undefined ? { body: JSON.stringify(o.body) } : {}),
+    signal: AbortSignal.timeout(30_000),
+  });
+  const text = await res.text();
+  return { status: res.status, body: text === '' ? {} : (JSON.parse(text) as Record<string, unknown>) };
+}
