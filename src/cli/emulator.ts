@@ -23,10 +23,11 @@ const USAGE = `usage: npm run emulator -- [--port 9090] [--host 127.0.0.1] [--jw
 messaging (chat.md, rcs.md; control API under /emulator/messaging/):
   --messaging-api-key   API key of the default workspace, "vbk_" + 32 hex (default: generated, printed)
   --webhook-url         where delivery and button webhooks are posted (may carry ?token=...)
-  --review-delay-ms     PENDING to reviewed after this long (default 1000; -1: only by a control call)
+  --review-delay-ms     PENDING to reviewed after this long (default 1000; --review-delay-ms=-1: only by
+                        a control call)
   --review-outcome      approve | reject (default approve)
   --delivery-delay-ms   sent to delivered (default 100)
-  --read-delay-ms       delivered to read (default 200; -1: no read receipts)
+  --read-delay-ms       delivered to read (default 200; --read-delay-ms=-1: no read receipts)
   --campaign-rate       campaign messages per second per account (default 80)
   --webhook-attempts    attempts per webhook post (default 5)
   --webhook-backoff-ms  wait before the first retry, doubled after each (default 200)
@@ -77,6 +78,10 @@ if (values['dial-plan'] !== undefined) {
     fail((err as Error).message);
   }
 }
+/** The entries that are set. */
+function defined(o: Record<string, number | undefined>): Record<string, number> {
+  return Object.fromEntries(Object.entries(o).filter(([, v]) => v !== undefined)) as Record<string, number>;
+}
 /** An integer flag >= min, or undefined when not given. */
 function intFlag(name: keyof typeof values, min: number): number | undefined {
   const raw = values[name];
@@ -102,10 +107,6 @@ const messaging: MessagingOptions = {
     webhookBackoffMs: intFlag('webhook-backoff-ms', 0),
   }),
 };
-
-function defined(o: Record<string, number | undefined>): Record<string, number> {
-  return Object.fromEntries(Object.entries(o).filter(([, v]) => v !== undefined)) as Record<string, number>;
-}
 
 const jwtSecret = values['jwt-secret'] ?? process.env.EMULATOR_JWT_SECRET ?? DEV_AUTH_JWT_SECRET;
 const log = createLogger(values['log-level']).child({ component: 'emulator' });

@@ -1,0 +1,71 @@
+import { type ChildProcess, spawn } from 'node:child_process';
+import { afterEach, describe, expect, it } from 'vitest';
+
+let child: ChildProcess | undefined;
+afterEach(() => {
+  child?.kill('SIGTERM');
+  child = undefined;
+});
+
+/** Starts `npm run emulator`'s entry point and resolves with what it printed once it has started. */
+function startEmulator(args: string[]): Promise<string> {
+  return new Promise((resolve, reject) => {
+    child = spawn(process.execPath, ['--import', 'tsx', 'src/cli/emulator.ts', ...args], { stdio: 'pipe' });
+    let out = '';
+    const timer = setTimeout(() => reject(new Error(`emulator did not start: ${out}`)), 20_000);
+    child.stdout?.on('data', (d) => {
+      out += String(d);
+      if (out.includes('messaging control API')) {
+        clearTimeout(timer);
+        resolve(out);
+      }
+    });
+    child.stderr?.on('data', (d) => {
+      out += String(d);
+    });
+    child.on('exit', (code) => {
+      clearTimeout(timer);
+      reject(new Error(`emulator exited with ${code}: ${out}`));
+    });
+  });
+}
+
+const KEY = `vbk_${'0123456789abcdef'.repeat(2)}`;
+
+describe('npm run emulator: the messaging flags', () => {
+  it('prints the chat/RCS base URL, the given API key, the account token and the webhook URL', async () => {
+    const out = await startEmulator([
+      '--port',
+      '0',
+      '--log-level',
+      'silent',
+      '--messaging-api-key',
+      KEY,
+      '--webhook-url',
+      'http://127.0.0.1:9/hook?token=t',
+      '--review-delay-ms=-1',
+      '--read-delay-ms=-1',
+    ]);
+    const url = /listening on (http:\/\/\S+)/.exec(out)![1]!;
+    expect(out).toContain(`chat and RCS APIs: ${url}/v1`);
+    expect(out).toContain(`messaging API key: ${KEY}`);
+    expect(out).toMatch(/account token: [0-9a-f-]{36}/);
+    expect(out).toContain('webhook URL: http://127.0.0.1:9/hook?token=t');
+    const token = /account token: (\S+)/.exec(out)![1]!;
+    for (const t of [KEY, token]) {
+      const r = await fetch(`${url}/v1/chat_templates`, { headers: { authorization: `Bearer ${t}` } });
+      expect(r.status).toBe(200);
+    }
+    const hook = await fetch(`${url}/emulator/messaging/webhook`);
+    expect(await hook.json()).toEqual({ url: 'http://127.0.0.1:9/hook?token=t' });
+  });
+
+  it('refuses a malformed API key and a bad review outcome with exit code 2', async () => {
+    await expect(startEmulator(['--port', '0', '--messaging-api-key', 'vbk_short'])).rejects.toThrow(
+      /exited with 2[\s\S]*apiKey must be "vbk_"/,
+    );
+    await expect(startEmulator(['--port', '0', '--review-outcome', 'maybe'])).rejects.toThrow(
+      /exited with 2[\s\S]*--review-outcome must be approve or reject/,
+    );
+  });
+});
