@@ -1,0 +1,503 @@
+import { Writable } from 'node:stream';
+import Fastify, { type FastifyReply, type FastifyRequest } from 'fastify';
+import { pino } from 'pino';
+import { afterEach, describe, expect, it } from 'vitest';
+import { BridgeError } from '../../src/errors.js';
+import { createMetrics } from '../../src/metrics.js';
+import { createMessagingClient, type MessagingClientOptions } from '../../src/provider/messaging/client.js';
+import type { ChatSendRequest, MessagingClient } from '../../src/provider/messaging/types.js';
+import { closedPort } from '../control/harness.js';
+
+const TOKEN = 'tok-5f1e2d';
+const TEXT: ChatSendRequest = { to: '14155550100', message: { type: 'text', text: { body: 'hello' } } };
+const SENT = {
+  success: true,
+  data: { message_id: 'm1', wa_id: '14155550100', status: 'sent' },
+  performance: { total_time_ms: 12 },
+};
+const CAMPAIGN = {
+  id: '6b0c8a4e-1f7d-4a51-9a43-0b7e3d5c2f10',
+  campaign_name: 'spring_sale',
+  template_name: 'order_update',
+  status: 'launched',
+  total_recipients: 1,
+  queued_at: '2026-11-22T07:00:00Z',
+};
+const CAMPAIGN_REQUEST = {
+  campaign_name: 'spring_sale',
+  template_name: 'order_update',
+  audience_rows: [{ phone: '14155550100', BODY_1: 'Ada' }],
+};
+const TEMPLATE_INPUT = {
+  name: 'order_update',
+  category: 'UTILITY',
+  language: 'en_US',
+  components: [{ type: 'BODY', text: 'Hi {{1}}' }],
+  sample_values: { '1': 'Ada' },
+} as const;
+
+interface Seen {
+  readonly method: string;
+  readonly url: string;
+  readonly auth: string | undefined;
+  readonly body: unknown;
+  /** performance.now() at arrival. */
+  readonly at: number;
+}
+
+type Handler = (req: FastifyRequest, reply: FastifyReply, n: number) => unknown;
+
+const cleanups: (() => Promise<void>)[] = [];
+afterEach(async () => {
+  for (const c of cleanups.splice(0).reverse()) await c();
+});
+
+/** A scripted provider on 127.0.0.1: `handler` answers the n-th request (0-based). */
+async function provider(handler: Handler): Promise<{ url: string; seen: Seen[] }> {
+  const app = Fastify();
+  const seen: Seen[] = [];
+  app.all('/*', async (req, reply) => {
+    seen.push({
+      method: req.method,
+      url: req.url,
+      auth: req.headers.authorization,
+      body: req.body,
+      at: performance.now(),
+    });
+    return handler(req, reply, seen.length - 1);
+  });
+  await app.listen({ port: 0, host: '127.0.0.1' });
+  cleanups.push(() => app.close());
+  const { port } = app.server.address() as { port: number };
+  return { url: `http://127.0.0.1:${port}/v1`, seen };
+}
+
+function client(baseUrl: string, extra: Partial<MessagingClientOptions> = {}): MessagingClient {
+  const c = createMessagingClient({
+    baseUrl,
+    token: TOKEN,
+    connectTimeoutMs: 1_000,
+    readTimeoutMs: 3_000,
+    maxRateRetries: 3,
+    retryBaseMs: 20,
+    random: () => 0.5,
+    ...extra,
+  });
+  cleanups.push(() => c.close());
+  return c;
+}
+
+async function failure(p: Promise<unknown>): Promise<BridgeError> {
+  try {
+    await p;
+  } catch (err) {
+    if (err instanceof BridgeError) return err;
+    throw err;
+  }
+  throw new Error('expected a failure');
+}
+
+const answer = (status: number, body: unknown) => (_req: FastifyRequest, reply: FastifyReply) =>
+  reply
+    .code(status)
+    .type('application/json')
+    .send(typeof body === 'string' ? body : JSON.stringify(body));
+
+const networkError = (status: number, code: number) =>
+  answer(status, { success: false, error: `network error ${code}`, error_data: { code } });
+
+describe('messaging client: requests', () => {
+  it('refuses a bad request locally: nothing reaches the provider', async () => {
+    const p = await provider(answer(200, SENT));
+    const c = client(p.url);
+    expect((await failure(c.sendChatMessage({ ...TEXT, to: '+14155550100' }))).field).toBe('to');
+    expect((await failure(c.createChatTemplate({ ...TEMPLATE_INPUT, name: 'Order' }))).message).toBe(
+      'Template name invalid',
+    );
+    expect((await failure(c.createChatCampaign({ ...CAMPAIGN_REQUEST, audience_rows: [] }))).code).toBe(
+      'bad_request',
+    );
+    expect((await failure(c.getChatTemplateStatus(''))).field).toBe('templateName');
+    expect((await failure(c.launchChatCampaign(''))).field).toBe('campaign_id');
+    const rcs = {
+      action: 'create_template',
+      template_name: 'x',
+      template_type: 'text',
+      bot_name: 'b',
+    } as const;
+    expect((await failure(c.createRcsTemplate(rcs as never))).message).toBe('text is required');
+    const bad = { template_name: 't', campaign_name: 'c', contacts: [{ mobile: '123' }] };
+    expect((await failure(c.launchRcsCampaign(bad))).field).toBe('contacts[0].mobile');
+    expect((await failure(c.listChatTemplates({ status: 'LIVE' as never }))).field).toBe('status');
+    expect(p.seen).toHaveLength(0);
+  });
+
+  it('sends each call to its endpoint with the bearer token, and returns the checked answer', async () => {
+    const template = {
+      id: 't1',
+      template_name: 'order_update',
+      status: 'PENDING',
+      category: 'UTILITY',
+      language: 'en_US',
+      created_at: '2026-11-22T07:00:00Z',
+    };
+    const status = {
+      id: 't1',
+      template_name: 'order_update',
+      status: 'APPROVED',
+      rejection_reason: null,
+      quality_score: 'GREEN',
+    };
+    const rcsCreated = {
+      success: true,
+      template: {
+        template_name: 'promo',
+        template_type: 'text',
+        bot_name: 'Shop',
+        created_at: '2026-11-22T07:00:00Z',
+      },
+    };
+    const p = await provider((req, reply) => {
+      const b = req.body as { action?: string } | undefined;
+      switch (req.url.replace(/\?.*/, '')) {
+        case '/v1/chat_templates':
+          return answer(200, {
+            success: true,
+            data: { templates: [{ ...template, components: [] }] },
+            count: 1,
+          })(req, reply);
+        case '/v1/chat_template_manager':
+          if (b?.action === 'create')
+            return answer(200, { success: true, template, message: 'submitted' })(req, reply);
+          if (b?.action === 'get_status') return answer(200, { success: true, template: status })(req, reply);
+          return answer(200, { success: true })(req, reply);
+        case '/v1/chat_message_sender':
+          return answer(200, SENT)(req, reply);
+        case '/v1/chat_campaign_creator':
+          return answer(200, { success: true, campaign: CAMPAIGN })(req, reply);
+        case '/v1/rcs_template_manager':
+          return answer(200, rcsCreated)(req, reply);
+        case '/v1/rcs_campaign_launcher':
+          return answer(200, { status: 'queued', campaign_id: 'r1', messages_queued: 1 })(req, reply);
+      }
+      return answer(404, { error: 'no route' })(req, reply);
+    });
+    const c = client(p.url, { accountId: 'acc-1' });
+    const list = await c.listChatTemplates({ status: 'APPROVED', category: 'UTILITY' });
+    expect(list.count).toBe(1);
+    expect(list.templates[0]?.template_name).toBe('order_update');
+    expect(await c.createChatTemplate(TEMPLATE_INPUT)).toEqual(template);
+    expect(await c.getChatTemplateStatus('order_update')).toEqual(status);
+    await c.syncChatTemplates();
+    await c.deleteChatTemplate('order_update');
+    expect(await c.sendChatMessage(TEXT)).toEqual(SENT);
+    expect(await c.createChatCampaign(CAMPAIGN_REQUEST)).toEqual({ launched: true, campaign: CAMPAIGN });
+    const rcs = {
+      action: 'create_template',
+      template_name: 'promo',
+      template_type: 'text',
+      bot_name: 'Shop',
+      text: 'Hi {{name}}',
+    } as const;
+    expect(await c.createRcsTemplate(rcs)).toEqual(rcsCreated);
+    const rcsCampaign = {
+      template_name: 'promo',
+      campaign_name: 'Promo 1',
+      contacts: [{ mobile: '9876543210', params: { name: 'Ada' } }],
+    };
+    expect(await c.launchRcsCampaign(rcsCampaign)).toEqual({
+      status: 'queued',
+      campaign_id: 'r1',
+      messages_queued: 1,
+    });
+
+    expect(p.seen.every((s) => s.auth === `Bearer ${TOKEN}`)).toBe(true);
+    expect(p.seen.map((s) => `${s.method} ${s.url}`)).toEqual([
+      'GET /v1/chat_templates?status=APPROVED&category=UTILITY',
+      'POST /v1/chat_template_manager',
+      'POST /v1/chat_template_manager',
+      'POST /v1/chat_template_manager',
+      'POST /v1/chat_template_manager',
+      'POST /v1/chat_message_sender',
+      'POST /v1/chat_campaign_creator',
+      'POST /v1/rcs_template_manager',
+      'POST /v1/rcs_campaign_launcher',
+    ]);
+    expect(p.seen.slice(1, 5).map((s) => s.body)).toEqual([
+      { action: 'create', templateData: TEMPLATE_INPUT },
+      { action: 'get_status', templateName: 'order_update' },
+      { action: 'sync' },
+      { action: 'delete', templateName: 'order_update' },
+    ]);
+    // The account goes in sender bodies; a request's own account wins.
+    expect(p.seen[5]?.body).toEqual({ ...TEXT, account_id: 'acc-1' });
+    await c.sendChatMessage({ ...TEXT, account_id: 'acc-2' });
+    expect(p.seen.at(-1)?.body).toEqual({ ...TEXT, account_id: 'acc-2' });
+    expect(p.seen[6]?.body).toEqual(CAMPAIGN_REQUEST);
+  });
+
+  it('a campaign saved with its launch failed (207) is surfaced with its id, and relaunched by id', async () => {
+    const p = await provider((req, reply, n) =>
+      n === 0
+        ? answer(207, { success: true, campaign: { ...CAMPAIGN, status: 'saved' } })(req, reply)
+        : answer(200, { success: true, campaign: CAMPAIGN })(req, reply),
+    );
+    const c = client(p.url);
+    const saved = await c.createChatCampaign(CAMPAIGN_REQUEST);
+    expect(saved.launched).toBe(false);
+    expect(saved.campaign.id).toBe(CAMPAIGN.id);
+    expect(await c.launchChatCampaign(saved.campaign.id)).toEqual({ launched: true, campaign: CAMPAIGN });
+    expect(p.seen[1]).toMatchObject({ url: '/v1/chat_campaign_creator', body: { campaign_id: CAMPAIGN.id } });
+  });
+});
+
+describe('messaging client: rate limits and retries', () => {
+  it('130429 then 200: retried after a jittered backoff, and succeeds', async () => {
+    const p = await provider((req, reply, n) =>
+      (n === 0 ? networkError(400, 130429) : answer(200, SENT))(req, reply),
+    );
+    // random 0.5 with base 200: the first backoff is 100 ms.
+    const c = client(p.url, { retryBaseMs: 200 });
+    expect(await c.sendChatMessage(TEXT)).toEqual(SENT);
+    expect(p.seen).toHaveLength(2);
+    expect(p.seen[1]!.at - p.seen[0]!.at).toBeGreaterThanOrEqual(95);
+  });
+
+  it('133000 in a 200 answer is a rate limit too (the code counts, whatever the status)', async () => {
+    const p = await provider((req, reply, n) =>
+      (n === 0 ? networkError(200, 133000) : answer(200, SENT))(req, reply),
+    );
+    expect(await client(p.url).sendChatMessage(TEXT)).toEqual(SENT);
+    expect(p.seen).toHaveLength(2);
+  });
+
+  it('130429 forever: too_many_requests after maxRateRetries retries, with growing waits', async () => {
+    const p = await provider(networkError(429, 130429));
+    const e = await failure(client(p.url, { maxRateRetries: 3, retryBaseMs: 40 }).sendChatMessage(TEXT));
+    expect(e.code).toBe('too_many_requests');
+    expect(e.status).toBe(429);
+    expect(e.message).toMatch(/^provider chat send was rate-limited \(130429\) 4 times/);
+    expect(p.seen).toHaveLength(4);
+    // Ceilings 40, 80, 160 ms at random 0.5: waits of 20, 40, 80 ms.
+    const gaps = p.seen.slice(1).map((s, i) => s.at - p.seen[i]!.at);
+    expect(gaps[0]).toBeGreaterThanOrEqual(15);
+    expect(gaps[2]).toBeGreaterThanOrEqual(75);
+  });
+
+  it('500 once: one retry, then the answer', async () => {
+    const p = await provider((req, reply, n) =>
+      (n === 0 ? answer(500, { error: 'boom' }) : answer(200, SENT))(req, reply),
+    );
+    expect(await client(p.url).sendChatMessage(TEXT)).toEqual(SENT);
+    expect(p.seen).toHaveLength(2);
+  });
+
+  it('500 twice: 502 naming the call, no third attempt', async () => {
+    const p = await provider(answer(500, { error: 'boom' }));
+    const e = await failure(client(p.url).createChatCampaign(CAMPAIGN_REQUEST));
+    expect([e.code, e.status]).toEqual(['upstream_bad_answer', 502]);
+    expect(e.message).toBe('provider chat campaign create failed twice with status 500: boom');
+    expect(p.seen).toHaveLength(2);
+  });
+
+  it('503: backoff and retries, then 503 upstream_unavailable', async () => {
+    const p = await provider(answer(503, { error: 'maintenance' }));
+    const e = await failure(client(p.url, { maxUnavailableRetries: 2 }).sendChatMessage(TEXT));
+    expect([e.code, e.status]).toEqual(['upstream_unavailable', 503]);
+    expect(e.message).toBe('provider chat send is unavailable (503): maintenance');
+    expect(p.seen).toHaveLength(3);
+  });
+
+  it('503 with Retry-After: waits as asked within the bound, or gives up at once past it', async () => {
+    const p = await provider((req, reply, n) => {
+      if (n === 0) reply.header('retry-after', '1');
+      if (n === 2) reply.header('retry-after', '120');
+      return (n === 1 ? answer(200, SENT) : answer(503, { error: 'busy' }))(req, reply);
+    });
+    const c = client(p.url);
+    expect(await c.sendChatMessage(TEXT)).toEqual(SENT);
+    expect(p.seen[1]!.at - p.seen[0]!.at).toBeGreaterThanOrEqual(990);
+    const started = performance.now();
+    const e = await failure(c.sendChatMessage(TEXT));
+    expect(performance.now() - started).toBeLessThan(500);
+    expect(e.code).toBe('upstream_unavailable');
+    expect(e.message).toMatch(/asks to retry after 120 s$/);
+    expect(p.seen).toHaveLength(3);
+  });
+});
+
+describe('messaging client: refusals', () => {
+  it.each([
+    [
+      '402',
+      'payment_required',
+      402,
+      /insufficient credits \(402\)/,
+      answer(402, { error: 'Insufficient credits' }),
+    ],
+    [
+      '131047',
+      'window_closed',
+      409,
+      /24-hour conversation window is closed; send a template/,
+      networkError(400, 131047),
+    ],
+    ['131026', 'message_rejected', 422, /code 131026 \(message undeliverable/, networkError(400, 131026)],
+    ['131053', 'message_rejected', 422, /code 131053 \(media type mismatch/, networkError(400, 131053)],
+    ['100', 'message_rejected', 422, /code 100 \(invalid parameter/, networkError(400, 100)],
+    [
+      '400',
+      'bad_request',
+      400,
+      /\(400\): Invalid phone number$/,
+      answer(400, { error: 'Invalid phone number' }),
+    ],
+    ['404', 'not_found', 404, /\(404\): Template not found$/, answer(404, { error: 'Template not found' })],
+    [
+      '409',
+      'conflict',
+      409,
+      /\(409\): Campaign already exists$/,
+      answer(409, { error: 'Campaign already exists' }),
+    ],
+    [
+      '401',
+      'upstream_bad_answer',
+      502,
+      /credentials \(401\): check MESSAGING_TOKEN/,
+      answer(401, { error: 'expired' }),
+    ],
+    [
+      '403',
+      'upstream_bad_answer',
+      502,
+      /credentials \(403\): check MESSAGING_TOKEN/,
+      answer(403, { error: 'no' }),
+    ],
+    ['418', 'upstream_bad_answer', 502, /unexpected status 418/, answer(418, {})],
+  ] as const)('provider %s -> %s', async (_name, code, status, message, handler) => {
+    const p = await provider(handler);
+    const e = await failure(client(p.url).sendChatMessage(TEXT));
+    expect([e.code, e.status]).toEqual([code, status]);
+    expect(e.message).toMatch(/^provider chat send /);
+    expect(e.message).toMatch(message);
+    expect(p.seen).toHaveLength(1);
+  });
+
+  it('malformed or wrong-shape answers are 502', async () => {
+    const p = await provider((req, reply, n) =>
+      [
+        answer(200, '{"success": tru'),
+        answer(200, {
+          success: true,
+          data: { message_id: 'm1', wa_id: 'w', status: 'lost' },
+          performance: { total_time_ms: 1 },
+        }),
+        answer(200, { success: false, error: 'odd' }),
+        answer(200, { success: true, data: { templates: 'none' }, count: 0 }),
+      ][n]!(req, reply),
+    );
+    const c = client(p.url);
+    expect((await failure(c.sendChatMessage(TEXT))).message).toBe(
+      'provider chat send answered with malformed JSON',
+    );
+    expect((await failure(c.sendChatMessage(TEXT))).message).toBe(
+      'provider chat send answered with a bad send result: "data.status" is not one of sent, delivered, read, failed',
+    );
+    expect((await failure(c.sendChatMessage(TEXT))).message).toBe(
+      'provider chat send answered 200 with success false: odd',
+    );
+    const e = await failure(c.listChatTemplates());
+    expect([e.code, e.message]).toEqual([
+      'upstream_bad_answer',
+      'provider chat template list answered with a bad template list: "data.templates" is not an array',
+    ]);
+  });
+
+  it('no answer within the bound is 504; an unreachable provider 503', async () => {
+    const p = await provider(() => new Promise(() => {}));
+    const e = await failure(client(p.url, { readTimeoutMs: 300 }).sendChatMessage(TEXT));
+    expect([e.code, e.message]).toEqual([
+      'upstream_timeout',
+      'provider chat send did not answer within 300 ms',
+    ]);
+    const port = await closedPort();
+    const u = await failure(client(`http://127.0.0.1:${port}/v1`).getChatTemplateStatus('order_update'));
+    expect([u.code, u.message]).toEqual([
+      'upstream_unavailable',
+      'provider chat template status is unreachable (ECONNREFUSED)',
+    ]);
+  });
+
+  it('logs failures without bodies or the token, and times each call', async () => {
+    const lines: string[] = [];
+    const log = pino(
+      { level: 'debug' },
+      new Writable({
+        write: (c, _e, cb) => {
+          lines.push(String(c));
+          cb();
+        },
+      }),
+    );
+    const metrics = createMetrics();
+    const p = await provider((req, reply, n) =>
+      (n === 0 ? networkError(400, 130429) : answer(400, { error: `bad token ${TOKEN}` }))(req, reply),
+    );
+    const e = await failure(client(p.url, { log, metrics }).sendChatMessage(TEXT));
+    expect(e.message).toBe('provider chat send refused the request (400): bad token [redacted]');
+    const text = lines.join('');
+    expect(text).toMatch(/provider call retried/);
+    expect(text).toMatch(/provider call failed/);
+    expect(text).not.toContain(TOKEN);
+    expect(text).not.toContain('14155550100');
+    expect(text).not.toContain('hello');
+    const m = await metrics.registry.getSingleMetricAsString('voicebridge_upstream_seconds');
+    expect(m).toMatch(/voicebridge_upstream_seconds_count\{call="chat send",outcome="bad_request"\} 1/);
+  });
+});
+
+describe('messaging client: pacing', () => {
+  it('a burst of 200 sends reaches the provider at no more than 80 per second', async () => {
+    const p = await provider(answer(200, SENT));
+    const c = client(p.url, { readTimeoutMs: 5_000 });
+    const started = performance.now();
+    const results = await Promise.all(Array.from({ length: 200 }, () => c.sendChatMessage(TEXT)));
+    expect(results).toHaveLength(200);
+    const at = p.seen.map((s) => s.at).sort((a, b) => a - b);
+    // (200 - 80) sends after the burst at 80 per second: at least 1.5 s.
+    expect(at.at(-1)! - started).toBeGreaterThanOrEqual(1_450);
+    const inWindow = (i: number) => at.filter((t) => t >= at[i]! && t < at[i]! + 1_000).length;
+    // The bucket admits its burst of 80 at once. Those 80 open their connections together and land over
+    // the first ~200 ms, mixed with the first paced sends held up behind them, so a 1 s window holding
+    // the burst holds it and up to a second's rate after it: 80 + 80, plus 8 for that set-up jitter.
+    // Windows starting once the burst has landed (250 ms in) hold at most 80, plus 3 for arrival jitter
+    // (a send delayed on its way lands in the next one's window).
+    let worst = 0;
+    let worstAfterBurst = 0;
+    for (let i = 0; i < at.length; i++) {
+      worst = Math.max(worst, inWindow(i));
+      if (at[i]! - started >= 250) worstAfterBurst = Math.max(worstAfterBurst, inWindow(i));
+    }
+    expect(worst).toBeLessThanOrEqual(160 + 8);
+    expect(worstAfterBurst).toBeLessThanOrEqual(80 + 3);
+  });
+
+  it('a send that would wait for its slot past the bound is refused at once with too_many_requests', async () => {
+    const p = await provider(answer(200, SENT));
+    const c = client(p.url, { sendsPerSecond: 2, readTimeoutMs: 600 });
+    const results = await Promise.allSettled(Array.from({ length: 5 }, () => c.sendChatMessage(TEXT)));
+    // Burst of 2, then one every 500 ms: the third fits in 600 ms, the fourth and fifth do not.
+    expect(results.map((r) => r.status)).toEqual([
+      'fulfilled',
+      'fulfilled',
+      'fulfilled',
+      'rejected',
+      'rejected',
+    ]);
+    const e = (results[3] as PromiseRejectedResult).reason as BridgeError;
+    expect(e.code).toBe('too_many_requests');
+    expect(e.message).toMatch(/paced at 2 per second/);
+    expect(p.seen).toHaveLength(3);
+  });
+});
