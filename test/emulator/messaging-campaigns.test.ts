@@ -22,6 +22,8 @@ interface Receiver {
   readonly accepted: ChatStatusItem[];
   /** Attempts per post body. */
   readonly attempts: Map<string, number>;
+  /** TCP connections the emulator opened to the receiver. */
+  readonly connections: () => number;
 }
 
 /** A webhook receiver on 127.0.0.1 answering `answer(n)` to the n-th attempt of each distinct post. */
@@ -40,9 +42,13 @@ async function startReceiver(answer: (n: number) => number = () => 200): Promise
     }
     return reply.code(code).send({ n });
   });
+  let connections = 0;
+  receiver.server.on('connection', () => {
+    connections++;
+  });
   await receiver.listen({ port: 0, host: '127.0.0.1' });
   const { port } = receiver.server.address() as { port: number };
-  return { url: `http://127.0.0.1:${port}/hook`, accepted, attempts };
+  return { url: `http://127.0.0.1:${port}/hook`, accepted, attempts, connections: () => connections };
 }
 
 async function start(messaging: Record<string, unknown> = {}): Promise<{ url: string; key: string }> {
@@ -136,6 +142,8 @@ describe('messaging emulator: POST /chat_campaign_creator', () => {
     for (const s of hook.accepted) byId.set(s.id, [...(byId.get(s.id) ?? []), s.status]);
     expect(byId.size).toBe(300);
     for (const list of byId.values()) expect(list.sort()).toEqual(['delivered', 'sent']);
+    // 600 posts over a bounded set of keep-alive sockets, not one socket each.
+    expect(hook.connections()).toBeLessThanOrEqual(16);
 
     // Finished: the template can be deleted now.
     const later = await call(url, 'POST', '/v1/chat_template_manager', {

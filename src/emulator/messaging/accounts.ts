@@ -16,6 +16,9 @@ const JWT_PATTERN = /^[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]*$/;
 
 export const newApiKey = (): string => `vbk_${randomBytes(16).toString('hex')}`;
 
+/** chat.md: "Token lifetime: 365 days". */
+export const CREDENTIAL_LIFETIME_MS = 365 * 24 * 3600 * 1000;
+
 /** The credential a request was made with and the accounts it may address. */
 export interface Caller {
   readonly kind: 'api_key' | 'account_token' | 'jwt';
@@ -43,7 +46,7 @@ export function createWorkspace(
     kind: 'api_key',
     workspaceId: workspace.id,
     revoked: false,
-    expiresAt: undefined,
+    expiresAt: Date.now() + CREDENTIAL_LIFETIME_MS,
   });
   const accounts = [];
   for (let i = 0; i < n; i++) {
@@ -55,7 +58,7 @@ export function createWorkspace(
       kind: 'account_token',
       accountId: id,
       revoked: false,
-      expiresAt: undefined,
+      expiresAt: Date.now() + CREDENTIAL_LIFETIME_MS,
     });
     accounts.push({ account_id: id, account_token: token });
   }
