@@ -10,16 +10,19 @@ import { registerCallRoutes } from './control/calls.js';
 import { registerDocs } from './control/docs.js';
 import { registerHealthRoutes } from './control/health.js';
 import { registerMediaStreamRoutes } from './control/media-stream.js';
+import { registerMessagingRoutes } from './control/messaging.js';
 import { registerSessionRoutes } from './control/sessions.js';
 import { BridgeError, isBridgeError } from './errors.js';
 import { trustFn } from './limits/client-address.js';
 import { registerRestRateLimit } from './limits/rest.js';
 import { createLogger, type Logger } from './log.js';
+import type { BotNotice } from './media/bot/types.js';
 import { attachMediaEndpoint, type MediaEndpoint } from './media/endpoint.js';
 import { createMetrics } from './metrics.js';
 import { createPipeline } from './pipeline/index.js';
 import type { AudioPipeline } from './pipeline/types.js';
 import { createProviderClient, type ProviderClient } from './provider/client.js';
+import type { MessagingClient } from './provider/messaging/types.js';
 import { createStateStore } from './state/index.js';
 
 export interface BridgeOptions {
@@ -29,6 +32,8 @@ export interface BridgeOptions {
   readonly provider?: ProviderClient;
   /** An audio pipeline to use instead of one made from `config.dspWorkers`; closed with the bridge. */
   readonly pipeline?: AudioPipeline;
+  /** A messaging client to use instead of one made from `config.messagingBaseUrl`; closed with the bridge. */
+  readonly messaging?: MessagingClient;
 }
 
 export interface Bridge {
@@ -60,6 +65,7 @@ export async function createBridge(config: Config, options: BridgeOptions = {}):
         }));
   // In memory, or shared through Redis (STATE_STORE); the media path never waits on it for audio.
   const state = await createStateStore(config, log, metrics);
+  const messaging = options.messaging;
   const ctx: BridgeContext = {
     config,
     log,
@@ -68,6 +74,9 @@ export async function createBridge(config: Config, options: BridgeOptions = {}):
     verifyRest: createRestVerifier({ secret: config.authJwtSecret, jwksUrl: config.authJwksUrl }),
     sessions: state.sessions,
     tenants: state.tenants,
+    messaging,
+    messages: state.messages,
+    sessionEvents: state.sessionEvents,
     draining: false,
   };
 
@@ -112,9 +121,17 @@ export async function createBridge(config: Config, options: BridgeOptions = {}):
   registerMediaStreamRoutes(app, ctx, ctx.verifyRest);
   registerCallRoutes(app, ctx, ctx.verifyRest);
   registerSessionRoutes(app, ctx, ctx.verifyRest);
+  registerMessagingRoutes(app, ctx, ctx.verifyRest);
 
   const pipeline = options.pipeline ?? createPipeline({ workers: config.dspWorkers, log, metrics });
   const media = attachMediaEndpoint(app.server, ctx, pipeline);
+  // Message events reach the bots of the calls this instance holds (others' through the store's channel).
+  state.sessionEvents.attach((tenant, id, event) => media.notify(tenant, id, event as BotNotice));
+  if (config.messagingWebhookSecret === undefined) {
+    log.warn(
+      'MESSAGING_WEBHOOK_SECRET is not set: POST /v1/webhooks/messaging accepts posts without a token (development only)',
+    );
+  }
 
   return {
     app,
@@ -134,6 +151,7 @@ export async function createBridge(config: Config, options: BridgeOptions = {}):
       await media.close();
       await app.close();
       await provider?.close();
+      await messaging?.close();
       await state.close();
       await pipeline.close();
     },

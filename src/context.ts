@@ -6,7 +6,8 @@ import type { Config } from './config.js';
 import type { Logger } from './log.js';
 import type { Metrics } from './metrics.js';
 import type { ProviderClient } from './provider/client.js';
-import type { SessionRegistry, TenantStore } from './state/types.js';
+import type { MessagingClient } from './provider/messaging/types.js';
+import type { MessageStore, SessionEventBus, SessionRegistry, TenantStore } from './state/types.js';
 
 export interface BridgeContext {
   readonly config: Config;
@@ -16,6 +17,12 @@ export interface BridgeContext {
   readonly tenants: TenantStore;
   /** The provider's voice API; undefined when none is configured (call control then answers 503). */
   readonly provider: ProviderClient | undefined;
+  /** The provider's messaging API (chat and RCS); undefined when none is configured (its routes answer 503). */
+  readonly messaging: MessagingClient | undefined;
+  /** Records of the messages sent, their webhook events, and the webhook dedupe keys. */
+  readonly messages: MessageStore;
+  /** Events for a live session's bot, delivered by the instance holding the session. */
+  readonly sessionEvents: SessionEventBus;
   /** Verifies REST bearer tokens (one instance, so a remote JWKS is fetched and cached once). */
   readonly verifyRest: RestVerifier;
   /** Set once shutdown begins: readiness turns false and no new sessions are accepted. */

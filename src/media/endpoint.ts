@@ -13,6 +13,7 @@ import { BridgeError, isBridgeError } from '../errors.js';
 import { Admission } from '../limits/admission.js';
 import { clientAddress, trustFn } from '../limits/client-address.js';
 import type { AudioPipeline } from '../pipeline/types.js';
+import type { BotNotice } from './bot/types.js';
 import { ProviderConnection } from './connection.js';
 import { PacingLoop } from './pacing-loop.js';
 
@@ -21,6 +22,11 @@ export const MEDIA_PATH = '/v1/media';
 export interface MediaEndpoint {
   /** Connections open now (sessions and sockets still before their session_start). */
   readonly connections: number;
+  /**
+   * Hands `event` to the bot of the live session (tenant, id) this instance holds; false when it holds
+   * none such. A scan of the connections: events are rare beside audio, and a scan keeps no index in step.
+   */
+  notify(tenant: string, sessionId: string, event: BotNotice): boolean;
   /**
    * Graceful stop: new upgrades are refused (503) already (ctx.draining), live calls get up to
    * `drainTimeoutMs` to end, then are closed with 1001 and their bots told `session_end`.
@@ -117,6 +123,16 @@ export function attachMediaEndpoint(
   return {
     get connections() {
       return conns.size;
+    },
+    notify(tenant, sessionId, event) {
+      for (const c of conns) {
+        const s = c.session;
+        if (s !== undefined && !s.ended && s.info.session_id === sessionId && s.info.tenant === tenant) {
+          s.notify(event);
+          return true;
+        }
+      }
+      return false;
     },
     async close() {
       const deadline = Date.now() + config.drainTimeoutMs;

@@ -11,7 +11,7 @@ import type { Logger } from '../log.js';
 import type { AudioPipeline, PipelineSession, PipelineSessionSpec, PipelineSink } from '../pipeline/types.js';
 import type { SessionInfo } from '../state/types.js';
 import { createBotLeg } from './bot/index.js';
-import type { BotHandler, BotLeg } from './bot/types.js';
+import type { BotHandler, BotLeg, BotNotice } from './bot/types.js';
 import { BotOutput, type OrderedEvent } from './bot-output.js';
 import type { SessionFormat } from './format.js';
 import { OutboundQueue } from './outbound.js';
@@ -119,6 +119,11 @@ export class MediaSession implements PipelineSink, BotHandler {
 
   get ended(): boolean {
     return this.#ended;
+  }
+
+  /** An event for the bot from outside the call (a message's status, a tapped button). */
+  notify(event: BotNotice): void {
+    if (!this.#ended) this.#bot.notify?.(event);
   }
 
   /** Audio from the provider (a binary frame). */

@@ -33,6 +33,17 @@ export interface BotLeg {
   end(reason: string): void;
   /** Called by the shared heartbeat timer: a socket bot that missed the last ping is cut (and redialled). */
   heartbeat?(): void;
+  /**
+   * An event about the call from outside the media path, e.g. a message's status (`message_status`) or
+   * a tapped button (`message_button`): a ws bot gets it as a JSON text frame; built-in bots ignore it.
+   */
+  notify?(event: BotNotice): void;
+}
+
+/** What `notify` hands a bot: a JSON object with its `event` name. */
+export interface BotNotice {
+  readonly event: string;
+  readonly [field: string]: unknown;
 }
 
 /** `session_start` as a bot receives it: the call, with `media` in the bot's format. */

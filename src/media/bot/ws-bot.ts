@@ -13,7 +13,7 @@ import { BridgeError, isBridgeError } from '../../errors.js';
 import { displayUrl, type Logger } from '../../log.js';
 import type { Metrics } from '../../metrics.js';
 import { errorFrame, parseBotEvent } from '../protocol.js';
-import { type BotCall, type BotHandler, type BotLeg, botSessionStart } from './types.js';
+import { type BotCall, type BotHandler, type BotLeg, type BotNotice, botSessionStart } from './types.js';
 
 export interface WsBotOptions {
   readonly url: string;
@@ -106,6 +106,11 @@ export class WsBot implements BotLeg {
 
   mark(name: string): void {
     this.#sendText(JSON.stringify({ event: 'mark', name }));
+  }
+
+  /** Sent while the bot is connected; one that arrives while it is being redialled is dropped. */
+  notify(event: BotNotice): void {
+    this.#sendText(JSON.stringify(event));
   }
 
   heartbeat(): void {
