@@ -153,6 +153,32 @@ describe('messaging emulator: POST /chat_campaign_creator', () => {
     expect(later.status).toBe(200);
   });
 
+  it('1,000 recipients (a body past 64 KB) at 1,000/s: 2,000 posts over at most 16 sockets, none lost', async () => {
+    const hook = await startReceiver();
+    const { url, key } = await start({
+      webhookUrl: hook.url,
+      readDelayMs: -1,
+      deliveryDelayMs: 10,
+      campaignRatePerSecond: 1000,
+    });
+    await approvedTemplate(url, key, 'big_list');
+    const audience = rows(1000).map((row) => ({ ...row, BODY_1: `${row.BODY_1} Smith` }));
+    expect(JSON.stringify(audience).length).toBeGreaterThan(64 * 1024);
+    const r = await call(url, 'POST', '/v1/chat_campaign_creator', {
+      token: key,
+      body: { campaign_name: 'big_run', template_name: 'big_list', audience_rows: audience },
+    });
+    expect(r.status).toBe(200);
+    await waitFor(() => hook.accepted.length === 2000, 15_000, '2,000 accepted posts', 20);
+    expect(hook.connections()).toBeLessThanOrEqual(16);
+    expect(new Set(hook.accepted.map((s) => `${s.id}/${s.status}`)).size).toBe(2000);
+    const sends = emu!.messaging.stats('default').sends;
+    expect(new Set(sends.map((s) => s.to)).size).toBe(1000);
+    for (let i = 0; i + 1000 < sends.length; i++) {
+      expect(sends[i + 1000]!.at - sends[i]!.at).toBeGreaterThanOrEqual(999.999);
+    }
+  });
+
   it('refusals: 400 missing fields or rows, 404 unknown or other-case template, 400 not approved, 409, 402, row BODY', async () => {
     const { url, key } = await start();
     await approvedTemplate(url, key, 'promo_code');

@@ -10,6 +10,9 @@ import { assertRoom } from './accounts.js';
 import { chatMessageId, type Delivery, rcsMessageId } from './delivery.js';
 import type { CampaignRecord, MessagingState, SentMessage } from './state.js';
 
+/** The emulator's 64 KB body limit holds ~900 audience rows; campaigns of many thousands are normal. */
+export const CAMPAIGN_BODY_LIMIT = 16 * 1024 * 1024;
+
 interface Lane {
   readonly accountId: string;
   /** Campaigns with recipients still to send, in launch order. */

@@ -24,7 +24,7 @@ import {
   validateChatSendRequest,
 } from '../../provider/messaging/validate.js';
 import { accountOf, admitList, admitSend, assertRoom } from './accounts.js';
-import { launchCampaign } from './campaigns.js';
+import { CAMPAIGN_BODY_LIMIT, launchCampaign } from './campaigns.js';
 import { callerOf, type MessagingContext } from './context.js';
 import { chatMessageId } from './delivery.js';
 import { ApiError, badRequest, bodyOf } from './errors.js';
@@ -230,7 +230,7 @@ export function registerChat(app: FastifyInstance, ctx: MessagingContext): void 
     };
   });
 
-  app.post('/chat_campaign_creator', async (req, reply) => {
+  app.post('/chat_campaign_creator', { bodyLimit: CAMPAIGN_BODY_LIMIT }, async (req, reply) => {
     const b = bodyOf(req.body);
     const a = accountOf(state, await callerOf(ctx, req), b.account_id);
     if (b.campaign_id !== undefined) {

@@ -13,7 +13,7 @@ import {
   validateRcsTemplate,
 } from '../../provider/messaging/validate.js';
 import { accountOf, assertRoom } from './accounts.js';
-import { launchCampaign } from './campaigns.js';
+import { CAMPAIGN_BODY_LIMIT, launchCampaign } from './campaigns.js';
 import { callerOf, type MessagingContext } from './context.js';
 import { ApiError, badRequest, bodyOf } from './errors.js';
 import type { CampaignRecord, RcsTemplateRecord } from './state.js';
@@ -47,40 +47,44 @@ export function registerRcs(app: FastifyInstance, ctx: MessagingContext): void {
     };
   });
 
-  app.post('/rcs_campaign_launcher', async (req): Promise<RcsCampaignResult> => {
-    const b = bodyOf(req.body);
-    const a = accountOf(state, await callerOf(ctx, req), b.account_id);
-    const { account_id: _, ...rest } = b;
-    const r = validateRcsCampaignRequest(rest);
-    const t = a.rcsTemplates.get(r.template_name);
-    if (t === undefined) {
-      // rcs.md: an unknown template_name is a 400.
-      throw badRequest(
-        `unknown template_name ${JSON.stringify(r.template_name)}: no RCS template of that exact name in this account`,
-      );
-    }
-    checkContactsAgainstTemplate(r.contacts, t.variables);
-    if (a.campaignNames.has(r.campaign_name)) {
-      throw new ApiError(409, `campaign ${r.campaign_name} already exists`);
-    }
-    assertRoom(state, a, r.contacts.length);
-    const c: CampaignRecord = {
-      id: randomUUID(),
-      channel: 'rcs',
-      accountId: a.id,
-      name: r.campaign_name,
-      templateName: r.template_name,
-      recipients: r.contacts.map((x) => ({
-        to: x.mobile,
-        ...(x.params !== undefined ? { params: x.params } : {}),
-      })),
-      queuedAt: new Date().toISOString(),
-      status: 'saved',
-      sent: 0,
-    };
-    state.campaigns.set(c.id, c);
-    a.campaignNames.add(c.name);
-    launchCampaign(state, ctx.fanOut, c);
-    return { status: 'queued', campaign_id: c.id, messages_queued: c.recipients.length };
-  });
+  app.post(
+    '/rcs_campaign_launcher',
+    { bodyLimit: CAMPAIGN_BODY_LIMIT },
+    async (req): Promise<RcsCampaignResult> => {
+      const b = bodyOf(req.body);
+      const a = accountOf(state, await callerOf(ctx, req), b.account_id);
+      const { account_id: _, ...rest } = b;
+      const r = validateRcsCampaignRequest(rest);
+      const t = a.rcsTemplates.get(r.template_name);
+      if (t === undefined) {
+        // rcs.md: an unknown template_name is a 400.
+        throw badRequest(
+          `unknown template_name ${JSON.stringify(r.template_name)}: no RCS template of that exact name in this account`,
+        );
+      }
+      checkContactsAgainstTemplate(r.contacts, t.variables);
+      if (a.campaignNames.has(r.campaign_name)) {
+        throw new ApiError(409, `campaign ${r.campaign_name} already exists`);
+      }
+      assertRoom(state, a, r.contacts.length);
+      const c: CampaignRecord = {
+        id: randomUUID(),
+        channel: 'rcs',
+        accountId: a.id,
+        name: r.campaign_name,
+        templateName: r.template_name,
+        recipients: r.contacts.map((x) => ({
+          to: x.mobile,
+          ...(x.params !== undefined ? { params: x.params } : {}),
+        })),
+        queuedAt: new Date().toISOString(),
+        status: 'saved',
+        sent: 0,
+      };
+      state.campaigns.set(c.id, c);
+      a.campaignNames.add(c.name);
+      launchCampaign(state, ctx.fanOut, c);
+      return { status: 'queued', campaign_id: c.id, messages_queued: c.recipients.length };
+    },
+  );
 }

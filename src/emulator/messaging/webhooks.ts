@@ -38,7 +38,6 @@ export class WebhookPoster {
   readonly #agent: Agent;
   readonly #abort = new AbortController();
   #closed = false;
-  #idle: (() => void)[] = [];
 
   constructor(o: WebhookOptions) {
     this.#o = o;
@@ -66,12 +65,6 @@ export class WebhookPoster {
     this.#pump();
   }
 
-  /** Resolves when nothing is pending (for tests and shutdown). */
-  idle(): Promise<void> {
-    if (this.pending === 0) return Promise.resolve();
-    return new Promise((r) => this.#idle.push(r));
-  }
-
   #pump(): void {
     while (!this.#closed && this.#inFlight < this.#o.concurrency && this.#head < this.#queue.length) {
       const p = this.#queue[this.#head++]!;
@@ -83,16 +76,8 @@ export class WebhookPoster {
       void this.#attempt(p).finally(() => {
         this.#inFlight--;
         this.#pump();
-        this.#checkIdle();
       });
     }
-  }
-
-  #checkIdle(): void {
-    if (this.pending !== 0) return;
-    const waiting = this.#idle;
-    this.#idle = [];
-    for (const r of waiting) r();
   }
 
   async #attempt(p: Post): Promise<void> {
@@ -130,7 +115,6 @@ export class WebhookPoster {
         this.#timers.delete(t);
         this.#queue.push(p);
         this.#pump();
-        this.#checkIdle();
       },
       this.#o.backoffMs * 2 ** (p.attempts - 1),
     );
@@ -146,8 +130,5 @@ export class WebhookPoster {
     this.#head = 0;
     this.#abort.abort();
     await this.#agent.destroy().catch(() => {});
-    const waiting = this.#idle;
-    this.#idle = [];
-    for (const r of waiting) r();
   }
 }
