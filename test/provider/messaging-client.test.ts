@@ -4,7 +4,11 @@ import { pino } from 'pino';
 import { afterEach, describe, expect, it } from 'vitest';
 import { BridgeError } from '../../src/errors.js';
 import { createMetrics } from '../../src/metrics.js';
-import { createMessagingClient, type MessagingClientOptions } from '../../src/provider/messaging/client.js';
+import {
+  createMessagingClient,
+  type MessagingClientOptions,
+  retryAfterMs,
+} from '../../src/provider/messaging/client.js';
 import type { ChatSendRequest, MessagingClient } from '../../src/provider/messaging/types.js';
 import { closedPort } from '../control/harness.js';
 
@@ -323,6 +327,18 @@ describe('messaging client: rate limits and retries', () => {
     expect(e.code).toBe('upstream_unavailable');
     expect(e.message).toMatch(/asks to retry after 120 s$/);
     expect(p.seen).toHaveLength(3);
+  });
+});
+
+describe('Retry-After', () => {
+  it('reads delay-seconds and HTTP dates, and ignores the unreadable', () => {
+    const now = Date.parse('2026-11-22T07:00:00Z');
+    expect(retryAfterMs('3', now)).toBe(3_000);
+    expect(retryAfterMs(['0'], now)).toBe(0);
+    expect(retryAfterMs('Sun, 22 Nov 2026 07:00:05 GMT', now)).toBe(5_000);
+    expect(retryAfterMs('Sun, 22 Nov 2026 06:59:00 GMT', now)).toBe(0);
+    expect(retryAfterMs(undefined, now)).toBeUndefined();
+    expect(retryAfterMs('soon', now)).toBeUndefined();
   });
 });
 

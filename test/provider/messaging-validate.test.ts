@@ -359,6 +359,14 @@ describe('chat sends', () => {
       send({ type: 'document', document: { link: 'https://a.example/get?id=1', filename: 'r.XLSX' } }),
     ).toBeTruthy();
     expect(
+      send({ type: 'document', document: { link: 'https://a.example/r.docx', filename: 'report' } }),
+    ).toBeTruthy();
+    expect(
+      refusal(() =>
+        send({ type: 'document', document: { link: 'https://a.example/get', filename: 'report' } }),
+      ).field,
+    ).toBe('message.document.link');
+    expect(
       refusal(() => send({ type: 'document', document: { link: 'https://a.example/r.exe' } })).message,
     ).toMatch(/pdf, doc, docx, xls, xlsx, ppt, pptx/);
     expect(

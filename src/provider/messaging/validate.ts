@@ -421,12 +421,14 @@ export function validateChatSendRequest(v: unknown): ChatSendRequest {
     case 'document': {
       const link = httpUrl(p.link, `${pf}.link`);
       const filename = optionalText(p.filename, `${pf}.filename`);
-      const ext = extension(filename ?? link.pathname);
+      // The type is the filename's extension, or the link's when the filename has none.
+      const named = filename !== undefined && extension(filename) !== '';
+      const ext = extension(named ? filename : link.pathname);
       if (!(DOCUMENT_EXTENSIONS as readonly string[]).includes(ext)) {
         mustBe(
-          filename === undefined ? `${pf}.link` : `${pf}.filename`,
+          named ? `${pf}.filename` : `${pf}.link`,
           `a ${DOCUMENT_EXTENSIONS.join(', ')} file`,
-          filename ?? p.link,
+          named ? filename : p.link,
         );
       }
       const caption = optionalText(p.caption, `${pf}.caption`, LIMITS.captionChars);
