@@ -129,6 +129,23 @@ describe('messaging emulator: POST /chat_message_sender', () => {
       },
     });
     expect(tpl.status).toBe(200);
+    // A tap on the template's QUICK_REPLY button is an inbound `button` message with the button's text.
+    const tplId = (tpl.body.data as { message_id: string }).message_id;
+    const tap = await call(url, 'POST', '/emulator/messaging/tap', {
+      body: { message_id: tplId, button_id: 'Stop' },
+    });
+    expect(tap.status).toBe(200);
+    const tapped = (tap.body.posted as ChatWebhookPayload).entry[0]!.changes[0]!.value.messages![0]!;
+    expect(tapped).toMatchObject({
+      from: CUSTOMER,
+      type: 'button',
+      button: { payload: 'Stop', text: 'Stop' },
+      context: { id: tplId },
+    });
+    // The reply opened the window again: free-form is fine now; back-date it for the checks below.
+    expect((await send(text())).status).toBe(200);
+    emu!.messaging.state.accounts.get('default')!.lastInbound.set(CUSTOMER, Date.now() - 25 * HOUR);
+    expect((await send(text())).status).toBe(400);
     const wrongCount = await send({
       to: CUSTOMER,
       message: {
