@@ -232,7 +232,7 @@ export function createMessagingClient(options: MessagingClientOptions): Messagin
     if (code === NETWORK_ERRORS.reEngagementRequired) {
       throw new BridgeError(
         'window_closed',
-        `provider ${c.name} refused (131047): the recipient's 24-hour conversation window is closed; send a template message instead`,
+        `provider ${c.name} refused (131047): the caller's 24-hour conversation window is closed; send a template message instead`,
       );
     }
     const rejected = code === undefined ? undefined : REJECTED[code];
