@@ -8,7 +8,7 @@ import { bearerToken, type RestVerifier } from '../../auth/jwt.js';
 import { isBridgeError } from '../../errors.js';
 import { NETWORK_ERRORS } from '../../provider/messaging/types.js';
 import { ApiError, badRequest } from './errors.js';
-import type { Account, MessagingState, Workspace } from './state.js';
+import { type Account, type MessagingState, TIER_LIMITS, type Workspace } from './state.js';
 
 export const API_KEY_PATTERN = /^vbk_[0-9a-f]{32}$/;
 const UUID_PATTERN = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
@@ -166,19 +166,21 @@ export function admitList(a: Account): void {
   );
 }
 
-/** Refuses `n` more messages past the tier's 24-hour limit (429, 133000) or the credits (402). */
+/** Refuses `n` more messages past the credits (402) or the tier's 24-hour limit (429, 133000). */
 export function assertRoom(state: MessagingState, a: Account, n: number): void {
-  if (state.creditRoom(a) < n) {
+  const credits = state.creditRoom(a);
+  if (credits < n) {
     throw new ApiError(
       402,
-      `insufficient credits: ${n} message${n === 1 ? '' : 's'} need${n === 1 ? 's' : ''} ${n}, the account has ${state.creditRoom(a)}`,
+      `insufficient credits: ${n} message${n === 1 ? '' : 's'} need ${n} credit${n === 1 ? '' : 's'}, the account has ${credits}`,
     );
   }
   const room = state.tierRoom(a);
   if (room < n) {
+    const limit = TIER_LIMITS[a.tier]!.toLocaleString('en-US');
     throw new ApiError(
       429,
-      `messaging tier limit reached: tier ${a.tier} allows ${a.tier === 4 ? 'unlimited' : a.tier === 1 ? '1,000' : a.tier === 2 ? '10,000' : '100,000'} messages per 24 hours; room for ${Math.max(0, room)}, ${n} asked`,
+      `messaging tier limit reached: tier ${a.tier} allows ${limit} messages per 24 hours; room for ${Math.max(0, room)}, ${n} asked`,
       NETWORK_ERRORS.rateLimitExceeded,
     );
   }
