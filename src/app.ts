@@ -22,6 +22,7 @@ import { createMetrics } from './metrics.js';
 import { createPipeline } from './pipeline/index.js';
 import type { AudioPipeline } from './pipeline/types.js';
 import { createProviderClient, type ProviderClient } from './provider/client.js';
+import { createMessagingClient } from './provider/messaging/client.js';
 import type { MessagingClient } from './provider/messaging/types.js';
 import { createStateStore } from './state/index.js';
 
@@ -48,6 +49,12 @@ export interface Bridge {
   close(): Promise<void>;
 }
 
+/**
+ * Bound on one messaging call, its wait for a send slot and its backoffs on rate limits included: a
+ * send does not block like a consult, and 20 s keeps it well inside the server's request timeout.
+ */
+const MESSAGING_CALL_TIMEOUT_MS = 20_000;
+
 export async function createBridge(config: Config, options: BridgeOptions = {}): Promise<Bridge> {
   const log = options.log ?? createLogger(config.logLevel);
   const metrics = createMetrics();
@@ -65,7 +72,20 @@ export async function createBridge(config: Config, options: BridgeOptions = {}):
         }));
   // In memory, or shared through Redis (STATE_STORE); the media path never waits on it for audio.
   const state = await createStateStore(config, log, metrics);
-  const messaging = options.messaging;
+  const messaging =
+    options.messaging ??
+    (config.messagingBaseUrl === undefined
+      ? undefined
+      : createMessagingClient({
+          baseUrl: config.messagingBaseUrl,
+          token: config.messagingToken,
+          ...(config.messagingAccountId === undefined ? {} : { accountId: config.messagingAccountId }),
+          connectTimeoutMs: config.providerConnectTimeoutMs,
+          readTimeoutMs: MESSAGING_CALL_TIMEOUT_MS,
+          sendsPerSecond: config.messagingSendsPerSec,
+          metrics,
+          log,
+        }));
   const ctx: BridgeContext = {
     config,
     log,

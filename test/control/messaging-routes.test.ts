@@ -1,0 +1,340 @@
+/**
+ * `POST /v1/sessions/{id}/message` and the management routes on a real bridge whose messaging client
+ * talks to the real provider emulator over loopback, with the emulator's webhooks posted back to the
+ * bridge: 400s naming the field, 404, 503 without a provider, and sends whose events reach the call's
+ * ws bot.
+ */
+import { afterEach, describe, expect, it } from 'vitest';
+import { type Bridge, createBridge } from '../../src/app.js';
+import { mintToken } from '../../src/auth/jwt.js';
+import { loadConfig } from '../../src/config.js';
+import { createEmulator, type Emulator } from '../../src/emulator/server.js';
+import { createLogger } from '../../src/log.js';
+import { TestBot } from '../helpers/bot.js';
+import { TestProvider } from '../helpers/provider.js';
+import { call } from './harness.js';
+
+const AUTH_SECRET = 'messaging-routes-auth-secret';
+const MEDIA_SECRET = 'messaging-routes-media-secret';
+const EMULATOR_SECRET = 'messaging-routes-emulator-secret';
+const WEBHOOK_SECRET = 'messaging-routes-webhook-secret-42';
+/** The customer's number as the provider gives it in session_start, and as chat takes it. */
+const PHONE = '+14155550123';
+const CHAT_TO = '14155550123';
+
+interface Rig {
+  readonly bridge: Bridge;
+  readonly http: string;
+  readonly emulator: Emulator | undefined;
+  readonly bot: TestBot;
+  close(): Promise<void>;
+}
+
+async function startRig(o: { messaging?: boolean } = {}): Promise<Rig> {
+  const bot = await TestBot.start({ echo: false });
+  let emulator: Emulator | undefined;
+  let env: Record<string, string> = {};
+  if (o.messaging !== false) {
+    emulator = await createEmulator({
+      jwtSecret: EMULATOR_SECRET,
+      log: createLogger('silent'),
+      messaging: { deliveryDelayMs: 20, readDelayMs: 40, reviewDelayMs: 50 },
+    });
+    const url = await emulator.listen(0, '127.0.0.1');
+    env = { MESSAGING_BASE_URL: `${url}/v1`, MESSAGING_TOKEN: emulator.messaging.defaultApiKey };
+  }
+  const config = loadConfig({
+    PORT: '0',
+    HOST: '127.0.0.1',
+    LOG_LEVEL: 'silent',
+    DSP_WORKERS: '0',
+    AUTH_JWT_SECRET: AUTH_SECRET,
+    MEDIA_SECRET,
+    MESSAGING_WEBHOOK_SECRET: WEBHOOK_SECRET,
+    BOT_URL: bot.url,
+    ...env,
+  });
+  const bridge = await createBridge(config);
+  const http = await bridge.listen();
+  emulator?.messaging.setWebhookUrl(`${http}/v1/webhooks/messaging?token=${WEBHOOK_SECRET}`);
+  return {
+    bridge,
+    http,
+    emulator,
+    bot,
+    async close() {
+      await bridge.close();
+      await emulator?.close();
+      await bot.close();
+    },
+  };
+}
+
+const restToken = (scopes: string[], tenant?: string) =>
+  mintToken({ secret: AUTH_SECRET, scopes, ...(tenant !== undefined ? { tenant } : {}) });
+
+async function liveCall(rig: Rig, sessionId: string, phone: string | undefined = PHONE) {
+  const provider = new TestProvider(`${rig.http.replace('http', 'ws')}/v1/media`, {
+    token: await mintToken({ secret: MEDIA_SECRET, ttlSeconds: 600 }),
+  });
+  await provider.start(sessionId, { customer_phone: phone });
+  const conn = await rig.bot.waitConnection(rig.bot.connections.length);
+  return { provider, conn };
+}
+
+describe('POST /v1/sessions/{id}/message', () => {
+  const open: { close(): unknown }[] = [];
+  afterEach(async () => {
+    for (const o of open.splice(0).reverse()) await o.close();
+  });
+
+  async function rigWithCall(o: { messaging?: boolean; phone?: string } = {}) {
+    const rig = await startRig(o);
+    open.push(rig);
+    const { provider, conn } = await liveCall(rig, 'call-1', o.phone ?? PHONE);
+    open.push(provider);
+    return { rig, conn, token: await restToken(['calls:control', 'messages:read', 'messages:manage']) };
+  }
+
+  it('a chat text within the window: sent through the emulator, its delivered and read reach the bot', async () => {
+    const { rig, conn, token } = await rigWithCall();
+    rig.emulator!.messaging.inbound('default', CHAT_TO);
+    const r = await call(rig.http, 'POST', '/v1/sessions/call-1/message', {
+      token,
+      body: { channel: 'chat', message: { type: 'text', text: { body: 'Here is the link you asked for' } } },
+    });
+    expect(r.status).toBe(200);
+    const id = r.body.message_id as string;
+    expect(r.body).toEqual({ channel: 'chat', message_id: id, status: 'sent', session_id: 'call-1' });
+    const delivered = await conn.waitEvent('message_status', 5_000, (e) => e.status === 'delivered');
+    expect(delivered).toMatchObject({ channel: 'chat', message_id: id, recipient: CHAT_TO });
+    await conn.waitEvent('message_status', 5_000, (e) => e.status === 'read');
+    const rec = await call(rig.http, 'GET', `/v1/messages/${encodeURIComponent(id)}`, { token });
+    expect(rec.body).toMatchObject({ status: 'read', to: CHAT_TO, kind: 'text', session_id: 'call-1' });
+  });
+
+  it('an interactive message: the tapped button reaches the bot with its id', async () => {
+    const { rig, conn, token } = await rigWithCall();
+    rig.emulator!.messaging.inbound('default', CHAT_TO);
+    const r = await call(rig.http, 'POST', '/v1/sessions/call-1/message', {
+      token,
+      body: {
+        channel: 'chat',
+        message: {
+          type: 'interactive',
+          interactive: {
+            type: 'button',
+            body: { text: 'Shall we call you back?' },
+            action: { buttons: [{ type: 'reply', reply: { id: 'cb_yes', title: 'Yes' } }] },
+          },
+        },
+      },
+    });
+    expect(r.status).toBe(200);
+    const id = r.body.message_id as string;
+    await conn.waitEvent('message_status', 5_000, (e) => e.status === 'delivered');
+    rig.emulator!.messaging.tap(id, 'cb_yes');
+    const tap = await conn.waitEvent('message_button');
+    expect(tap).toMatchObject({ channel: 'chat', message_id: id, button_id: 'cb_yes', button_text: 'Yes' });
+  });
+
+  it('free-form chat outside the 24-hour window: the provider refusal passes through as window_closed', async () => {
+    const { rig, token } = await rigWithCall();
+    const r = await call(rig.http, 'POST', '/v1/sessions/call-1/message', {
+      token,
+      body: { channel: 'chat', message: { type: 'text', text: { body: 'hello' } } },
+    });
+    expect(r.status).toBe(409);
+    expect(r.body.error).toBe('window_closed');
+  });
+
+  it('RCS: launched to the last 10 digits; the message id comes with the first event, which reaches the bot', async () => {
+    const { rig, conn, token } = await rigWithCall();
+    const tpl = await call(rig.http, 'POST', '/v1/messaging/rcs/templates', {
+      token,
+      body: {
+        template_name: 'order_ready',
+        template_type: 'text',
+        bot_name: 'Shop',
+        text: 'Hi {{name}}, ready',
+      },
+    });
+    expect(tpl.status).toBe(201);
+    const r = await call(rig.http, 'POST', '/v1/sessions/call-1/message', {
+      token,
+      body: { channel: 'rcs', template_name: 'order_ready', params: { name: 'Ada' } },
+    });
+    expect(r.status).toBe(200);
+    expect(r.body).toMatchObject({ channel: 'rcs', status: 'queued', session_id: 'call-1' });
+    expect(typeof r.body.campaign_id).toBe('string');
+    const ev = await conn.waitEvent('message_status', 5_000, (e) => e.status === 'delivered');
+    expect(ev.channel).toBe('rcs');
+    const rec = await call(rig.http, 'GET', `/v1/messages/${encodeURIComponent(ev.message_id as string)}`, {
+      token,
+    });
+    expect(rec.body).toMatchObject({
+      campaign_id: r.body.campaign_id,
+      to: '4155550123',
+      kind: 'rcs_template',
+    });
+  });
+
+  it('400 naming the field', async () => {
+    const { rig, token } = await rigWithCall();
+    const cases: [unknown, RegExp][] = [
+      [{}, /^channel must be "chat" or "rcs", got nothing$/],
+      [{ channel: 'sms' }, /^channel must be "chat" or "rcs", got "sms"$/],
+      [{ channel: 'chat' }, /^template or message is required on chat/],
+      [{ channel: 'chat', template_name: 'x' }, /^template_name must be left out on chat/],
+      [
+        { channel: 'chat', template: { name: 'a', language: 'en_US' }, message: { type: 'text' } },
+        /^give template or message on chat, not both$/,
+      ],
+      [{ channel: 'rcs' }, /^template_name is required on rcs/],
+      [{ channel: 'rcs', template_name: 'x', message: {} }, /^message must be left out on rcs/],
+      [{ channel: 'rcs', template_name: 'x', params: { a: 1 } }, /^params must be .*strings/],
+      [{ channel: 'chat', message: { type: 'video' } }, /message\.type/],
+      [{ channel: 'chat', message: { type: 'text', text: {} } }, /message\.text\.body/],
+      [{ channel: 'chat', template: { name: 'Bad-Name', language: 'en_US' } }, /^template\.name must be/],
+      [{ channel: 'chat', template: { name: 'ok_name', language: 'en' } }, /^template\.language must be/],
+      [{ channel: 'chat', tempalte: {} }, /^unknown field "tempalte"/],
+    ];
+    for (const [body, message] of cases) {
+      const r = await call(rig.http, 'POST', '/v1/sessions/call-1/message', { token, body });
+      expect(r.status, JSON.stringify(body)).toBe(400);
+      expect(r.body.message, JSON.stringify(body)).toMatch(message);
+    }
+  });
+
+  it("400 naming customer_phone when the call's number cannot be messaged", async () => {
+    const { rig, token } = await rigWithCall({ phone: '5550100' });
+    for (const body of [
+      { channel: 'chat', message: { type: 'text', text: { body: 'hi' } } },
+      { channel: 'rcs', template_name: 'x' },
+    ]) {
+      const r = await call(rig.http, 'POST', '/v1/sessions/call-1/message', { token, body });
+      expect(r.status).toBe(400);
+      expect(r.body.message).toMatch(/^the session's customer_phone must be a number with its country code/);
+      expect(r.body.message).not.toContain('5550100');
+    }
+  });
+
+  it('404 for a session this bridge does not hold for the token tenant; 401 and 403 without a good token', async () => {
+    const { rig, token } = await rigWithCall();
+    const body = { channel: 'chat', message: { type: 'text', text: { body: 'hi' } } };
+    const r = await call(rig.http, 'POST', '/v1/sessions/nobody/message', { token, body });
+    expect(r.status).toBe(404);
+    expect(r.body.message).toMatch(/nobody/);
+    const other = await call(rig.http, 'POST', '/v1/sessions/call-1/message', {
+      token: await restToken(['calls:control'], 'acme'),
+      body,
+    });
+    expect(other.status).toBe(404);
+    expect((await call(rig.http, 'POST', '/v1/sessions/call-1/message', { body })).status).toBe(401);
+    const noScope = await call(rig.http, 'POST', '/v1/sessions/call-1/message', {
+      token: await restToken(['messages:read']),
+      body,
+    });
+    expect(noScope.status).toBe(403);
+  });
+
+  it('503 when no messaging provider is configured, naming what to set', async () => {
+    const { rig, token } = await rigWithCall({ messaging: false });
+    const r = await call(rig.http, 'POST', '/v1/sessions/call-1/message', {
+      token,
+      body: { channel: 'chat', message: { type: 'text', text: { body: 'hi' } } },
+    });
+    expect(r.status).toBe(503);
+    expect(r.body).toEqual({
+      error: 'upstream_unavailable',
+      message: 'no messaging provider is configured: set MESSAGING_BASE_URL and MESSAGING_TOKEN',
+    });
+    const list = await call(rig.http, 'GET', '/v1/messaging/chat/templates', { token });
+    expect(list.status).toBe(503);
+  });
+});
+
+describe('template and campaign management', () => {
+  const open: { close(): unknown }[] = [];
+  afterEach(async () => {
+    for (const o of open.splice(0).reverse()) await o.close();
+  });
+
+  it('chat templates: create, status, list, sync, delete; a campaign; scope messages:manage', async () => {
+    const rig = await startRig();
+    open.push(rig);
+    const token = await restToken(['messages:manage']);
+    const input = {
+      name: 'visit_reminder',
+      category: 'UTILITY',
+      language: 'en_US',
+      components: [{ type: 'BODY', text: 'Hello {{1}}, see you soon' }],
+      sample_values: { '1': 'Ada' },
+    };
+    expect((await call(rig.http, 'POST', '/v1/messaging/chat/templates', { body: input })).status).toBe(401);
+    expect(
+      (
+        await call(rig.http, 'POST', '/v1/messaging/chat/templates', {
+          token: await restToken(['calls:control']),
+          body: input,
+        })
+      ).status,
+    ).toBe(403);
+    const created = await call(rig.http, 'POST', '/v1/messaging/chat/templates', { token, body: input });
+    expect(created.status).toBe(201);
+    expect(created.body.template).toMatchObject({ template_name: 'visit_reminder', status: 'PENDING' });
+    const bad = await call(rig.http, 'POST', '/v1/messaging/chat/templates', {
+      token,
+      body: { ...input, name: 'Visit-Reminder' },
+    });
+    expect(bad.status).toBe(400);
+    const dup = await call(rig.http, 'POST', '/v1/messaging/chat/templates', { token, body: input });
+    expect(dup.status).toBe(409);
+
+    rig.emulator!.messaging.review('default', 'visit_reminder', 'APPROVED');
+    const status = await call(rig.http, 'GET', '/v1/messaging/chat/templates/visit_reminder', { token });
+    expect(status.status).toBe(200);
+    expect(status.body.template).toMatchObject({ template_name: 'visit_reminder', status: 'APPROVED' });
+    const list = await call(rig.http, 'GET', '/v1/messaging/chat/templates?status=APPROVED', { token });
+    expect(list.status).toBe(200);
+    expect(list.body.count).toBe(1);
+    expect((await call(rig.http, 'POST', '/v1/messaging/chat/templates/sync', { token })).status).toBe(204);
+    expect((await call(rig.http, 'GET', '/v1/messaging/chat/templates/nothing_here', { token })).status).toBe(
+      404,
+    );
+
+    const campaign = await call(rig.http, 'POST', '/v1/messaging/chat/campaigns', {
+      token,
+      body: {
+        campaign_name: 'spring_visits',
+        template_name: 'visit_reminder',
+        audience_rows: [{ phone: '14155550111', BODY_1: 'Ada' }],
+      },
+    });
+    expect(campaign.status).toBe(200);
+    expect(campaign.body).toMatchObject({ launched: true, campaign: { template_name: 'visit_reminder' } });
+
+    rig.emulator!.messaging.failNextLaunch(1);
+    const saved = await call(rig.http, 'POST', '/v1/messaging/chat/campaigns', {
+      token,
+      body: {
+        campaign_name: 'autumn_visits',
+        template_name: 'visit_reminder',
+        audience_rows: [{ phone: '14155550112', BODY_1: 'Bo' }],
+      },
+    });
+    expect(saved.status).toBe(207);
+    const campaignId = (saved.body.campaign as { id: string }).id;
+    const relaunch = await call(rig.http, 'POST', `/v1/messaging/chat/campaigns/${campaignId}/launch`, {
+      token,
+    });
+    expect(relaunch.status).toBe(200);
+    expect(relaunch.body.launched).toBe(true);
+
+    const rcs = await call(rig.http, 'POST', '/v1/messaging/rcs/campaigns', {
+      token,
+      body: { template_name: 'nope', campaign_name: 'x', contacts: [{ mobile: '4155550111' }] },
+    });
+    expect(rcs.status).toBe(400);
+  });
+});
