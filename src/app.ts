@@ -147,7 +147,7 @@ export async function createBridge(config: Config, options: BridgeOptions = {}):
   const media = attachMediaEndpoint(app.server, ctx, pipeline);
   // Message events reach the bots of the calls this instance holds (others' through the store's channel).
   state.sessionEvents.attach((tenant, id, event) => media.notify(tenant, id, event as BotNotice));
-  if (config.messagingWebhookSecret === undefined) {
+  if (config.messagingWebhookSecret === undefined && !config.production) {
     log.warn(
       'MESSAGING_WEBHOOK_SECRET is not set: POST /v1/webhooks/messaging accepts posts without a token (development only)',
     );

@@ -5,6 +5,20 @@ import type { Config } from '../config.js';
 import { displayUrl } from '../log.js';
 import { isWsBotUrl } from '../media/bot/bot-url.js';
 
+/** Where messages go, and the webhook URL to give the provider (never the secret itself). */
+function messagingLines(http: string, config: Config): string[] {
+  if (config.messagingBaseUrl === undefined) {
+    return ['  messaging: not configured (MESSAGING_BASE_URL): the message routes answer 503'];
+  }
+  const hook = `${http}/v1/webhooks/messaging`;
+  return [
+    `  messaging: ${displayUrl(config.messagingBaseUrl)}`,
+    config.messagingWebhookSecret === undefined
+      ? `    webhook: ${hook} (no token: MESSAGING_WEBHOOK_SECRET is not set, development only)`
+      : `    webhook: ${hook} with "Authorization: Bearer <MESSAGING_WEBHOOK_SECRET>" or ?token=<MESSAGING_WEBHOOK_SECRET>`,
+  ];
+}
+
 /** `http://0.0.0.0:8080` listens everywhere; a person connects to loopback. */
 export function connectableUrl(listenUrl: string): string {
   const u = new URL(listenUrl);
@@ -30,6 +44,7 @@ export function startupBanner(listenUrl: string, config: Config): string {
   lines.push(
     `  REST token${config.authSecretIsDev ? ' (development secret)' : ''}: npm run token`,
     `  bot: ${isWsBotUrl(config.botUrl) ? displayUrl(config.botUrl) : config.botUrl} at ${config.botSampleRate} Hz; DSP workers: ${config.dspWorkers}`,
+    ...messagingLines(http, config),
   );
   return `${lines.join('\n')}\n`;
 }

@@ -4,9 +4,14 @@
  */
 import { createBridge } from '../app.js';
 import { type Config, ConfigError, loadConfig } from '../config.js';
-import { IN_PROCESS_NOTICE, type InProcessProvider, startInProcessProvider } from '../emulator/in-process.js';
+import {
+  IN_PROCESS_MESSAGING_NOTICE,
+  IN_PROCESS_NOTICE,
+  type InProcessProvider,
+  startInProcessProvider,
+} from '../emulator/in-process.js';
 import { createLogger } from '../log.js';
-import { startupBanner } from './banner.js';
+import { connectableUrl, startupBanner } from './banner.js';
 
 async function main(): Promise<void> {
   let config: Config;
@@ -24,21 +29,25 @@ async function main(): Promise<void> {
   // calls this bridge holds; `bridge` is bound once it exists.
   let inProcess: InProcessProvider | undefined;
   let bridgeRef: Awaited<ReturnType<typeof createBridge>> | undefined;
-  if (config.providerBaseUrl === undefined) {
+  // Messaging likewise, outside production (where an unset MESSAGING_BASE_URL means no messaging).
+  if (config.providerBaseUrl === undefined || (config.messagingBaseUrl === undefined && !config.production)) {
     inProcess = await startInProcessProvider(config, log, async (tenant, id) =>
       bridgeRef?.ctx.sessions.get(tenant, id),
     );
     config = inProcess.config;
-    log.warn({ emulator: inProcess.url }, IN_PROCESS_NOTICE);
+    if (inProcess.voice) log.warn({ emulator: inProcess.url }, IN_PROCESS_NOTICE);
+    if (inProcess.messaging) log.warn({ emulator: inProcess.url }, IN_PROCESS_MESSAGING_NOTICE);
   }
   const bridge = await createBridge(config, { log });
   bridgeRef = bridge;
   const url = await bridge.listen();
   log.info({ url }, 'voicebridge listening');
+  // The emulator's messaging webhooks come to this bridge, with its webhook secret when one is set.
+  inProcess?.connectWebhooks(connectableUrl(url));
   process.stdout.write(startupBanner(url, config));
   if (inProcess !== undefined) {
     process.stdout.write(
-      `  provider: ${IN_PROCESS_NOTICE}\n    emulator at ${inProcess.url} (POST /emulator/calls places synthetic calls${inProcess.secretIsBridgeSecret ? '; tokens from npm run token work there' : ''})\n`,
+      `  provider: ${[inProcess.voice ? IN_PROCESS_NOTICE : '', inProcess.messaging ? IN_PROCESS_MESSAGING_NOTICE : ''].filter((s) => s !== '').join('\n  provider: ')}\n    emulator at ${inProcess.url} (POST /emulator/calls places synthetic calls${inProcess.messaging ? ', /emulator/messaging/ drives messaging' : ''}${inProcess.secretIsBridgeSecret ? '; tokens from npm run token work there' : ''})\n`,
     );
   }
 

@@ -427,7 +427,15 @@ function registerWebhook(
         },
       },
       onRequest: async (req) => {
-        if (expected === undefined) return;
+        if (expected === undefined) {
+          // Outside production a missing secret opens the webhook (start-up says so); in production
+          // (where messaging needs one) nothing forged may reach the store or a bot.
+          if (!config.production) return;
+          throw new BridgeError(
+            'unauthorized',
+            'webhook posts are refused: MESSAGING_WEBHOOK_SECRET is not set on this bridge (required in production)',
+          );
+        }
         const given = webhookToken(req);
         if (given === undefined || !timingSafeEqual(digest(given), expected)) {
           throw new BridgeError(

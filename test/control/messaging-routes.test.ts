@@ -7,7 +7,9 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { type Bridge, createBridge } from '../../src/app.js';
 import { mintToken } from '../../src/auth/jwt.js';
+import { startupBanner } from '../../src/cli/banner.js';
 import { loadConfig } from '../../src/config.js';
+import { startInProcessProvider } from '../../src/emulator/in-process.js';
 import { createEmulator, type Emulator } from '../../src/emulator/server.js';
 import { createLogger } from '../../src/log.js';
 import { TestBot } from '../helpers/bot.js';
@@ -336,5 +338,81 @@ describe('template and campaign management', () => {
       body: { template_name: 'nope', campaign_name: 'x', contacts: [{ mobile: '4155550111' }] },
     });
     expect(rcs.status).toBe(400);
+  });
+});
+
+describe('npm start without MESSAGING_BASE_URL: the in-process emulator serves messaging', () => {
+  const open: { close(): unknown }[] = [];
+  afterEach(async () => {
+    for (const o of open.splice(0).reverse()) await o.close();
+  });
+
+  it('the client points at the emulator, its webhooks come back to the bridge with the secret, the bot hears', async () => {
+    const bot = await TestBot.start({ echo: false });
+    open.push(bot);
+    const base = loadConfig({
+      PORT: '0',
+      HOST: '127.0.0.1',
+      LOG_LEVEL: 'silent',
+      DSP_WORKERS: '0',
+      AUTH_JWT_SECRET: AUTH_SECRET,
+      MEDIA_SECRET,
+      MESSAGING_WEBHOOK_SECRET: WEBHOOK_SECRET,
+      BOT_URL: bot.url,
+    });
+    let bridge: Bridge | undefined;
+    const inProcess = await startInProcessProvider(base, createLogger('silent'), async (tenant, id) =>
+      bridge?.ctx.sessions.get(tenant, id),
+    );
+    open.push(inProcess.emulator);
+    expect(inProcess).toMatchObject({ voice: true, messaging: true });
+    expect(inProcess.config.messagingBaseUrl).toBe(`${inProcess.url}/v1`);
+    bridge = await createBridge(inProcess.config);
+    open.push(bridge);
+    const http = await bridge.listen();
+    expect(inProcess.connectWebhooks(http)).toBe(`${http}/v1/webhooks/messaging`);
+    expect(inProcess.emulator.messaging.webhookUrl).toBe(
+      `${http}/v1/webhooks/messaging?token=${WEBHOOK_SECRET}`,
+    );
+
+    const banner = startupBanner(http, inProcess.config);
+    expect(banner).toContain(`messaging: ${inProcess.url}/v1`);
+    expect(banner).toContain(
+      `webhook: ${http}/v1/webhooks/messaging with "Authorization: Bearer <MESSAGING_WEBHOOK_SECRET>"`,
+    );
+    expect(banner).not.toContain(WEBHOOK_SECRET);
+
+    const rig = { bridge, http, emulator: inProcess.emulator, bot, close: async () => {} };
+    const { provider, conn } = await liveCall(rig, 'dev-call');
+    open.push(provider);
+    inProcess.emulator.messaging.inbound('default', CHAT_TO);
+    const r = await call(http, 'POST', '/v1/sessions/dev-call/message', {
+      token: await restToken(['calls:control']),
+      body: { channel: 'chat', message: { type: 'text', text: { body: 'hi' } } },
+    });
+    expect(r.status).toBe(200);
+    await conn.waitEvent(
+      'message_status',
+      5_000,
+      (e) => e.status === 'delivered' && e.message_id === r.body.message_id,
+    );
+  });
+
+  it('the banner says when messaging is not configured, and when webhooks need no token', () => {
+    expect(startupBanner('http://127.0.0.1:9000', loadConfig({}))).toContain(
+      'messaging: not configured (MESSAGING_BASE_URL): the message routes answer 503',
+    );
+    const open = startupBanner(
+      'http://0.0.0.0:9000',
+      loadConfig({
+        MESSAGING_BASE_URL: 'https://m-user:pw-x@messaging.example/v1?k=1',
+        MESSAGING_TOKEN: 't',
+      }),
+    );
+    expect(open).toContain('messaging: https://messaging.example/v1');
+    expect(open).toContain(
+      'webhook: http://127.0.0.1:9000/v1/webhooks/messaging (no token: MESSAGING_WEBHOOK_SECRET is not set',
+    );
+    expect(open).not.toMatch(/m-user|pw-x/);
   });
 });

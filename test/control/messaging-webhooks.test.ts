@@ -368,6 +368,19 @@ describe('messaging webhooks', () => {
     expect(rig.logs.join('\n')).toMatch(/MESSAGING_WEBHOOK_SECRET is not set/);
   });
 
+  it('in production without a webhook secret (messaging off) every post is refused', async () => {
+    const rig = await startBridge({
+      NODE_ENV: 'production',
+      PROVIDER_BASE_URL: 'http://127.0.0.1:9/v1',
+      MESSAGING_WEBHOOK_SECRET: '',
+    });
+    open.push(rig);
+    const r = await post(rig.http, rcsStatus('m-prod', 'sent'), { token: null });
+    expect(r.status).toBe(401);
+    expect(r.body.message).toMatch(/MESSAGING_WEBHOOK_SECRET is not set/);
+    expect(rig.logs.join('\n')).not.toMatch(/accepts posts without a token/);
+  });
+
   it('400 naming what is wrong in a malformed post; nothing from it is counted', async () => {
     const rig = await startBridge();
     open.push(rig);
