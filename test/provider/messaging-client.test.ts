@@ -521,9 +521,9 @@ describe('messaging client: pacing', () => {
 
   it('a send that would wait for its slot past the bound is refused at once with too_many_requests', async () => {
     const p = await provider(answer(200, SENT));
-    const c = client(p.url, { sendsPerSecond: 2, readTimeoutMs: 600 });
+    const c = client(p.url, { sendsPerSecond: 2, readTimeoutMs: 900 });
     const results = await Promise.allSettled(Array.from({ length: 5 }, () => c.sendChatMessage(TEXT)));
-    // Burst of 2, then one every 500 ms: the third fits in 600 ms, the fourth and fifth do not.
+    // Burst of 2, then one every 500 ms: the third waits 500 ms of its 900, the fourth would wait 1,000.
     expect(results.map((r) => r.status)).toEqual([
       'fulfilled',
       'fulfilled',
