@@ -47,6 +47,8 @@ export const WEBHOOK_PATH = '/v1/webhooks/messaging';
 
 /** Events one webhook post may carry; a provider batches far fewer. */
 const MAX_EVENTS_PER_POST = 1_000;
+/** Largest webhook post: 1,000 events of up to ~1 KB. */
+const WEBHOOK_BODY_LIMIT_BYTES = 1024 * 1024;
 /** Longest id, number or text field accepted from a webhook. */
 const MAX_FIELD_CHARS = 1_024;
 
@@ -415,6 +417,9 @@ function registerWebhook(
   scope.post(
     WEBHOOK_PATH,
     {
+      // A provider may batch: up to MAX_EVENTS_PER_POST events of a few hundred bytes each. A post over
+      // the limit would be refused (413) on every retry, so the bound is the batch's, not a person's body.
+      bodyLimit: Math.max(config.bodyLimitBytes, WEBHOOK_BODY_LIMIT_BYTES),
       // The provider posts up to a few events per message sent (80 per second) from a few addresses:
       // 20 posts per send allowed, above the per-address REST limit meant for people and scripts.
       config: {
@@ -474,7 +479,7 @@ function registerWebhook(
         counted.labels(events[i]!.channel, firsts[i] === true ? 'new' : 'duplicate').inc();
       }
       // Answered now; recorded and forwarded after, in the order the post had them.
-      void recordAll(ctx, req.log, fresh, counted);
+      setImmediate(() => void recordAll(ctx, req.log, fresh, counted));
       return reply.send({ received: events.length, duplicates: events.length - fresh.length });
     },
   );
@@ -726,16 +731,21 @@ function chatStatus(s: Obj, p: string): MessagingEvent {
   };
 }
 
-/** A tapped reply button (interactive) or template quick reply (button); other inbound messages: none. */
+/**
+ * A tapped reply button (interactive `button_reply`) or template quick reply (`button`); other inbound
+ * messages (texts, other interactive replies) are not about a message the bridge sent: none.
+ */
 function chatButton(m: Obj, p: string): MessagingEvent | undefined {
   if (m.type !== 'interactive' && m.type !== 'button') return undefined;
+  if (m.type === 'interactive' && (!isObj(m.interactive) || m.interactive.type !== 'button_reply')) {
+    if (!isObj(m.interactive)) malformed(`${p}.interactive`, 'an object', m.interactive);
+    return undefined;
+  }
   const from = str(m.from, `${p}.from`);
   const timestamp = time(m.timestamp, `${p}.timestamp`);
   const message_id = str(obj(m.context, `${p}.context`).id, `${p}.context.id`);
   if (m.type === 'interactive') {
-    const i = obj(m.interactive, `${p}.interactive`);
-    if (i.type !== 'button_reply') malformed(`${p}.interactive.type`, 'button_reply', i.type);
-    const r = obj(i.button_reply, `${p}.interactive.button_reply`);
+    const r = obj((m.interactive as Obj).button_reply, `${p}.interactive.button_reply`);
     return {
       kind: 'button',
       channel: 'chat',

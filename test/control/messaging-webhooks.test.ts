@@ -447,7 +447,55 @@ describe('messaging webhooks', () => {
     expect((await post(rig.http, rcsStatus('m-bad', 'sent'))).body).toEqual({ received: 1, duplicates: 0 });
   });
 
-  it('events for messages not sent during a call are recorded but reach no bot', async () => {
+  it('inbound texts and other replies are not events; a batch larger than a REST body is taken whole', async () => {
+    const rig = await startBridge();
+    open.push(rig);
+    const now = new Date().toISOString();
+    const inbound = {
+      object: 'chat',
+      entry: [
+        {
+          changes: [
+            { field: 'message_template_status_update', value: {} },
+            {
+              field: 'messages',
+              value: {
+                messages: [
+                  {
+                    id: 'in-1',
+                    from: '14155550100',
+                    timestamp: now,
+                    type: 'text',
+                    text: { body: 'hello there' },
+                  },
+                  {
+                    id: 'in-2',
+                    from: '14155550100',
+                    timestamp: now,
+                    type: 'interactive',
+                    interactive: { type: 'list_reply', list_reply: { id: 'r1', title: 'One' } },
+                  },
+                ],
+                statuses: [{ id: 'm-in', status: 'sent', timestamp: now, recipient_id: '14155550100' }],
+              },
+            },
+          ],
+        },
+      ],
+    };
+    expect((await post(rig.http, inbound)).body).toEqual({ received: 1, duplicates: 0 });
+    expect(rig.logs.join('\n')).not.toContain('hello there');
+    // 600 events, ~110 KB: over BODY_LIMIT_BYTES (64 KB), under the webhook's own bound.
+    const batch = Array.from({ length: 600 }, (_, i) => rcsStatus(`m-batch-${i}`, 'delivered'));
+    expect(JSON.stringify(batch).length).toBeGreaterThan(65_536);
+    expect((await post(rig.http, batch)).body).toEqual({ received: 600, duplicates: 0 });
+    const tooMany = Array.from({ length: 1_001 }, (_, i) => rcsStatus(`m-many-${i}`, 'read'));
+    const r = await post(rig.http, tooMany);
+    expect(r.status).toBe(400);
+    expect(r.body.message).toMatch(/at most 1000 events/);
+  });
+
+  it('events for a message the bridge did not send reach no bot', async () => {
     const { rig, conn } = await rigWithCall();
     expect((await post(rig.http, chatStatuses('unknown-msg', 'delivered'))).body).toEqual({
       received: 1,
