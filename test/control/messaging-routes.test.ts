@@ -4,6 +4,7 @@
  * bridge: 400s naming the field, 404, 503 without a provider, and sends whose events reach the call's
  * ws bot.
  */
+import fc from 'fast-check';
 import { afterEach, describe, expect, it } from 'vitest';
 import { type Bridge, createBridge } from '../../src/app.js';
 import { mintToken } from '../../src/auth/jwt.js';
@@ -32,7 +33,7 @@ interface Rig {
   close(): Promise<void>;
 }
 
-async function startRig(o: { messaging?: boolean } = {}): Promise<Rig> {
+async function startRig(o: { messaging?: boolean; env?: Record<string, string> } = {}): Promise<Rig> {
   const bot = await TestBot.start({ echo: false });
   let emulator: Emulator | undefined;
   let env: Record<string, string> = {};
@@ -55,6 +56,7 @@ async function startRig(o: { messaging?: boolean } = {}): Promise<Rig> {
     MESSAGING_WEBHOOK_SECRET: WEBHOOK_SECRET,
     BOT_URL: bot.url,
     ...env,
+    ...o.env,
   });
   const bridge = await createBridge(config);
   const http = await bridge.listen();
@@ -90,7 +92,7 @@ describe('POST /v1/sessions/{id}/message', () => {
     for (const o of open.splice(0).reverse()) await o.close();
   });
 
-  async function rigWithCall(o: { messaging?: boolean; phone?: string } = {}) {
+  async function rigWithCall(o: { messaging?: boolean; phone?: string; env?: Record<string, string> } = {}) {
     const rig = await startRig(o);
     open.push(rig);
     const { provider, conn } = await liveCall(rig, 'call-1', o.phone ?? PHONE);
@@ -206,6 +208,52 @@ describe('POST /v1/sessions/{id}/message', () => {
       expect(r.status, JSON.stringify(body)).toBe(400);
       expect(r.body.message, JSON.stringify(body)).toMatch(message);
     }
+  });
+
+  it('any body is answered with the contract error body and a fitting status, never a 500', async () => {
+    const { rig, token } = await rigWithCall({ env: { REST_RATE_LIMIT: '1000000' } });
+    rig.emulator!.messaging.inbound('default', CHAT_TO);
+    const wrong = fc.oneof(
+      fc.jsonValue({ maxDepth: 3 }),
+      fc.string({ unit: 'grapheme', maxLength: 30 }),
+      fc.constant(undefined),
+    );
+    const body = fc.oneof(
+      fc.jsonValue({ maxDepth: 4 }),
+      fc.record(
+        {
+          channel: fc.oneof(fc.constantFrom('chat', 'rcs'), wrong),
+          template: fc.oneof(
+            wrong,
+            fc.record({
+              name: fc.oneof(fc.constant('a_b'), wrong),
+              language: fc.oneof(fc.constant('en_US'), wrong),
+            }),
+          ),
+          message: fc.oneof(
+            wrong,
+            fc.record({
+              type: fc.oneof(fc.constantFrom('text', 'image', 'interactive'), wrong),
+              text: wrong,
+            }),
+          ),
+          template_name: wrong,
+          params: wrong,
+        },
+        { requiredKeys: ['channel'] },
+      ),
+    );
+    await fc.assert(
+      fc.asyncProperty(body, async (b) => {
+        const r = await call(rig.http, 'POST', '/v1/sessions/call-1/message', { token, body: b });
+        expect([200, 400, 404, 409, 422], JSON.stringify(b)).toContain(r.status);
+        if (r.status !== 200) {
+          expect(typeof r.body.error).toBe('string');
+          expect(typeof r.body.message).toBe('string');
+        }
+      }),
+      { numRuns: 200 },
+    );
   });
 
   it("400 naming customer_phone when the call's number cannot be messaged", async () => {

@@ -4,6 +4,7 @@
  * was sent in, and `GET /v1/messages/{id}` for the sending tenant only. The messaging provider here is a
  * stand-in client answering with fixed ids: these tests post the provider's webhooks themselves.
  */
+import fc from 'fast-check';
 import { afterEach, describe, expect, it } from 'vitest';
 import { type Bridge, createBridge } from '../../src/app.js';
 import { mintToken } from '../../src/auth/jwt.js';
@@ -493,6 +494,62 @@ describe('messaging webhooks', () => {
     const r = await post(rig.http, tooMany);
     expect(r.status).toBe(400);
     expect(r.body.message).toMatch(/at most 1000 events/);
+  });
+
+  it('any body, or a valid one with a field made wrong, is 200 or a 400 with the contract body', async () => {
+    const rig = await startBridge({ REST_RATE_LIMIT: '1000000' });
+    open.push(rig);
+    const wrong = fc.oneof(
+      fc.jsonValue({ maxDepth: 3 }),
+      fc.string({ unit: 'grapheme', maxLength: 30 }),
+      fc.constant(null),
+      fc.constant(undefined),
+      fc.integer(),
+    );
+    /** Sets `path` (keys and indexes) in a copy of `v` to `value`. */
+    const setAt = (v: unknown, path: (string | number)[], value: unknown): unknown => {
+      if (path.length === 0) return value;
+      const [k, ...rest] = path;
+      const copy = (Array.isArray(v) ? [...v] : { ...(v as object) }) as Record<string | number, unknown>;
+      copy[k!] = setAt(copy[k!], rest, value);
+      return copy;
+    };
+    const chat = chatStatuses('m-fuzz', 'sent');
+    const tap = chatButton('m-fuzz', 'b1');
+    const paths: [unknown, (string | number)[]][] = [
+      [chat, ['object']],
+      [chat, ['entry']],
+      [chat, ['entry', 0]],
+      [chat, ['entry', 0, 'changes']],
+      [chat, ['entry', 0, 'changes', 0, 'value']],
+      [chat, ['entry', 0, 'changes', 0, 'value', 'statuses', 0, 'status']],
+      [chat, ['entry', 0, 'changes', 0, 'value', 'statuses', 0, 'errors']],
+      [chat, ['entry', 0, 'changes', 0, 'value', 'statuses', 0, 'id']],
+      [tap, ['entry', 0, 'changes', 0, 'value', 'messages', 0, 'interactive']],
+      [tap, ['entry', 0, 'changes', 0, 'value', 'messages', 0, 'context']],
+      [tap, ['entry', 0, 'changes', 0, 'value', 'messages', 0, 'type']],
+      [rcsStatus('m-fuzz', 'read'), ['error']],
+      [rcsStatus('m-fuzz', 'read'), ['recipient']],
+      [rcsStatus('m-fuzz', 'read'), ['event_type']],
+      [[rcsStatus('m-fuzz', 'read')], [0, 'message_id']],
+    ];
+    const body = fc.oneof(
+      fc.jsonValue({ maxDepth: 4 }),
+      fc.tuple(fc.constantFrom(...paths), wrong).map(([[v, path], value]) => setAt(v, path, value)),
+    );
+    await fc.assert(
+      fc.asyncProperty(body, async (b) => {
+        const r = await post(rig.http, JSON.stringify(b) ?? 'null');
+        expect([200, 400], JSON.stringify(b)).toContain(r.status);
+        if (r.status === 200) {
+          expect(Object.keys(r.body).sort()).toEqual(['duplicates', 'received']);
+        } else {
+          expect(['bad_request', 'invalid_field']).toContain(r.body.error);
+          expect(typeof r.body.message).toBe('string');
+        }
+      }),
+      { numRuns: 300 },
+    );
   });
 
   it('events for a message the bridge did not send reach no bot', async () => {
