@@ -23,6 +23,7 @@ import type { RestVerifier } from '../auth/jwt.js';
 import type { BridgeContext } from '../context.js';
 import { BridgeError, describe, invalidField, isBridgeError } from '../errors.js';
 import {
+  type ChatMessage,
   MESSAGE_STATUSES,
   type MessageStatus,
   type MessagingClient,
@@ -210,7 +211,8 @@ function registerSend(scope: FastifyInstance, ctx: BridgeContext, verify: RestVe
     },
     async (req) => {
       const body = req.body as SendBody;
-      checkSendBody(body);
+      // The body first (400), then the session (404), then the provider (503).
+      const message = checkSendBody(body);
       const { tenant } = principal(req);
       const { id } = req.params as { id: string };
       const session = await ctx.sessions.get(tenant, id);
@@ -221,14 +223,18 @@ function registerSend(scope: FastifyInstance, ctx: BridgeContext, verify: RestVe
         );
       }
       const client = messagingOf(ctx);
-      return body.channel === 'chat'
-        ? sendChat(ctx, req, client, session, body)
+      return message !== undefined
+        ? sendChat(ctx, req, client, session, message)
         : sendRcs(ctx, req, client, session, body);
     },
   );
 }
 
-function checkSendBody(body: SendBody): void {
+/** A number of the right form, for checking a body before the session's own number is known. */
+const SAMPLE_NUMBER = '10000000000';
+
+/** Checks the body whole; for chat, returns the message as the sender takes it. */
+function checkSendBody(body: SendBody): ChatMessage | undefined {
   if (body.channel === 'chat') {
     for (const f of ['template_name', 'params'] as const) {
       if (body[f] !== undefined) throw invalidField(f, 'left out on chat (it is for rcs)', body[f]);
@@ -245,7 +251,12 @@ function checkSendBody(body: SendBody): void {
         { field: 'template' },
       );
     }
-    return;
+    const message =
+      body.template !== undefined ? { type: 'template', template: body.template } : body.message;
+    // The messaging validators name fields as the provider's body has them: `message.template.name` is
+    // this route's `template.name`.
+    return renamed(() => validateChatSendRequest({ to: SAMPLE_NUMBER, message }), body.template !== undefined)
+      .message;
   }
   for (const f of ['template', 'message'] as const) {
     if (body[f] !== undefined) throw invalidField(f, 'left out on rcs (it is for chat)', body[f]);
@@ -259,6 +270,16 @@ function checkSendBody(body: SendBody): void {
       },
     );
   }
+  rcsCampaign(body, SAMPLE_NUMBER.slice(-10), 0);
+  return undefined;
+}
+
+function rcsCampaign(body: SendBody, mobile: string, at: number, sessionId = 'session') {
+  return validateRcsCampaignRequest({
+    template_name: body.template_name,
+    campaign_name: campaignName(sessionId, at),
+    contacts: [{ mobile, ...(body.params === undefined ? {} : { params: body.params }) }],
+  });
 }
 
 async function sendChat(
@@ -266,13 +287,10 @@ async function sendChat(
   req: FastifyRequest,
   client: MessagingClient,
   session: SessionInfo,
-  body: SendBody,
+  message: ChatMessage,
 ) {
   const to = customerNumber(session);
-  const message = body.template !== undefined ? { type: 'template', template: body.template } : body.message;
-  // The messaging validators name fields as the provider's body has them: `message.template.name` is
-  // this route's `template.name`.
-  const request = renamed(() => validateChatSendRequest({ to, message }), body.template !== undefined);
+  const request = { to, message };
   const result = await client.sendChatMessage(request).catch(logFailure(req, session, 'chat'));
   const messageId = result.data.message_id;
   req.log.info({ session_id: session.session_id, message_id: messageId, channel: 'chat' }, 'message sent');
@@ -301,11 +319,7 @@ async function sendRcs(
 ) {
   const mobile = customerNumber(session).slice(-10);
   const requestedAt = Date.now();
-  const campaign = validateRcsCampaignRequest({
-    template_name: body.template_name,
-    campaign_name: campaignName(session.session_id, requestedAt),
-    contacts: [{ mobile, ...(body.params === undefined ? {} : { params: body.params }) }],
-  });
+  const campaign = rcsCampaign(body, mobile, requestedAt, session.session_id);
   const result = await client.launchRcsCampaign(campaign).catch(logFailure(req, session, 'rcs'));
   req.log.info(
     { session_id: session.session_id, campaign_id: result.campaign_id, channel: 'rcs' },

@@ -301,6 +301,17 @@ describe('POST /v1/sessions/{id}/message', () => {
     });
     const list = await call(rig.http, 'GET', '/v1/messaging/chat/templates', { token });
     expect(list.status).toBe(503);
+    // A bad body is a 400 first, then an unknown session a 404, provider or not.
+    const bad = await call(rig.http, 'POST', '/v1/sessions/nobody/message', {
+      token,
+      body: { channel: 'chat', message: { type: 'video' } },
+    });
+    expect(bad.status).toBe(400);
+    const missing = await call(rig.http, 'POST', '/v1/sessions/nobody/message', {
+      token,
+      body: { channel: 'rcs', template_name: 'order_ready' },
+    });
+    expect(missing.status).toBe(404);
   });
 });
 
