@@ -19,7 +19,7 @@ import type {
   RouteShorthandOptions,
 } from 'fastify';
 import { Counter } from 'prom-client';
-import type { RestVerifier } from '../auth/jwt.js';
+import { bearerToken, type RestVerifier } from '../auth/jwt.js';
 import type { BridgeContext } from '../context.js';
 import { BridgeError, describe, invalidField, isBridgeError } from '../errors.js';
 import {
@@ -500,8 +500,8 @@ function registerWebhook(
 }
 
 function webhookToken(req: FastifyRequest): string | undefined {
-  const header = req.headers.authorization;
-  if (header !== undefined) return /^Bearer[ ]+([^ ]+)[ ]*$/i.exec(header)?.[1];
+  const bearer = bearerToken(req.headers.authorization);
+  if (bearer !== undefined) return bearer;
   const q = (req.query as { token?: unknown } | undefined)?.token;
   return typeof q === 'string' ? q : undefined;
 }

@@ -360,6 +360,13 @@ describe('messaging webhooks', () => {
     expect((await post(rig.http, body, { token: 'wrong', query: true })).status).toBe(401);
     expect((await post(rig.http, body, { query: true })).body).toEqual({ received: 1, duplicates: 0 });
     expect((await post(rig.http, body)).body).toEqual({ received: 1, duplicates: 1 });
+    // A header that is not a bearer token leaves the query's token to decide.
+    const basic = await fetch(`${rig.http}/v1/webhooks/messaging?token=${WEBHOOK_SECRET}`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', authorization: 'Basic dXNlcjpwYXNz' },
+      body: JSON.stringify(body),
+    });
+    expect(basic.status).toBe(200);
   });
 
   it('without MESSAGING_WEBHOOK_SECRET posts need no token, and start-up says so', async () => {
