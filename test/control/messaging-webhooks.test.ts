@@ -559,6 +559,40 @@ describe('messaging webhooks', () => {
     );
   });
 
+  it('an event that comes while the bot is being redialled reaches it after its session_start', async () => {
+    const bot = await TestBot.start({ echo: false });
+    const port = Number(new URL(bot.url).port);
+    const rig = await startBridge(
+      { BOT_URL: bot.url, BOT_RETRY_BASE_MS: '100', BOT_RETRIES: '8' },
+      stubMessaging(),
+    );
+    open.push(rig);
+    const { provider } = await liveCall(rig, bot, 'call-r');
+    open.push(provider);
+    const token = await restToken(['calls:control']);
+    const sent = await call(rig.http, 'POST', '/v1/sessions/call-r/message', {
+      token,
+      body: { channel: 'chat', message: { type: 'text', text: { body: 'hi' } } },
+    });
+    const id = sent.body.message_id as string;
+    await bot.close();
+    // The provider hears the bot is lost: the bridge is redialling it.
+    await provider.waitEvent('error', 5_000, (e) => e.code === 'bot_unavailable');
+    expect((await post(rig.http, chatStatuses(id, 'delivered'))).body).toEqual({
+      received: 1,
+      duplicates: 0,
+    });
+    await new Promise((r) => setTimeout(r, 50));
+    const back = await TestBot.start({ echo: false, port });
+    open.push(back);
+    const conn = await back.waitConnection(0, 10_000);
+    const ev = await conn.waitEvent('message_status', 5_000);
+    expect(ev).toMatchObject({ message_id: id, status: 'delivered' });
+    expect(conn.events.findIndex((e) => e.event === 'session_start')).toBeLessThan(
+      conn.events.findIndex((e) => e.event === 'message_status'),
+    );
+  });
+
   it('events for a message the bridge did not send reach no bot', async () => {
     const { rig, conn } = await rigWithCall();
     expect((await post(rig.http, chatStatuses('unknown-msg', 'delivered'))).body).toEqual({

@@ -29,6 +29,8 @@ export interface WsBotOptions {
 
 /** Longest wait between redials. */
 const RETRY_MAX_MS = 5_000;
+/** Notices held while the bot is being dialled or redialled; older ones go first past this. */
+const MAX_HELD_NOTICES = 32;
 
 /**
  * Makes ws's `generateMask`: a client frame's masking key from `fill` (the CSPRNG, drawn 8 KB at a time
@@ -76,6 +78,8 @@ export class WsBot implements BotLeg {
   #alive = true;
   /** True once the provider has been told the bot is lost, until it is back. */
   #reported = false;
+  /** Notices that came while the socket was not open: sent after the next session_start. */
+  #heldNotices: string[] = [];
 
   constructor(call: BotCall, handler: BotHandler, o: WsBotOptions) {
     this.#o = o;
@@ -108,9 +112,17 @@ export class WsBot implements BotLeg {
     this.#sendText(JSON.stringify({ event: 'mark', name }));
   }
 
-  /** Sent while the bot is connected; one that arrives while it is being redialled is dropped. */
+  /** Sent at once while the bot is connected; held (a few, newest kept) while it is being dialled. */
   notify(event: BotNotice): void {
-    this.#sendText(JSON.stringify(event));
+    if (this.#ended) return;
+    const text = JSON.stringify(event);
+    const ws = this.#ws;
+    if (ws !== undefined && ws.readyState === WebSocket.OPEN) {
+      ws.send(text);
+      return;
+    }
+    if (this.#heldNotices.length >= MAX_HELD_NOTICES) this.#heldNotices.shift();
+    this.#heldNotices.push(text);
   }
 
   heartbeat(): void {
@@ -129,6 +141,7 @@ export class WsBot implements BotLeg {
     if (this.#ended) return;
     this.#ended = true;
     if (this.#retryTimer !== undefined) clearTimeout(this.#retryTimer);
+    this.#heldNotices = [];
     const ws = this.#ws;
     if (ws === undefined) return;
     if (ws.readyState === WebSocket.OPEN) {
@@ -165,6 +178,8 @@ export class WsBot implements BotLeg {
       this.#o.log.info({ bot: this.#name }, 'bot connected');
       if (this.#reported) this.#reported = false;
       ws.send(botSessionStart(this.#call, this.#o.botRate));
+      for (const text of this.#heldNotices) ws.send(text);
+      this.#heldNotices = [];
     });
     ws.on('message', (data: Buffer, isBinary: boolean) => this.#onMessage(ws, data, isBinary));
     ws.on('error', (err) => {
