@@ -1,0 +1,173 @@
+/**
+ * Template and campaign management under `/v1/messaging/` (scope `messages:manage`): forwarded to the
+ * provider as they are, checked first by the messaging validators (400 naming the field).
+ */
+import type { FastifyInstance, RouteShorthandOptions } from 'fastify';
+import type { RestVerifier } from '../auth/jwt.js';
+import type { BridgeContext } from '../context.js';
+import { BridgeError } from '../errors.js';
+import { type MessagingClient, TEMPLATE_CATEGORIES, TEMPLATE_STATUSES } from '../provider/messaging/types.js';
+import {
+  validateChatCampaignRequest,
+  validateChatTemplateInput,
+  validateRcsCampaignRequest,
+  validateRcsTemplate,
+} from '../provider/messaging/validate.js';
+import { scopeGuard } from './guard.js';
+import { BEARER, errorResponses } from './schemas.js';
+
+const NAME_PARAMS = {
+  type: 'object',
+  properties: {
+    name: { type: 'string', minLength: 1, maxLength: 512, description: 'a template name' },
+  },
+  required: ['name'],
+} as const;
+
+const CAMPAIGN_ID_PARAMS = {
+  type: 'object',
+  properties: {
+    id: { type: 'string', minLength: 1, maxLength: 256, description: 'a campaign id' },
+  },
+  required: ['id'],
+} as const;
+
+/** Management bodies are checked by the messaging validators (400 naming the field), not by a schema. */
+const ANY_OBJECT = { type: 'object', description: 'see the provider document', additionalProperties: true };
+const ANY_ANSWER = { type: 'object', additionalProperties: true };
+
+export function messagingOf(ctx: BridgeContext): MessagingClient {
+  if (ctx.messaging === undefined) {
+    throw new BridgeError(
+      'upstream_unavailable',
+      'no messaging provider is configured: set MESSAGING_BASE_URL and MESSAGING_TOKEN',
+    );
+  }
+  return ctx.messaging;
+}
+
+export function registerManagement(scope: FastifyInstance, ctx: BridgeContext, verify: RestVerifier): void {
+  const guard = scopeGuard(verify, 'messages:manage');
+  const upstream = [400, 401, 402, 403, 404, 409, 422, 429, 502, 503, 504] as const;
+  const opts = (
+    summary: string,
+    extra: Record<string, unknown> = {},
+    ok: Record<number, unknown> = {},
+  ): RouteShorthandOptions => ({
+    onRequest: guard,
+    schema: {
+      tags: ['messaging'],
+      summary,
+      security: BEARER,
+      ...extra,
+      response: { 200: ANY_ANSWER, ...ok, ...errorResponses(...upstream) },
+    },
+  });
+  const client = () => messagingOf(ctx);
+
+  scope.get(
+    '/v1/messaging/chat/templates',
+    opts('List the chat templates (filter by status, category)', {
+      querystring: {
+        type: 'object',
+        properties: {
+          status: { type: 'string', enum: TEMPLATE_STATUSES, description: TEMPLATE_STATUSES.join(', ') },
+          category: {
+            type: 'string',
+            enum: TEMPLATE_CATEGORIES,
+            description: TEMPLATE_CATEGORIES.join(', '),
+          },
+        },
+      },
+    }),
+    async (req) => {
+      const q = req.query as {
+        status?: (typeof TEMPLATE_STATUSES)[number];
+        category?: (typeof TEMPLATE_CATEGORIES)[number];
+      };
+      return client().listChatTemplates({
+        ...(q.status === undefined ? {} : { status: q.status }),
+        ...(q.category === undefined ? {} : { category: q.category }),
+      });
+    },
+  );
+
+  scope.post(
+    '/v1/messaging/chat/templates',
+    opts('Create a chat template (submitted for review: PENDING)', { body: ANY_OBJECT }, { 201: ANY_ANSWER }),
+    async (req, reply) => {
+      // The body is the template itself (the provider's templateData).
+      const input = validateChatTemplateInput(req.body, 'templateData');
+      const template = await client().createChatTemplate(input);
+      return reply.code(201).send({ template });
+    },
+  );
+
+  scope.post(
+    '/v1/messaging/chat/templates/sync',
+    opts('Pull the latest template statuses from the network operator'),
+    async (_req, reply) => {
+      await client().syncChatTemplates();
+      return reply.code(204).send();
+    },
+  );
+
+  scope.get(
+    '/v1/messaging/chat/templates/:name',
+    opts("A chat template's review status", { params: NAME_PARAMS }),
+    async (req) => ({
+      template: await client().getChatTemplateStatus((req.params as { name: string }).name),
+    }),
+  );
+
+  scope.delete(
+    '/v1/messaging/chat/templates/:name',
+    opts('Delete a chat template (not while an active campaign uses it)', { params: NAME_PARAMS }),
+    async (req, reply) => {
+      await client().deleteChatTemplate((req.params as { name: string }).name);
+      return reply.code(204).send();
+    },
+  );
+
+  scope.post(
+    '/v1/messaging/chat/campaigns',
+    opts(
+      'Send an approved template to an audience list; 207 when saved but not launched',
+      { body: ANY_OBJECT },
+      { 207: ANY_ANSWER },
+    ),
+    async (req, reply) => {
+      const result = await client().createChatCampaign(validateChatCampaignRequest(req.body));
+      return reply.code(result.launched ? 200 : 207).send(result);
+    },
+  );
+
+  scope.post(
+    '/v1/messaging/chat/campaigns/:id/launch',
+    opts(
+      'Retry the launch of a campaign saved with its launch failed (207)',
+      { params: CAMPAIGN_ID_PARAMS },
+      { 207: ANY_ANSWER },
+    ),
+    async (req, reply) => {
+      const result = await client().launchChatCampaign((req.params as { id: string }).id);
+      return reply.code(result.launched ? 200 : 207).send(result);
+    },
+  );
+
+  scope.post(
+    '/v1/messaging/rcs/templates',
+    opts('Create an RCS template (text, standalone or carousel)', { body: ANY_OBJECT }, { 201: ANY_ANSWER }),
+    async (req, reply) => {
+      // `action` is the provider's; it may be left out here.
+      const template = validateRcsTemplate({ action: 'create_template', ...(req.body as object) });
+      return reply.code(201).send(await client().createRcsTemplate(template));
+    },
+  );
+
+  scope.post(
+    '/v1/messaging/rcs/campaigns',
+    opts('Launch an RCS template to a contact list (10-digit mobiles)', { body: ANY_OBJECT }),
+    async (req) => client().launchRcsCampaign(validateRcsCampaignRequest(req.body)),
+  );
+}

@@ -1,0 +1,388 @@
+/**
+ * The provider's messaging webhook, `POST /v1/webhooks/messaging` (MESSAGING_WEBHOOK_SECRET, no JWT):
+ * chat and RCS payloads parsed, all or nothing, into `MessagingEvent`s; deduplicated; answered at once,
+ * then recorded and forwarded to the bot of the call a message was sent in.
+ */
+import { createHash, timingSafeEqual } from 'node:crypto';
+import type { FastifyBaseLogger, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import type { Counter } from 'prom-client';
+import { bearerToken } from '../auth/jwt.js';
+import type { BridgeContext } from '../context.js';
+import { BridgeError, describe } from '../errors.js';
+import { MESSAGE_STATUSES, type MessageStatus, type MessagingEvent } from '../provider/messaging/types.js';
+import type { MessageRecord } from '../state/types.js';
+import { errorResponses } from './schemas.js';
+
+export const WEBHOOK_PATH = '/v1/webhooks/messaging';
+
+/** Events one webhook post may carry; a provider batches far fewer. */
+const MAX_EVENTS_PER_POST = 1_000;
+/** Largest webhook post: 1,000 events of up to ~1 KB. */
+const WEBHOOK_BODY_LIMIT_BYTES = 1024 * 1024;
+/** Longest id, number or text field accepted from a webhook. */
+const MAX_FIELD_CHARS = 1_024;
+
+// ---------------------------------------------------------------------------------------------------
+// Webhook
+
+export function registerWebhook(
+  scope: FastifyInstance,
+  ctx: BridgeContext,
+  counted: Counter<'channel' | 'outcome'>,
+) {
+  const { config } = ctx;
+  const secret = config.messagingWebhookSecret;
+  const expected = secret === undefined ? undefined : digest(secret);
+  scope.post(
+    WEBHOOK_PATH,
+    {
+      // A provider may batch: up to MAX_EVENTS_PER_POST events of a few hundred bytes each. A post over
+      // the limit would be refused (413) on every retry, so the bound is the batch's, not a person's body.
+      bodyLimit: Math.max(config.bodyLimitBytes, WEBHOOK_BODY_LIMIT_BYTES),
+      // The provider posts up to a few events per message sent (80 per second) from a few addresses:
+      // 20 posts per send allowed, above the per-address REST limit meant for people and scripts.
+      config: {
+        rateLimit: {
+          max: Math.max(
+            config.restRateLimit,
+            Math.ceil((20 * config.messagingSendsPerSec * config.restRateWindowMs) / 1000),
+          ),
+          timeWindow: config.restRateWindowMs,
+        },
+      },
+      onRequest: async (req) => {
+        if (expected === undefined) {
+          // Outside production a missing secret opens the webhook (start-up says so); in production
+          // (where messaging needs one) nothing forged may reach the store or a bot.
+          if (!config.production) return;
+          throw new BridgeError(
+            'unauthorized',
+            'webhook posts are refused: MESSAGING_WEBHOOK_SECRET is not set on this bridge (required in production)',
+          );
+        }
+        const given = webhookToken(req);
+        if (given === undefined || !timingSafeEqual(digest(given), expected)) {
+          throw new BridgeError(
+            'unauthorized',
+            'the webhook post must carry the messaging webhook secret: "Authorization: Bearer <secret>" or ?token=<secret>',
+          );
+        }
+      },
+      schema: {
+        tags: ['messaging'],
+        summary:
+          "The provider's messaging webhook: a chat payload, an RCS event, or an array of RCS events; answered at once",
+        querystring: {
+          type: 'object',
+          properties: {
+            token: { type: 'string', description: 'the webhook secret, where a header cannot be set' },
+          },
+        },
+        response: {
+          200: {
+            type: 'object',
+            properties: {
+              received: { type: 'integer', description: 'events in the post' },
+              duplicates: { type: 'integer', description: 'events seen before (not processed again)' },
+            },
+          },
+          ...errorResponses(400, 401, 503),
+        },
+      },
+    },
+    async (req, reply: FastifyReply) => {
+      const events = parseWebhook(req.body);
+      const firsts = await Promise.all(events.map((ev) => ctx.messages.markSeen(dedupeKey(ev))));
+      const fresh = events.filter((_, i) => firsts[i] === true);
+      for (let i = 0; i < events.length; i++) {
+        counted.labels(events[i]!.channel, firsts[i] === true ? 'new' : 'duplicate').inc();
+      }
+      // Answered now; recorded and forwarded after, in the order the post had them.
+      setImmediate(() => void recordAll(ctx, req.log, fresh, counted));
+      return reply.send({ received: events.length, duplicates: events.length - fresh.length });
+    },
+  );
+}
+
+function webhookToken(req: FastifyRequest): string | undefined {
+  const bearer = bearerToken(req.headers.authorization);
+  if (bearer !== undefined) return bearer;
+  const q = (req.query as { token?: unknown } | undefined)?.token;
+  return typeof q === 'string' ? q : undefined;
+}
+
+/** Equal-length digests, so the comparison takes the same time whatever was sent. */
+function digest(s: string): Buffer {
+  return createHash('sha256').update(s).digest();
+}
+
+/** Status events count once per message and status; button taps once per message, button and time. */
+function dedupeKey(ev: MessagingEvent): string {
+  return ev.kind === 'status'
+    ? `status\u0000${ev.channel}\u0000${ev.message_id}\u0000${ev.status}`
+    : `button\u0000${ev.channel}\u0000${ev.message_id}\u0000${ev.button_id}\u0000${ev.timestamp}`;
+}
+
+async function recordAll(
+  ctx: BridgeContext,
+  log: FastifyBaseLogger,
+  events: readonly MessagingEvent[],
+  counted: Counter<'channel' | 'outcome'>,
+): Promise<void> {
+  for (const ev of events) {
+    let record: MessageRecord | undefined;
+    try {
+      record = await ctx.messages.addEvent(ev);
+    } catch (err) {
+      log.warn({ message_id: ev.message_id, err: (err as Error).message }, 'messaging event not recorded');
+      continue;
+    }
+    if (record?.session_id === undefined) continue;
+    counted.labels(ev.channel, 'forwarded').inc();
+    forward(ctx, log, record, ev);
+  }
+}
+
+export function forwardAll(ctx: BridgeContext, log: FastifyBaseLogger, record: MessageRecord): void {
+  for (const ev of record.events) forward(ctx, log, record, ev);
+}
+
+/** Hands the event to the bot of the call the message was sent in, wherever that call is held. */
+function forward(
+  ctx: BridgeContext,
+  log: FastifyBaseLogger,
+  record: MessageRecord,
+  ev: MessagingEvent,
+): void {
+  const sessionId = record.session_id;
+  if (sessionId === undefined) return;
+  ctx.sessionEvents.deliver(record.tenant, sessionId, botNotice(ev)).then(
+    (where) =>
+      log.debug({ session_id: sessionId, message_id: ev.message_id, where }, 'messaging event forwarded'),
+    (err: unknown) =>
+      log.warn({ session_id: sessionId, err: (err as Error).message }, 'messaging event not forwarded'),
+  );
+}
+
+/** What the bot receives: `message_status` or `message_button`. */
+export function botNotice(ev: MessagingEvent) {
+  if (ev.kind === 'status') {
+    return {
+      event: 'message_status',
+      channel: ev.channel,
+      message_id: ev.message_id,
+      status: ev.status,
+      recipient: ev.recipient,
+      timestamp: ev.timestamp,
+      ...(ev.error === undefined ? {} : { error: ev.error }),
+    };
+  }
+  return {
+    event: 'message_button',
+    channel: ev.channel,
+    message_id: ev.message_id,
+    from: ev.from,
+    button_id: ev.button_id,
+    button_text: ev.button_text,
+    timestamp: ev.timestamp,
+  };
+}
+
+// ---------------------------------------------------------------------------------------------------
+// Webhook payloads: a chat payload (ours, in the nested form of chat networks), an RCS event, or an
+// array of RCS events. All or nothing: a malformed post is a 400 naming the first bad field.
+
+type Obj = Record<string, unknown>;
+const isObj = (v: unknown): v is Obj => typeof v === 'object' && v !== null && !Array.isArray(v);
+
+function malformed(field: string, accepts: string, got: unknown): never {
+  throw new BridgeError('invalid_field', `${field} must be ${accepts}, got ${describe(got)}`, { field });
+}
+
+function obj(v: unknown, field: string): Obj {
+  if (!isObj(v)) malformed(field, 'an object', v);
+  return v;
+}
+
+function list(v: unknown, field: string): unknown[] {
+  if (!Array.isArray(v)) malformed(field, 'an array', v);
+  return v;
+}
+
+function str(v: unknown, field: string): string {
+  if (typeof v !== 'string' || v === '' || v.length > MAX_FIELD_CHARS) {
+    malformed(field, `a string of 1 to ${MAX_FIELD_CHARS} characters`, v);
+  }
+  return v;
+}
+
+const ISO_8601 = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d{1,9})?(Z|[+-]\d{2}:?\d{2})$/;
+
+function time(v: unknown, field: string): string {
+  if (typeof v !== 'string' || !ISO_8601.test(v)) malformed(field, 'an ISO 8601 timestamp', v);
+  return v;
+}
+
+function messageStatus(v: unknown, field: string): MessageStatus {
+  if (!(MESSAGE_STATUSES as readonly unknown[]).includes(v)) malformed(field, MESSAGE_STATUSES.join(', '), v);
+  return v as MessageStatus;
+}
+
+export function parseWebhook(body: unknown): MessagingEvent[] {
+  const out: MessagingEvent[] = [];
+  const push = (ev: MessagingEvent) => {
+    if (out.length >= MAX_EVENTS_PER_POST) {
+      throw new BridgeError('bad_request', `a webhook post may carry at most ${MAX_EVENTS_PER_POST} events`);
+    }
+    out.push(ev);
+  };
+  if (Array.isArray(body)) {
+    if (body.length === 0)
+      throw new BridgeError('bad_request', 'the webhook post is an empty array: no events');
+    body.forEach((e, i) => {
+      push(rcsEvent(obj(e, `[${i}]`), `[${i}].`));
+    });
+  } else if (isObj(body) && body.object !== undefined) {
+    if (body.object !== 'chat') malformed('object', '"chat" (a chat webhook payload)', body.object);
+    chatEvents(body, push);
+  } else if (isObj(body) && body.event_type !== undefined) {
+    push(rcsEvent(body, ''));
+  } else {
+    throw new BridgeError(
+      'bad_request',
+      `the webhook post must be a chat payload ({"object": "chat", "entry": [...]}), an RCS event (event_type delivery_status or button_click), or an array of RCS events; got ${describe(body)}`,
+    );
+  }
+  return out;
+}
+
+function rcsEvent(e: Obj, p: string): MessagingEvent {
+  const timestamp = time(e.timestamp, `${p}timestamp`);
+  const message_id = str(e.message_id, `${p}message_id`);
+  if (e.event_type === 'delivery_status') {
+    const status = messageStatus(e.status, `${p}status`);
+    const recipient = str(e.recipient, `${p}recipient`);
+    let error: { code: string; message: string } | undefined;
+    if (e.error !== undefined) {
+      const x = obj(e.error, `${p}error`);
+      error = { code: str(x.code, `${p}error.code`), message: str(x.message, `${p}error.message`) };
+    }
+    return {
+      kind: 'status',
+      channel: 'rcs',
+      message_id,
+      status,
+      recipient,
+      timestamp,
+      ...(error === undefined ? {} : { error }),
+    };
+  }
+  if (e.event_type === 'button_click') {
+    const from = str(e.user_phone, `${p}user_phone`);
+    const i = obj(e.interaction, `${p}interaction`);
+    const button_text = str(i.button_text, `${p}interaction.button_text`);
+    const postback =
+      i.postback_data === undefined ? undefined : str(i.postback_data, `${p}interaction.postback_data`);
+    const url = i.url === undefined ? undefined : str(i.url, `${p}interaction.url`);
+    return {
+      kind: 'button',
+      channel: 'rcs',
+      message_id,
+      from,
+      timestamp,
+      // Application logic keys on postback_data (rcs.md); url and phone buttons have none.
+      button_id: postback ?? button_text,
+      button_text,
+      ...(url === undefined ? {} : { url }),
+    };
+  }
+  return malformed(`${p}event_type`, 'delivery_status or button_click', e.event_type);
+}
+
+function chatEvents(body: Obj, push: (ev: MessagingEvent) => void): void {
+  list(body.entry, 'entry').forEach((en, i) => {
+    const entry = obj(en, `entry[${i}]`);
+    list(entry.changes, `entry[${i}].changes`).forEach((ch, j) => {
+      const p = `entry[${i}].changes[${j}]`;
+      const change = obj(ch, p);
+      // Other fields (template reviews, account updates) are not about messages: skipped.
+      if (change.field !== 'messages') return;
+      const value = obj(change.value, `${p}.value`);
+      if (value.statuses !== undefined) {
+        list(value.statuses, `${p}.value.statuses`).forEach((st, k) => {
+          push(chatStatus(obj(st, `${p}.value.statuses[${k}]`), `${p}.value.statuses[${k}]`));
+        });
+      }
+      if (value.messages !== undefined) {
+        list(value.messages, `${p}.value.messages`).forEach((m, k) => {
+          const ev = chatButton(obj(m, `${p}.value.messages[${k}]`), `${p}.value.messages[${k}]`);
+          if (ev !== undefined) push(ev);
+        });
+      }
+    });
+  });
+}
+
+function chatStatus(s: Obj, p: string): MessagingEvent {
+  const message_id = str(s.id, `${p}.id`);
+  const status = messageStatus(s.status, `${p}.status`);
+  const timestamp = time(s.timestamp, `${p}.timestamp`);
+  const recipient = str(s.recipient_id, `${p}.recipient_id`);
+  let error: { code: string; message: string } | undefined;
+  if (s.errors !== undefined) {
+    const first = list(s.errors, `${p}.errors`)[0];
+    if (first !== undefined) {
+      const x = obj(first, `${p}.errors[0]`);
+      if (typeof x.code !== 'number' && typeof x.code !== 'string') {
+        malformed(`${p}.errors[0].code`, 'a number', x.code);
+      }
+      error = { code: String(x.code), message: str(x.title, `${p}.errors[0].title`) };
+    }
+  }
+  return {
+    kind: 'status',
+    channel: 'chat',
+    message_id,
+    status,
+    recipient,
+    timestamp,
+    ...(error === undefined ? {} : { error }),
+  };
+}
+
+/**
+ * A tapped reply button (interactive `button_reply`) or template quick reply (`button`); other inbound
+ * messages (texts, other interactive replies) are not about a message the bridge sent: none.
+ */
+function chatButton(m: Obj, p: string): MessagingEvent | undefined {
+  if (m.type !== 'interactive' && m.type !== 'button') return undefined;
+  if (m.type === 'interactive' && (!isObj(m.interactive) || m.interactive.type !== 'button_reply')) {
+    if (!isObj(m.interactive)) malformed(`${p}.interactive`, 'an object', m.interactive);
+    return undefined;
+  }
+  const from = str(m.from, `${p}.from`);
+  const timestamp = time(m.timestamp, `${p}.timestamp`);
+  const message_id = str(obj(m.context, `${p}.context`).id, `${p}.context.id`);
+  if (m.type === 'interactive') {
+    const r = obj((m.interactive as Obj).button_reply, `${p}.interactive.button_reply`);
+    return {
+      kind: 'button',
+      channel: 'chat',
+      message_id,
+      from,
+      timestamp,
+      button_id: str(r.id, `${p}.interactive.button_reply.id`),
+      button_text: str(r.title, `${p}.interactive.button_reply.title`),
+    };
+  }
+  const b = obj(m.button, `${p}.button`);
+  return {
+    kind: 'button',
+    channel: 'chat',
+    message_id,
+    from,
+    timestamp,
+    button_id: str(b.payload, `${p}.button.payload`),
+    button_text: str(b.text, `${p}.button.text`),
+  };
+}
