@@ -200,7 +200,7 @@ describe('1. chat template lifecycle through the management routes', () => {
     console.log(
       `template lifecycle: approved after ${Math.round(approvedAfter)} ms (review delay ${REVIEW_MS} ms)`,
     );
-  });
+  }, 20_000);
 });
 
 // ---------------------------------------------------------------------------------------------------
@@ -677,12 +677,10 @@ describe('2. every validation rule reaches the caller as a 400 naming the field'
       });
       expect(a.status, `${c.rule}: ${a.text}`).toBe(c.status ?? 400);
       const message = a.body.message as string;
-      if (typeof c.message === 'string') {
-        // The provider's refusals pass through behind the call they refused.
-        expect(message, c.rule).toBe(c.local ? c.message : expect.stringContaining(c.message));
-      } else {
-        expect(message, c.rule).toMatch(c.message);
-      }
+      // A string is the whole message; a pattern is used where the message goes on, or where the
+      // provider's refusal comes behind the name of the call it refused.
+      if (typeof c.message === 'string') expect(message, c.rule).toBe(c.message);
+      else expect(message, c.rule).toMatch(c.message);
       if (c.local) expect(r.upstream.slice(before), `${c.rule} reached the emulator`).toEqual([]);
       else expect(r.upstream.length, `${c.rule} was checked by the provider`).toBe(before + 1);
     }
@@ -722,7 +720,7 @@ describe('2. every validation rule reaches the caller as a 400 naming the field'
     console.log(
       `validation: ${CASES.length} cases, ${CASES.filter((c) => c.local).length} refused by the bridge before any provider call`,
     );
-  });
+  }, 20_000);
 });
 
 // ---------------------------------------------------------------------------------------------------
@@ -776,7 +774,7 @@ describe('3. the 24-hour window', () => {
     // The emulator holds every send: two to the first customer, the template to the second.
     const sends = (await stats(r)).sends;
     expect(sends.map((s) => s.to)).toEqual(['14155550104', '14155550104', '14155550105']);
-  });
+  }, 20_000);
 });
 
 // ---------------------------------------------------------------------------------------------------
@@ -936,7 +934,7 @@ describe('5. a campaign of 1,000 recipients with per-recipient variables', () =>
   }, 45_000);
 
   // Fails today: POST /v1/messaging/chat/campaigns takes the bridge's general body limit
-  // (BODY_LIMIT_BYTES, 64 KB), which a 1,000-row audience with two short values per row (~64 KB of
+  // (BODY_LIMIT_BYTES, 64 KB), which a 1,000-row audience with two short values per row (66 KB of
   // JSON) passes: 413 payload_too_large. The provider takes such audiences (its campaign routes accept
   // 16 MB; 1,000 is a tier-1 day), and the bridge's webhook route already has a limit of its own.
   it.fails('at the default body limit the bridge takes the 1,000-row audience', async () => {
@@ -949,7 +947,7 @@ describe('5. a campaign of 1,000 recipients with per-recipient variables', () =>
       body: { campaign_name: 'visit_reminders', template_name: 'visit_reminder', audience_rows: rows },
     });
     expect(launched.status, launched.text.slice(0, 200)).not.toBe(413);
-  });
+  }, 20_000);
 });
 
 // ---------------------------------------------------------------------------------------------------
@@ -1044,21 +1042,19 @@ describe('6. duplicate webhook deliveries', () => {
       // Time for any second copy to arrive, were one forwarded.
       await new Promise((res) => setTimeout(res, 300));
       const heard = bot.events.filter((e) => e.event === 'message_status' && e.message_id === id);
-      expect(
-        heard.map((e) => e.status),
-        channel,
-      ).toEqual(['sent', 'delivered', 'read']);
+      // Each status once (sent and delivered from the emulator, read from the posts above).
+      expect(heard.map((e) => e.status).sort(), channel).toEqual(['delivered', 'read', 'sent']);
       const rec = await r.api('GET', `/v1/messages/${encodeURIComponent(id)}`, { token });
       expect(rec.status, rec.text).toBe(200);
       expect(rec.body.status).toBe('read');
       const recorded = (rec.body.events as { status?: string }[]).map((e) => e.status);
-      expect(recorded, channel).toEqual(['sent', 'delivered', 'read']);
+      expect(recorded.sort(), channel).toEqual(['delivered', 'read', 'sent']);
       expect(
         (await r.metric('voicebridge_messaging_webhook_events_total', { channel, outcome: 'duplicate' })) -
           dupesBefore[channel],
       ).toBe(2);
     }
-  });
+  }, 20_000);
 });
 
 // ---------------------------------------------------------------------------------------------------
@@ -1167,5 +1163,5 @@ describe("7. a message sent from a live call: its events reach the call's bot", 
       .map((e) => `${e.channel}:${e.status}`);
     expect(statuses.sort()).toEqual(['chat:delivered', 'chat:sent', 'rcs:delivered', 'rcs:sent']);
     expect(bot.events.filter((e) => e.event === 'message_button')).toHaveLength(2);
-  });
+  }, 20_000);
 });
