@@ -11,7 +11,7 @@
 import { BridgeError, type ErrorCode } from '../errors.js';
 import type { Logger } from '../log.js';
 import type { Metrics } from '../metrics.js';
-import { createAgent, exchange } from './http.js';
+import { type CallTrace, createAgent, exchange, observeCall } from './http.js';
 import {
   type CheckedCall,
   type ConferenceRequest,
@@ -42,7 +42,7 @@ export interface ProviderClientOptions {
   /** Pause before the one retry of a provider 500. */
   readonly retryDelayMs?: number;
   readonly metrics?: Metrics;
-  /** Failed calls are logged here (call, outcome, duration; never bodies, which may hold secrets). */
+  /** Failed calls are logged here (call, outcome, status, duration; never bodies, which may hold secrets). */
   readonly log?: Logger;
 }
 
@@ -68,13 +68,11 @@ export function createProviderClient(options: ProviderClientOptions): ProviderCl
   const retryDelayMs = options.retryDelayMs ?? 250;
   const agent = createAgent(options);
 
-  async function call<T>(c: CheckedCall, method: string, path: string, body?: unknown): Promise<T> {
-    const started = performance.now();
-    const deadline = started + options.readTimeoutMs;
-    let outcome = 'ok';
-    try {
+  function call<T>(c: CheckedCall, method: string, path: string, body?: unknown): Promise<T> {
+    return observeCall(options, c.name, async (trace) => {
+      const deadline = performance.now() + options.readTimeoutMs;
       for (let attempt = 1; ; attempt++) {
-        const result = await attemptOnce(c, method, path, body, deadline);
+        const result = await attemptOnce(c, method, path, body, deadline, trace);
         if (result.kind === 'value') return result.value as T;
         // A provider 500: retry once if there is time left for it.
         if (attempt === 1 && deadline - performance.now() > retryDelayMs) {
@@ -86,26 +84,7 @@ export function createProviderClient(options: ProviderClientOptions): ProviderCl
           `provider ${c.name} failed twice with status 500${result.message ? `: ${result.message}` : ''}`,
         );
       }
-    } catch (err) {
-      outcome = err instanceof BridgeError ? err.code : 'error';
-      // The provider's own 400/404/409 are answers, not faults: those go at info.
-      const fault = !(err instanceof BridgeError) || err.code.startsWith('upstream_');
-      options.log?.[fault ? 'warn' : 'info'](
-        {
-          call: c.name,
-          outcome,
-          ms: Math.round(performance.now() - started),
-          reason: (err as Error).message,
-        },
-        'provider call failed',
-      );
-      throw err;
-    } finally {
-      options.metrics?.upstreamSeconds.observe(
-        { call: c.name, outcome },
-        (performance.now() - started) / 1000,
-      );
-    }
+    });
   }
 
   type Attempt = { kind: 'value'; value: unknown } | { kind: 'retry'; message: string };
@@ -116,6 +95,7 @@ export function createProviderClient(options: ProviderClientOptions): ProviderCl
     path: string,
     body: unknown,
     deadline: number,
+    trace: CallTrace,
   ): Promise<Attempt> {
     const res = await exchange(agent, c.name, options, {
       method: method as 'GET' | 'PUT' | 'POST',
@@ -126,6 +106,7 @@ export function createProviderClient(options: ProviderClientOptions): ProviderCl
     });
     const text = res.text;
     const status = res.status;
+    trace.status = status;
     if (status >= 200 && status < 300) {
       let value: unknown;
       try {

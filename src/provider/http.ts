@@ -1,11 +1,14 @@
 /**
  * HTTP plumbing shared by the provider's clients (voice in ./client.ts, messaging in
  * ./messaging/client.ts), on undici: the agent with explicit bounds, one request bounded by a deadline
- * and read whole, and the mapping of transport failures to typed errors naming the call.
+ * and read whole, the mapping of transport failures to typed errors naming the call, and the timing and
+ * failure log line of each call.
  */
 import type { IncomingHttpHeaders } from 'node:http';
 import { Agent, request, errors as undiciErrors } from 'undici';
 import { BridgeError } from '../errors.js';
+import type { Logger } from '../log.js';
+import type { Metrics } from '../metrics.js';
 
 export interface HttpBounds {
   /** TCP (and TLS) connect bound: a provider that cannot be reached fails fast with 503. */
@@ -133,4 +136,53 @@ export function transportError(callName: string, err: unknown, bounds: HttpBound
     `provider ${callName} failed: ${err instanceof Error ? err.message : String(err)}`,
     { cause: err },
   );
+}
+
+/** What a call's last attempt saw, for its failure log line: never the provider's text or bodies. */
+export interface CallTrace {
+  /** HTTP status of the last answer. */
+  status?: number;
+  /** `error_data.code` of the last answer (messaging network codes). */
+  networkCode?: number;
+}
+
+export interface CallObservers {
+  readonly metrics?: Metrics | undefined;
+  readonly log?: Logger | undefined;
+}
+
+/**
+ * Runs one provider call, retries included: times it into `voicebridge_upstream_seconds` by call and
+ * outcome, and logs a failure with the call, the outcome (the error code), the last HTTP status and
+ * network code, and the duration. Never the error's message: it may quote the provider's text, which
+ * may hold phone numbers or what the request carried.
+ */
+export async function observeCall<T>(
+  o: CallObservers,
+  callName: string,
+  run: (trace: CallTrace) => Promise<T>,
+): Promise<T> {
+  const started = performance.now();
+  const trace: CallTrace = {};
+  let outcome = 'ok';
+  try {
+    return await run(trace);
+  } catch (err) {
+    outcome = err instanceof BridgeError ? err.code : 'error';
+    // The provider's refusals of a request are answers, not faults: those go at info.
+    const fault = !(err instanceof BridgeError) || err.code.startsWith('upstream_');
+    o.log?.[fault ? 'warn' : 'info'](
+      {
+        call: callName,
+        outcome,
+        ...(trace.status !== undefined ? { status: trace.status } : {}),
+        ...(trace.networkCode !== undefined ? { network_code: trace.networkCode } : {}),
+        ms: Math.round(performance.now() - started),
+      },
+      'provider call failed',
+    );
+    throw err;
+  } finally {
+    o.metrics?.upstreamSeconds.observe({ call: callName, outcome }, (performance.now() - started) / 1000);
+  }
 }

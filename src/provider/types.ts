@@ -2,6 +2,7 @@
  * The provider's voice REST API (shared/provider-api/voice.md) as types, and shape checks for what it
  * answers. The bridge trusts nothing the provider sends until it has passed one of these checks.
  */
+import { isObj, type Obj } from './json.js';
 
 export const CALL_STATUSES = ['answered', 'failed', 'timeout'] as const;
 export type CallStatus = (typeof CALL_STATUSES)[number];
@@ -85,8 +86,6 @@ export interface CheckedCall {
   readonly check: ShapeCheck;
 }
 
-type Obj = Record<string, unknown>;
-const isObj = (v: unknown): v is Obj => typeof v === 'object' && v !== null && !Array.isArray(v);
 const str = (o: Obj, k: string): string | undefined =>
   typeof o[k] === 'string' ? undefined : `"${k}" is not a string`;
 const oneOf = (o: Obj, k: string, allowed: readonly string[]): string | undefined =>

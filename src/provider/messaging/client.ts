@@ -3,13 +3,18 @@
  * HTTP plumbing as the voice client (../http.ts).
  *
  * Every request is validated locally first (./validate.ts): a bad one never reaches the provider.
- * Sends are paced by a token bucket at the sender's 80 per second. The whole call, its wait for a send
- * slot and its retries included, is bounded by `readTimeoutMs`.
+ * Sends are paced by a sliding window: at most the sender's 80 in any rolling second. The whole call,
+ * its wait for a send slot and its retries included, is bounded by `readTimeoutMs`.
  *
  * Failure mapping, each message naming the provider call that failed:
- * - network code 130429 or 133000 (in `error_data.code`, whatever the status), or HTTP 429 -> retried
- *   with full-jitter backoff up to `maxRateRetries` times, then 429 too_many_requests
- * - 500 -> retried once, then 502 upstream_bad_answer
+ * - network code 130429 (in `error_data.code`, whatever the status), or HTTP 429 -> retried with
+ *   full-jitter backoff up to `maxRateRetries` times, then 429 too_many_requests
+ * - network code 133000 -> retried once after a backoff, then 429 too_many_requests naming both of its
+ *   meanings (more than 80 per second on a send; the account's 24-hour tier limit reached)
+ * - 500 -> retried once for calls a repeat cannot duplicate (template list, status and sync, chat
+ *   template and campaign creates, refused as a duplicate name when repeated), then 502
+ *   upstream_bad_answer; any other call (the chat send, the campaign launches, a delete, an RCS template
+ *   create) is not retried: 502 at once, saying it may or may not have taken effect
  * - 503 -> retried after `Retry-After` or a jittered backoff while the bound allows, then
  *   503 upstream_unavailable
  * - 131047 -> 409 window_closed; 131026, 131053, 100 -> 422 message_rejected
@@ -17,13 +22,17 @@
  *   `error` text; 401/403 -> 502 upstream_bad_answer (the bridge's credentials were refused)
  * - no answer in time -> 504 upstream_timeout; unreachable -> 503 upstream_unavailable
  * - malformed JSON, a wrong shape, an unexpected status -> 502 upstream_bad_answer
+ *
+ * Failures are logged with the call, the outcome, the HTTP status and the network code only: the
+ * provider's `error` text may quote phone numbers.
  */
 import { BridgeError, invalidField } from '../../errors.js';
 import type { Logger } from '../../log.js';
 import type { Metrics } from '../../metrics.js';
-import { createAgent, type Exchange, exchange } from '../http.js';
+import { type CallTrace, createAgent, type Exchange, exchange, observeCall } from '../http.js';
+import { isObj, type Obj } from '../json.js';
 import type { ShapeCheck } from '../types.js';
-import { backoffMs, delay, TokenBucket } from './rate.js';
+import { backoffMs, delay, delayUntil, SlidingWindowLimiter } from './rate.js';
 import {
   type ChatCampaign,
   type ChatCampaignResult,
@@ -59,9 +68,13 @@ export interface MessagingClientOptions {
   readonly connectTimeoutMs: number;
   /** Bound on one whole call: its wait for a send slot, its attempts and the pauses between them. */
   readonly readTimeoutMs: number;
-  /** Pace of `chat_message_sender` requests (80, the documented limit). */
+  /**
+   * `chat_message_sender` requests admitted in any rolling second (80, the documented limit). The
+   * limiter is this process's own: bridge instances sharing one account must divide the provider's 80
+   * between them (MESSAGING_SENDS_PER_SEC per instance), or they will see 130429 together.
+   */
   readonly sendsPerSecond?: number;
-  /** Retries of a rate-limited call (130429, 133000, 429) before too_many_requests (5). */
+  /** Retries of a rate-limited call (130429, 429) before too_many_requests (5); 133000 is retried once. */
   readonly maxRateRetries?: number;
   /** Retries of a provider 503 before upstream_unavailable (2). */
   readonly maxUnavailableRetries?: number;
@@ -69,10 +82,18 @@ export interface MessagingClientOptions {
   readonly retryBaseMs?: number;
   /** Largest backoff ceiling (8 s). */
   readonly retryCapMs?: number;
+  /**
+   * Called with each paced send's admission time (`performance.now()` clock) as it is scheduled; the
+   * send goes out at that time or, when the event loop is busy, a little after.
+   */
+  readonly onSendAdmitted?: (atMs: number) => void;
   /** Uniform in [0, 1): the jitter source, injectable for tests. */
   readonly random?: () => number;
   readonly metrics?: Metrics;
-  /** Failed and retried calls are logged here (call, outcome, duration; never bodies or tokens). */
+  /**
+   * Failed and retried calls are logged here: call, outcome, HTTP status, network code and duration;
+   * never bodies, tokens or the provider's text.
+   */
   readonly log?: Logger;
 }
 
@@ -84,14 +105,21 @@ interface MessagingCall {
   readonly anyAnswer?: boolean;
   /** 207 is an answer (the campaign creator's "saved, launch failed"). */
   readonly allow207?: boolean;
-  /** Paced by the send token bucket. */
+  /** Paced by the send limiter. */
   readonly paced?: boolean;
+  /**
+   * A repeat cannot send or create anything twice (a read, or a create the provider refuses as a
+   * duplicate name), so a 500 is retried once. Without it a 500 is final: the first attempt may have
+   * taken effect, and a second could send the message again.
+   */
+  readonly idempotent?: boolean;
+  /** What may have happened when a call that is not idempotent fails with a 500. */
+  readonly uncertain?: string;
 }
 
-const RATE_CODES: ReadonlySet<number> = new Set([
-  NETWORK_ERRORS.rateLimitHit,
-  NETWORK_ERRORS.rateLimitExceeded,
-]);
+/** chat.md's sender limit, which 133000 names on a send. */
+const PROVIDER_SENDS_PER_SECOND = 80;
+
 const REJECTED: Readonly<Record<number, string>> = {
   [NETWORK_ERRORS.undeliverable]: 'message undeliverable: number unreachable or blocked',
   [NETWORK_ERRORS.mediaTypeMismatch]: 'media type mismatch: the MIME type does not match the file extension',
@@ -102,6 +130,7 @@ const REJECTED: Readonly<Record<number, string>> = {
 type Attempt =
   | { kind: 'value'; status: number; value: unknown }
   | { kind: 'rate'; code: number }
+  | { kind: 'tier' }
   | { kind: 'server'; message: string }
   | { kind: 'unavailable'; retryAfterMs: number | undefined; message: string };
 
@@ -113,19 +142,28 @@ export function createMessagingClient(options: MessagingClientOptions): Messagin
   const retryBaseMs = options.retryBaseMs ?? 250;
   const retryCapMs = options.retryCapMs ?? 8_000;
   const random = options.random ?? Math.random;
-  const bucket = new TokenBucket({ perSecond, burst: perSecond });
+  const limiter = new SlidingWindowLimiter({ limit: perSecond, windowMs: 1_000 });
   const agent = createAgent(options);
 
-  async function call(
+  function call(
     c: MessagingCall,
     method: 'GET' | 'POST',
     path: string,
     body?: unknown,
   ): Promise<{ status: number; value: unknown }> {
-    const started = performance.now();
-    const deadline = started + options.readTimeoutMs;
-    let outcome = 'ok';
+    return observeCall(options, c.name, (trace) => attempts(c, method, path, body, trace));
+  }
+
+  async function attempts(
+    c: MessagingCall,
+    method: 'GET' | 'POST',
+    path: string,
+    body: unknown,
+    trace: CallTrace,
+  ): Promise<{ status: number; value: unknown }> {
+    const deadline = performance.now() + options.readTimeoutMs;
     let rateRetries = 0;
+    let tierRetries = 0;
     let unavailableRetries = 0;
     let serverFailures = 0;
     /** Waits `ms` before the next attempt if the bound leaves time for it; false when it does not. */
@@ -135,89 +173,88 @@ export function createMessagingClient(options: MessagingClientOptions): Messagin
       await delay(ms);
       return true;
     };
-    try {
-      for (;;) {
-        if (c.paced) {
-          const wait = bucket.tryTake(deadline - performance.now());
-          if (wait === undefined) {
+    for (;;) {
+      if (c.paced) {
+        const at = limiter.tryAdmit(deadline - performance.now());
+        if (at === undefined) {
+          throw new BridgeError(
+            'too_many_requests',
+            `provider ${c.name} not sent: sends are paced at ${perSecond} per second and this one would wait past the ${options.readTimeoutMs} ms bound`,
+          );
+        }
+        options.onSendAdmitted?.(at);
+        await delayUntil(at);
+      }
+      const res = await exchange(agent, c.name, options, {
+        method,
+        url: `${base}${path}`,
+        token: options.token,
+        body,
+        deadline,
+      });
+      const a = classify(c, res, trace);
+      switch (a.kind) {
+        case 'value':
+          return a;
+        case 'rate': {
+          rateRetries++;
+          const wait = backoffMs(rateRetries - 1, retryBaseMs, retryCapMs, random);
+          if (rateRetries > maxRateRetries || !(await pause(wait, `rate limit ${a.code}`))) {
             throw new BridgeError(
               'too_many_requests',
-              `provider ${c.name} not sent: sends are paced at ${perSecond} per second and this one would wait past the ${options.readTimeoutMs} ms bound`,
+              `provider ${c.name} was rate-limited (${a.code}) ${rateRetries} time${rateRetries === 1 ? '' : 's'}, ${rateRetries > maxRateRetries ? 'more than the retries allowed' : 'with no time left to retry'}; slow to ${perSecond} per second or lower`,
             );
           }
-          if (wait > 0) await delay(wait);
+          break;
         }
-        const res = await exchange(agent, c.name, options, {
-          method,
-          url: `${base}${path}`,
-          token: options.token,
-          body,
-          deadline,
-        });
-        const a = classify(c, res);
-        switch (a.kind) {
-          case 'value':
-            return a;
-          case 'rate': {
-            rateRetries++;
-            const wait = backoffMs(rateRetries - 1, retryBaseMs, retryCapMs, random);
-            if (rateRetries > maxRateRetries || !(await pause(wait, `rate limit ${a.code}`))) {
-              throw new BridgeError(
-                'too_many_requests',
-                `provider ${c.name} was rate-limited (${a.code}) ${rateRetries} time${rateRetries === 1 ? '' : 's'}, ${rateRetries > maxRateRetries ? 'more than the retries allowed' : 'with no time left to retry'}; slow to ${perSecond} per second or lower`,
-              );
-            }
-            break;
+        case 'tier': {
+          // 133000 is either a burst (which one retry after a backoff gets past) or the account's tier
+          // limit for the day (which no retry will): one retry only, then both meanings are named.
+          tierRetries++;
+          const wait = backoffMs(tierRetries - 1, retryBaseMs, retryCapMs, random);
+          if (tierRetries > 1 || !(await pause(wait, `rate limit ${NETWORK_ERRORS.rateLimitExceeded}`))) {
+            throw new BridgeError(
+              'too_many_requests',
+              `provider ${c.name} refused with ${NETWORK_ERRORS.rateLimitExceeded}: more than ${PROVIDER_SENDS_PER_SECOND} messages per second, or the account's messaging tier limit for 24 hours is reached`,
+            );
           }
-          case 'server':
-            serverFailures++;
-            if (serverFailures > 1 || !(await pause(retryBaseMs, 'status 500'))) {
-              throw new BridgeError(
-                'upstream_bad_answer',
-                `provider ${c.name} failed ${serverFailures === 1 ? 'with status 500, with no time left to retry' : 'twice with status 500'}${a.message ? `: ${a.message}` : ''}`,
-              );
-            }
-            break;
-          case 'unavailable': {
-            unavailableRetries++;
-            const wait = a.retryAfterMs ?? backoffMs(unavailableRetries - 1, retryBaseMs, retryCapMs, random);
-            if (unavailableRetries > maxUnavailableRetries || !(await pause(wait, 'status 503'))) {
-              const after =
-                a.retryAfterMs === undefined
-                  ? ''
-                  : `; it asks to retry after ${Math.ceil(a.retryAfterMs / 1000)} s`;
-              throw new BridgeError(
-                'upstream_unavailable',
-                `provider ${c.name} is unavailable (503)${a.message ? `: ${a.message}` : ''}${after}`,
-              );
-            }
-            break;
+          break;
+        }
+        case 'server':
+          serverFailures++;
+          if (!c.idempotent) {
+            throw new BridgeError(
+              'upstream_bad_answer',
+              `provider ${c.name} failed (500): ${c.uncertain ?? 'it may or may not have taken effect'}; not retried${a.message ? `: ${a.message}` : ''}`,
+            );
           }
+          if (serverFailures > 1 || !(await pause(retryBaseMs, 'status 500'))) {
+            throw new BridgeError(
+              'upstream_bad_answer',
+              `provider ${c.name} failed ${serverFailures === 1 ? 'with status 500, with no time left to retry' : 'twice with status 500'}${a.message ? `: ${a.message}` : ''}`,
+            );
+          }
+          break;
+        case 'unavailable': {
+          unavailableRetries++;
+          const wait = a.retryAfterMs ?? backoffMs(unavailableRetries - 1, retryBaseMs, retryCapMs, random);
+          if (unavailableRetries > maxUnavailableRetries || !(await pause(wait, 'status 503'))) {
+            const after =
+              a.retryAfterMs === undefined
+                ? ''
+                : `; it asks to retry after ${Math.ceil(a.retryAfterMs / 1000)} s`;
+            throw new BridgeError(
+              'upstream_unavailable',
+              `provider ${c.name} is unavailable (503)${a.message ? `: ${a.message}` : ''}${after}`,
+            );
+          }
+          break;
         }
       }
-    } catch (err) {
-      outcome = err instanceof BridgeError ? err.code : 'error';
-      // The provider's refusals of a request are answers, not faults: those go at info.
-      const fault = !(err instanceof BridgeError) || err.code.startsWith('upstream_');
-      options.log?.[fault ? 'warn' : 'info'](
-        {
-          call: c.name,
-          outcome,
-          ms: Math.round(performance.now() - started),
-          reason: (err as Error).message,
-        },
-        'provider call failed',
-      );
-      throw err;
-    } finally {
-      options.metrics?.upstreamSeconds.observe(
-        { call: c.name, outcome },
-        (performance.now() - started) / 1000,
-      );
     }
   }
 
-  function classify(c: MessagingCall, res: Exchange): Attempt {
+  function classify(c: MessagingCall, res: Exchange, trace: CallTrace): Attempt {
     const { status } = res;
     let value: unknown;
     let parsed = false;
@@ -226,8 +263,11 @@ export function createMessagingClient(options: MessagingClientOptions): Messagin
       parsed = true;
     } catch {}
     const { error, code } = errorOf(value);
+    trace.status = status;
+    trace.networkCode = code;
     const message = withoutToken(error, options.token);
-    if (code !== undefined && RATE_CODES.has(code)) return { kind: 'rate', code };
+    if (code === NETWORK_ERRORS.rateLimitExceeded) return { kind: 'tier' };
+    if (code === NETWORK_ERRORS.rateLimitHit) return { kind: 'rate', code };
     if (status === 429) return { kind: 'rate', code: 429 };
     if (code === NETWORK_ERRORS.reEngagementRequired) {
       throw new BridgeError(
@@ -417,8 +457,6 @@ export function retryAfterMs(header: string | string[] | undefined, now = Date.n
 // ---------------------------------------------------------------------------------------------------
 // Answer shapes
 
-type Obj = Record<string, unknown>;
-const isObj = (v: unknown): v is Obj => typeof v === 'object' && v !== null && !Array.isArray(v);
 const first = (...checks: (string | undefined)[]): string | undefined => checks.find((c) => c !== undefined);
 const str = (o: Obj, k: string, at = ''): string | undefined =>
   typeof o[k] === 'string' ? undefined : `"${at}${k}" is not a string`;
@@ -454,38 +492,35 @@ const checkTemplateList: ShapeCheck = (v) => {
   );
 };
 
-const checkCreated: ShapeCheck = (v) => {
-  if (!isObj(v)) return 'it is not a JSON object';
-  return first(
-    bool(v, 'success'),
-    nested(v, 'template', (t) =>
-      first(
-        str(t, 'id', 'template.'),
-        str(t, 'template_name', 'template.'),
-        oneOf(t, 'status', TEMPLATE_STATUSES, 'template.'),
-        oneOf(t, 'category', TEMPLATE_CATEGORIES, 'template.'),
-        str(t, 'language', 'template.'),
-        str(t, 'created_at', 'template.'),
+/** A template manager answer: `success` and a `template` with its id, name and status, and `more`. */
+const templateAnswer =
+  (more: (t: Obj, at: string) => (string | undefined)[]): ShapeCheck =>
+  (v) => {
+    if (!isObj(v)) return 'it is not a JSON object';
+    const at = 'template.';
+    return first(
+      bool(v, 'success'),
+      nested(v, 'template', (t) =>
+        first(
+          str(t, 'id', at),
+          str(t, 'template_name', at),
+          oneOf(t, 'status', TEMPLATE_STATUSES, at),
+          ...more(t, at),
+        ),
       ),
-    ),
-  );
-};
+    );
+  };
 
-const checkStatus: ShapeCheck = (v) => {
-  if (!isObj(v)) return 'it is not a JSON object';
-  return first(
-    bool(v, 'success'),
-    nested(v, 'template', (t) =>
-      first(
-        str(t, 'id', 'template.'),
-        str(t, 'template_name', 'template.'),
-        oneOf(t, 'status', TEMPLATE_STATUSES, 'template.'),
-        t.rejection_reason === null ? undefined : str(t, 'rejection_reason', 'template.'),
-        str(t, 'quality_score', 'template.'),
-      ),
-    ),
-  );
-};
+const checkCreated = templateAnswer((t, at) => [
+  oneOf(t, 'category', TEMPLATE_CATEGORIES, at),
+  str(t, 'language', at),
+  str(t, 'created_at', at),
+]);
+
+const checkStatus = templateAnswer((t, at) => [
+  t.rejection_reason === null ? undefined : str(t, 'rejection_reason', at),
+  str(t, 'quality_score', at),
+]);
 
 const checkSend: ShapeCheck = (v) => {
   if (!isObj(v)) return 'it is not a JSON object';
@@ -541,40 +576,71 @@ const checkRcsCampaign: ShapeCheck = (v) => {
 
 const ANY: ShapeCheck = () => undefined;
 
-const LIST: MessagingCall = { name: 'chat template list', shape: 'template list', check: checkTemplateList };
+const LIST: MessagingCall = {
+  name: 'chat template list',
+  shape: 'template list',
+  check: checkTemplateList,
+  idempotent: true,
+};
+/** Repeated, a create that took effect is refused as "Template already exists" (409): nothing twice. */
 const CREATE: MessagingCall = {
   name: 'chat template create',
   shape: 'created template',
   check: checkCreated,
+  idempotent: true,
 };
-const STATUS: MessagingCall = { name: 'chat template status', shape: 'template status', check: checkStatus };
-const SYNC: MessagingCall = { name: 'chat template sync', shape: 'sync answer', check: ANY, anyAnswer: true };
+const STATUS: MessagingCall = {
+  name: 'chat template status',
+  shape: 'template status',
+  check: checkStatus,
+  idempotent: true,
+};
+const SYNC: MessagingCall = {
+  name: 'chat template sync',
+  shape: 'sync answer',
+  check: ANY,
+  anyAnswer: true,
+  idempotent: true,
+};
+/** Not retried: a repeat of a delete that took effect answers 404, hiding that it did. */
 const DELETE: MessagingCall = {
   name: 'chat template delete',
   shape: 'delete answer',
   check: ANY,
   anyAnswer: true,
+  uncertain: 'the template may or may not have been deleted',
 };
-const SEND: MessagingCall = { name: 'chat send', shape: 'send result', check: checkSend, paced: true };
+const SEND: MessagingCall = {
+  name: 'chat send',
+  shape: 'send result',
+  check: checkSend,
+  paced: true,
+  uncertain: 'the message may or may not have been sent',
+};
+/** Repeated, a create that took effect is refused as a duplicate campaign_name (409): sent once. */
 const CAMPAIGN_CREATE: MessagingCall = {
   name: 'chat campaign create',
   shape: 'campaign',
   check: checkCampaign,
   allow207: true,
+  idempotent: true,
 };
 const CAMPAIGN_LAUNCH: MessagingCall = {
   name: 'chat campaign launch',
   shape: 'campaign',
   check: checkCampaign,
   allow207: true,
+  uncertain: 'the campaign may or may not have been launched',
 };
 const RCS_TEMPLATE: MessagingCall = {
   name: 'rcs template create',
   shape: 'created template',
   check: checkRcsCreated,
+  uncertain: 'the template may or may not have been created',
 };
 const RCS_CAMPAIGN: MessagingCall = {
   name: 'rcs campaign launch',
   shape: 'campaign result',
   check: checkRcsCampaign,
+  uncertain: 'the campaign may or may not have been queued, and its messages sent',
 };

@@ -3,6 +3,7 @@
  * the chat and RCS validators share: each throws a 400 BridgeError naming the field and what is accepted.
  */
 import { BridgeError, describe } from '../../errors.js';
+import { isObj, type Obj } from '../json.js';
 
 // ---------------------------------------------------------------------------------------------------
 // Limits of the documents, and ours where they say "not shown"
@@ -47,8 +48,7 @@ export const DOCUMENT_EXTENSIONS = ['pdf', 'doc', 'docx', 'xls', 'xlsx', 'ppt', 
 // ---------------------------------------------------------------------------------------------------
 // Helpers
 
-export type Obj = Record<string, unknown>;
-export const isObj = (v: unknown): v is Obj => typeof v === 'object' && v !== null && !Array.isArray(v);
+export { isObj, type Obj } from '../json.js';
 
 export function invalid(field: string, message: string): never {
   throw new BridgeError('invalid_field', message, { field });
