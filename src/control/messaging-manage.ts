@@ -1,8 +1,13 @@
 /**
  * Template and campaign management under `/v1/messaging/` (scope `messages:manage`): forwarded to the
  * provider as they are, checked first by the messaging validators (400 naming the field).
+ *
+ * A campaign the bridge launches is recorded for the token tenant, one pending send per recipient (as
+ * the webhook will name it: chat digits, RCS 10 digits), each taking the message id of the first
+ * webhook event for its recipient: `GET /v1/messages/{id}` then shows it (kind `campaign`). A chat
+ * campaign saved but not launched (207) is held, and recorded when a relaunch launches it.
  */
-import type { FastifyInstance, RouteShorthandOptions } from 'fastify';
+import type { FastifyBaseLogger, FastifyInstance, RouteShorthandOptions } from 'fastify';
 import type { RestVerifier } from '../auth/jwt.js';
 import type { BridgeContext } from '../context.js';
 import { BridgeError } from '../errors.js';
@@ -13,7 +18,8 @@ import {
   validateRcsCampaignRequest,
   validateRcsTemplate,
 } from '../provider/messaging/validate.js';
-import { scopeGuard } from './guard.js';
+import type { CampaignSends, MessageStore } from '../state/types.js';
+import { principal, scopeGuard } from './guard.js';
 import { BEARER, errorResponses } from './schemas.js';
 
 const NAME_PARAMS = {
@@ -137,7 +143,20 @@ export function registerManagement(scope: FastifyInstance, ctx: BridgeContext, v
       { 207: ANY_ANSWER },
     ),
     async (req, reply) => {
-      const result = await client().createChatCampaign(validateChatCampaignRequest(req.body));
+      const request = validateChatCampaignRequest(req.body);
+      const requestedAt = Date.now();
+      const result = await client().createChatCampaign(request);
+      const campaign: CampaignSends = {
+        tenant: principal(req).tenant,
+        channel: 'chat',
+        campaign_id: result.campaign.id,
+        recipients: request.audience_rows.map((row) => row.phone),
+        sent_at: new Date().toISOString(),
+        requested_at_ms: requestedAt,
+      };
+      await (result.launched
+        ? record(ctx.messages, req.log, campaign)
+        : ctx.messages.saveCampaign(campaign).catch(logStoreFailure(req.log, campaign.campaign_id)));
       return reply.code(result.launched ? 200 : 207).send(result);
     },
   );
@@ -150,7 +169,19 @@ export function registerManagement(scope: FastifyInstance, ctx: BridgeContext, v
       { 207: ANY_ANSWER },
     ),
     async (req, reply) => {
-      const result = await client().launchChatCampaign((req.params as { id: string }).id);
+      const { id } = req.params as { id: string };
+      const requestedAt = Date.now();
+      const result = await client().launchChatCampaign(id);
+      if (result.launched) {
+        await ctx.messages.launchSavedCampaign(id, requestedAt, new Date().toISOString()).then(
+          (records) => {
+            if (records === undefined) {
+              req.log.info({ campaign_id: id }, 'campaign launched, but its recipients were not held here');
+            }
+          },
+          logStoreFailure(req.log, id),
+        );
+      }
       return reply.code(result.launched ? 200 : 207).send(result);
     },
   );
@@ -168,6 +199,34 @@ export function registerManagement(scope: FastifyInstance, ctx: BridgeContext, v
   scope.post(
     '/v1/messaging/rcs/campaigns',
     opts('Launch an RCS template to a contact list (10-digit mobiles)', { body: ANY_OBJECT }),
-    async (req) => client().launchRcsCampaign(validateRcsCampaignRequest(req.body)),
+    async (req) => {
+      const request = validateRcsCampaignRequest(req.body);
+      const requestedAt = Date.now();
+      const result = await client().launchRcsCampaign(request);
+      await record(ctx.messages, req.log, {
+        tenant: principal(req).tenant,
+        channel: 'rcs',
+        campaign_id: result.campaign_id,
+        recipients: request.contacts.map((c) => c.mobile),
+        sent_at: new Date().toISOString(),
+        requested_at_ms: requestedAt,
+      });
+      return result;
+    },
   );
+}
+
+/** The campaign was launched (or saved): a store that cannot record it costs its records, not the launch. */
+async function record(messages: MessageStore, log: FastifyBaseLogger, campaign: CampaignSends) {
+  await messages.recordCampaign(campaign).catch(logStoreFailure(log, campaign.campaign_id));
+}
+
+function logStoreFailure(log: FastifyBaseLogger, campaignId: string) {
+  return (err: unknown): undefined => {
+    log.warn(
+      { campaign_id: campaignId, err: (err as Error).message },
+      'campaign not recorded: its messages will have no records',
+    );
+    return undefined;
+  };
 }

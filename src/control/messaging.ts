@@ -99,9 +99,12 @@ const RECORD_SCHEMA = {
   properties: {
     message_id: { type: 'string' },
     channel: { type: 'string', enum: ['chat', 'rcs'] },
-    session_id: { type: 'string' },
+    session_id: { type: 'string', description: 'the call it was sent in; absent for campaign sends' },
     to: { type: 'string' },
-    kind: { type: 'string' },
+    kind: {
+      type: 'string',
+      description: 'the chat message type, rcs_template, or campaign (one recipient of a campaign)',
+    },
     sent_at: { type: 'string' },
     campaign_id: { type: 'string' },
     status: { type: 'string', enum: MESSAGE_STATUSES, description: 'sent < delivered < read; failed wins' },

@@ -1,14 +1,22 @@
 /**
  * Message records in memory (one instance), and what every message store shares: the status rank, the
- * bounds, the RCS recipient key.
+ * bounds, the recipient keys.
  *
- * Records, dedupe keys and pending RCS sends are kept for MESSAGE_RETENTION_MS and, in memory, up to a
- * cap each (oldest out first): a flood of webhook posts or sends cannot grow the process without bound.
- * Events for a message no record matches yet are held ORPHAN_TTL_MS, in case the sender's answer (with
- * the message id) is still on its way when the webhook arrives.
+ * Records, dedupe keys, pending sends (RCS sends, campaign recipients) and saved campaigns are kept for
+ * MESSAGE_RETENTION_MS and, in memory, up to a cap each (oldest out first): a flood of webhook posts or
+ * sends cannot grow the process without bound. Events for a message no record matches yet are held
+ * ORPHAN_TTL_MS, in case the sender's answer (with the message id) is still on its way when the webhook
+ * arrives.
  */
 import type { MessageStatus, MessagingEvent } from '../provider/messaging/types.js';
-import type { MessageRecord, MessageStore, PendingRcsSend, SentMessage } from './types.js';
+import type {
+  CampaignSends,
+  MessageRecord,
+  MessageStore,
+  PendingRcsSend,
+  PendingSend,
+  SentMessage,
+} from './types.js';
 
 /** Events listed per record; later ones still move the status. A button tapped 100 times is enough. */
 export const MAX_EVENTS_PER_MESSAGE = 100;
@@ -22,6 +30,7 @@ export interface MemoryMessageLimits {
   readonly maxRecords?: number;
   /** Dedupe keys kept: a message has up to four statuses, plus buttons. */
   readonly maxSeenKeys?: number;
+  /** Pending sends kept, and recipients held in saved (unlaunched) campaigns. */
   readonly maxPending?: number;
   readonly maxOrphans?: number;
   /** The clock (ms since the epoch), for tests. */
@@ -47,6 +56,29 @@ export function eventNumber(event: MessagingEvent): string {
   return event.kind === 'status' ? event.recipient : event.from;
 }
 
+/**
+ * The recipient a pending send and an event are matched by: chat the number's digits, RCS its last 10;
+ * undefined when there are none.
+ */
+export function recipientOf(channel: 'chat' | 'rcs', number: string): string | undefined {
+  if (channel === 'rcs') return rcsMobile(number);
+  const digits = number.replace(/\D/g, '');
+  return digits === '' ? undefined : digits;
+}
+
+/** The pending sends of one campaign, one per recipient (kind `campaign`). */
+export function campaignSends(c: CampaignSends): PendingSend[] {
+  return c.recipients.map((to) => ({
+    tenant: c.tenant,
+    channel: c.channel,
+    to,
+    kind: 'campaign',
+    sent_at: c.sent_at,
+    campaign_id: c.campaign_id,
+    requested_at_ms: c.requested_at_ms,
+  }));
+}
+
 interface HeldRecord {
   sent: SentMessage;
   status: MessageStatus;
@@ -55,16 +87,30 @@ interface HeldRecord {
 }
 
 interface Pending {
-  readonly send: PendingRcsSend;
+  readonly send: PendingSend;
+  /** `channel:recipient`. */
+  readonly key: string;
   readonly expiresAt: number;
 }
 
 interface Orphan {
   readonly events: MessagingEvent[];
-  readonly channel: 'chat' | 'rcs';
-  readonly mobile: string | undefined;
+  /** `channel:recipient`, when the event names one. */
+  readonly key: string | undefined;
   readonly firstAt: number;
   readonly expiresAt: number;
+}
+
+interface Saved {
+  readonly campaign: CampaignSends;
+  readonly expiresAt: number;
+}
+
+const keyOf = (channel: 'chat' | 'rcs', recipient: string) => `${channel}:${recipient}`;
+
+function eventKey(event: MessagingEvent): string | undefined {
+  const r = recipientOf(event.channel, eventNumber(event));
+  return r === undefined ? undefined : keyOf(event.channel, r);
 }
 
 export class MemoryMessageStore implements MessageStore {
@@ -77,11 +123,16 @@ export class MemoryMessageStore implements MessageStore {
   /** In insertion order, which is expiry order (one retention for all). */
   readonly #records = new Map<string, HeldRecord>();
   readonly #seen = new Map<string, number>();
-  /** Pending RCS sends in insertion order, and each recipient's keys into it, oldest first. */
+  /** Pending sends in insertion order, and each `channel:recipient`'s keys into it, oldest first. */
   readonly #pending = new Map<number, Pending>();
-  readonly #pendingByMobile = new Map<string, number[]>();
+  readonly #pendingByKey = new Map<string, number[]>();
   #pendingSeq = 0;
+  /** Orphans in arrival order, and each `channel:recipient`'s message ids, oldest first. */
   readonly #orphans = new Map<string, Orphan>();
+  readonly #orphansByKey = new Map<string, string[]>();
+  /** Saved campaigns by id, in insertion order, and the recipients they hold. */
+  readonly #saved = new Map<string, Saved>();
+  #savedRecipients = 0;
 
   constructor(retentionMs: number, limits: MemoryMessageLimits = {}) {
     this.#retentionMs = retentionMs;
@@ -105,7 +156,7 @@ export class MemoryMessageStore implements MessageStore {
     const held = this.#insert(message, now + this.#retentionMs);
     const orphan = this.#orphans.get(message.message_id);
     if (orphan !== undefined && orphan.expiresAt > now) {
-      this.#orphans.delete(message.message_id);
+      this.#dropOrphan(message.message_id);
       for (const ev of orphan.events) append(held, ev);
     }
     return view(held);
@@ -114,32 +165,51 @@ export class MemoryMessageStore implements MessageStore {
   async recordPendingRcs(send: PendingRcsSend): Promise<MessageRecord | undefined> {
     const now = this.#now();
     this.#sweep(now);
-    // An event for this recipient may have come first: the oldest one that arrived after the launch.
-    for (const [id, orphan] of this.#orphans) {
-      if (orphan.channel !== 'rcs' || orphan.mobile !== send.to || orphan.firstAt < send.requested_at_ms)
-        continue;
-      if (this.#records.has(id)) continue;
-      this.#orphans.delete(id);
-      const held = this.#insert(adopted(send, id), now + this.#retentionMs);
-      for (const ev of orphan.events) append(held, ev);
-      return view(held);
+    return this.#recordPending({ ...send, channel: 'rcs' }, now);
+  }
+
+  async recordCampaign(campaign: CampaignSends): Promise<MessageRecord[]> {
+    const now = this.#now();
+    this.#sweep(now);
+    const adoptedNow: MessageRecord[] = [];
+    for (const send of campaignSends(campaign)) {
+      const record = this.#recordPending(send, now);
+      if (record !== undefined) adoptedNow.push(record);
     }
-    const seq = ++this.#pendingSeq;
-    this.#pending.set(seq, { send, expiresAt: now + this.#retentionMs });
-    const list = this.#pendingByMobile.get(send.to);
-    if (list === undefined) this.#pendingByMobile.set(send.to, [seq]);
-    else list.push(seq);
-    while (this.#pending.size > this.#maxPending) this.#dropOldestPending();
-    return undefined;
+    return adoptedNow;
+  }
+
+  async saveCampaign(campaign: CampaignSends): Promise<void> {
+    const now = this.#now();
+    this.#sweep(now);
+    this.#dropSaved(campaign.campaign_id);
+    this.#saved.set(campaign.campaign_id, { campaign, expiresAt: now + this.#retentionMs });
+    this.#savedRecipients += campaign.recipients.length;
+    while (this.#savedRecipients > this.#maxPending && this.#saved.size > 0) {
+      this.#dropSaved(this.#saved.keys().next().value as string);
+    }
+  }
+
+  async launchSavedCampaign(
+    campaignId: string,
+    requestedAtMs: number,
+    sentAt: string,
+  ): Promise<MessageRecord[] | undefined> {
+    const now = this.#now();
+    this.#sweep(now);
+    const saved = this.#saved.get(campaignId);
+    if (saved === undefined) return undefined;
+    this.#dropSaved(campaignId);
+    return this.recordCampaign({ ...saved.campaign, requested_at_ms: requestedAtMs, sent_at: sentAt });
   }
 
   async addEvent(event: MessagingEvent): Promise<MessageRecord | undefined> {
     const now = this.#now();
     this.#sweep(now);
     let held = this.#records.get(event.message_id);
-    if (held === undefined && event.channel === 'rcs') {
-      const mobile = rcsMobile(eventNumber(event));
-      const send = mobile === undefined ? undefined : this.#takePending(mobile, now);
+    if (held === undefined) {
+      const key = eventKey(event);
+      const send = key === undefined ? undefined : this.#takePending(key, now);
       if (send !== undefined) held = this.#insert(adopted(send, event.message_id), now + this.#retentionMs);
     }
     if (held === undefined) {
@@ -180,13 +250,33 @@ export class MemoryMessageStore implements MessageStore {
     return held;
   }
 
-  #takePending(mobile: string, now: number): PendingRcsSend | undefined {
-    const list = this.#pendingByMobile.get(mobile);
+  /** A pending send, adopting at once the oldest event for its recipient that came after its launch. */
+  #recordPending(send: PendingSend, now: number): MessageRecord | undefined {
+    const key = keyOf(send.channel, send.to);
+    for (const id of this.#orphansByKey.get(key) ?? []) {
+      const orphan = this.#orphans.get(id)!;
+      if (orphan.firstAt < send.requested_at_ms || this.#records.has(id)) continue;
+      this.#dropOrphan(id);
+      const held = this.#insert(adopted(send, id), now + this.#retentionMs);
+      for (const ev of orphan.events) append(held, ev);
+      return view(held);
+    }
+    const seq = ++this.#pendingSeq;
+    this.#pending.set(seq, { send, key, expiresAt: now + this.#retentionMs });
+    const list = this.#pendingByKey.get(key);
+    if (list === undefined) this.#pendingByKey.set(key, [seq]);
+    else list.push(seq);
+    while (this.#pending.size > this.#maxPending) this.#dropOldestPending();
+    return undefined;
+  }
+
+  #takePending(key: string, now: number): PendingSend | undefined {
+    const list = this.#pendingByKey.get(key);
     while (list !== undefined && list.length > 0) {
       const seq = list.shift()!;
       const p = this.#pending.get(seq);
       this.#pending.delete(seq);
-      if (list.length === 0) this.#pendingByMobile.delete(mobile);
+      if (list.length === 0) this.#pendingByKey.delete(key);
       if (p !== undefined && p.expiresAt > now) return p.send;
     }
     return undefined;
@@ -195,11 +285,18 @@ export class MemoryMessageStore implements MessageStore {
   #dropOldestPending(): void {
     const [seq, p] = this.#pending.entries().next().value as [number, Pending];
     this.#pending.delete(seq);
-    const list = this.#pendingByMobile.get(p.send.to);
+    const list = this.#pendingByKey.get(p.key);
     if (list === undefined) return;
     const i = list.indexOf(seq);
     if (i !== -1) list.splice(i, 1);
-    if (list.length === 0) this.#pendingByMobile.delete(p.send.to);
+    if (list.length === 0) this.#pendingByKey.delete(p.key);
+  }
+
+  #dropSaved(campaignId: string): void {
+    const saved = this.#saved.get(campaignId);
+    if (saved === undefined) return;
+    this.#saved.delete(campaignId);
+    this.#savedRecipients -= saved.campaign.recipients.length;
   }
 
   #holdOrphan(event: MessagingEvent, now: number): void {
@@ -208,17 +305,34 @@ export class MemoryMessageStore implements MessageStore {
       if (orphan.events.length < MAX_ORPHAN_EVENTS) orphan.events.push(event);
       return;
     }
-    this.#orphans.delete(event.message_id);
+    this.#dropOrphan(event.message_id);
+    const key = eventKey(event);
     this.#orphans.set(event.message_id, {
       events: [event],
-      channel: event.channel,
-      mobile: event.channel === 'rcs' ? rcsMobile(eventNumber(event)) : undefined,
+      key,
       firstAt: now,
       expiresAt: now + ORPHAN_TTL_MS,
     });
-    while (this.#orphans.size > this.#maxOrphans) {
-      this.#orphans.delete(this.#orphans.keys().next().value as string);
+    if (key !== undefined) {
+      const ids = this.#orphansByKey.get(key);
+      if (ids === undefined) this.#orphansByKey.set(key, [event.message_id]);
+      else ids.push(event.message_id);
     }
+    while (this.#orphans.size > this.#maxOrphans) {
+      this.#dropOrphan(this.#orphans.keys().next().value as string);
+    }
+  }
+
+  #dropOrphan(id: string): void {
+    const orphan = this.#orphans.get(id);
+    if (orphan === undefined) return;
+    this.#orphans.delete(id);
+    if (orphan.key === undefined) return;
+    const ids = this.#orphansByKey.get(orphan.key);
+    if (ids === undefined) return;
+    const i = ids.indexOf(id);
+    if (i !== -1) ids.splice(i, 1);
+    if (ids.length === 0) this.#orphansByKey.delete(orphan.key);
   }
 
   /** Drops what has expired, oldest first (each map is in expiry order). */
@@ -229,11 +343,15 @@ export class MemoryMessageStore implements MessageStore {
     }
     for (const [id, orphan] of this.#orphans) {
       if (orphan.expiresAt > now) break;
-      this.#orphans.delete(id);
+      this.#dropOrphan(id);
     }
     for (const p of this.#pending.values()) {
       if (p.expiresAt > now) break;
       this.#dropOldestPending();
+    }
+    for (const [id, saved] of this.#saved) {
+      if (saved.expiresAt > now) break;
+      this.#dropSaved(id);
     }
   }
 }
@@ -243,10 +361,10 @@ function append(held: HeldRecord, event: MessagingEvent): void {
   held.status = nextStatus(held.status, event);
 }
 
-/** The record of a pending RCS send once its message id is known. */
-export function adopted(send: PendingRcsSend, messageId: string): SentMessage {
+/** The record of a pending send once its message id is known. */
+export function adopted(send: PendingSend, messageId: string): SentMessage {
   const { requested_at_ms: _requested, ...rest } = send;
-  return { ...rest, message_id: messageId, channel: 'rcs' };
+  return { ...rest, message_id: messageId };
 }
 
 function view(held: HeldRecord): MessageRecord {

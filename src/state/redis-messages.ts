@@ -2,16 +2,18 @@
  * Message records shared through Redis, so that a webhook post reaching any instance finds the send
  * another made, and a duplicate delivery is counted once whichever instances the two copies reach.
  *
- * Layout (prefix P, ids and numbers URI-encoded), every key expiring:
- *   P m:<id>        hash {rec (the send, JSON), status}            retention from the send
- *   P me:<id>       list of event JSON, oldest first              as its m:<id>
- *   P seen:<key>    "1", written with SET NX PX                    retention
- *   P mp:<mobile>   list of pending RCS sends (JSON with `exp`)    retention from the last one
- *   P mo:<id>       events of an unknown message (list of JSON)    ORPHAN_TTL_MS
- *   P mom:<mobile>  RCS orphans by recipient ({id, k, at} JSON)    ORPHAN_TTL_MS
+ * Layout (prefix P, ids and numbers URI-encoded; <ch> is chat or rcs), every key expiring:
+ *   P m:<id>           hash {rec (the send, JSON), status}         retention from the send
+ *   P me:<id>          list of event JSON, oldest first           as its m:<id>
+ *   P seen:<key>       "1", written with SET NX PX                 retention
+ *   P mp:<ch>:<to>     list of pending sends (JSON with `exp`)     retention from the last one
+ *   P mo:<id>          events of an unknown message (list of JSON) ORPHAN_TTL_MS
+ *   P mom:<ch>:<to>    orphans by recipient ({id, k, at} JSON)     ORPHAN_TTL_MS
+ *   P mc:<campaign>    a saved, unlaunched campaign (JSON)         retention
  * Each change is one Lua script, so two instances adding events to one message, or adopting for one
- * recipient, never interleave. (The scripts build the keys of an orphan they adopt from the prefix: one
- * Redis, not a cluster, as elsewhere in the store.)
+ * recipient, never interleave; a campaign's recipients are recorded CAMPAIGN_BATCH to a script. (The
+ * scripts build the keys of an orphan they adopt from the prefix: one Redis, not a cluster, as
+ * elsewhere in the store.)
  */
 import type { MessagingEvent } from '../provider/messaging/types.js';
 import {
@@ -19,10 +21,20 @@ import {
   MAX_EVENTS_PER_MESSAGE,
   MAX_ORPHAN_EVENTS,
   ORPHAN_TTL_MS,
-  rcsMobile,
+  recipientOf,
 } from './messages.js';
 import type { RedisLink } from './redis-link.js';
-import type { MessageRecord, MessageStore, PendingRcsSend, SentMessage } from './types.js';
+import type {
+  CampaignSends,
+  MessageRecord,
+  MessageStore,
+  PendingRcsSend,
+  PendingSend,
+  SentMessage,
+} from './types.js';
+
+/** Campaign recipients recorded per script: one script holds Redis for well under a millisecond. */
+const CAMPAIGN_BATCH = 500;
 
 /** Status rank and the append shared by the scripts. */
 const COMMON = `local RANK = {sent = 1, delivered = 2, read = 3, failed = 4}
@@ -48,9 +60,29 @@ local function adopt(m, me, pending, id, now)
   p.exp = nil
   p.requested_at_ms = nil
   p.message_id = id
-  p.channel = 'rcs'
   redis.call('hset', m, 'rec', cjson.encode(p), 'status', 'sent')
   redis.call('pexpire', m, math.max(1, exp - now))
+end
+-- A pending send: an orphan for its recipient that arrived after the launch was asked for is adopted
+-- (its record answered); else the send is queued for the first event to come.
+local function pend(mp, mom, pending, now, retention, requested, prefix, max)
+  while true do
+    local o = redis.call('lpop', mom)
+    if not o then break end
+    local d = cjson.decode(o)
+    local m = prefix .. 'm:' .. d.k
+    local me = prefix .. 'me:' .. d.k
+    local mo = prefix .. 'mo:' .. d.k
+    if tonumber(d.at) >= requested and redis.call('exists', m) == 0 and redis.call('exists', mo) == 1 then
+      adopt(m, me, pending, d.id, now)
+      for _, ev in ipairs(redis.call('lrange', mo, 0, -1)) do append(m, me, ev, max) end
+      redis.call('del', mo)
+      return answer(m, me)
+    end
+  end
+  redis.call('rpush', mp, pending)
+  redis.call('pexpire', mp, retention)
+  return false
 end
 `;
 
@@ -68,7 +100,8 @@ return answer(KEYS[1], KEYS[2])`;
 
 /**
  * An event: KEYS m, me, mo, mp, mom; ARGV event, now, max events, orphan ttl, max orphan events, id,
- * encoded id, is RCS ('1'). Unknown message: adopt the oldest live pending send, else hold as an orphan.
+ * encoded id, names a recipient ('1'). Unknown message: adopt the oldest live pending send of its
+ * channel to its recipient, else hold as an orphan.
  */
 const ADD_EVENT = `${COMMON}
 local now = tonumber(ARGV[2])
@@ -102,28 +135,33 @@ append(KEYS[1], KEYS[2], ARGV[1], tonumber(ARGV[3]))
 return answer(KEYS[1], KEYS[2])`;
 
 /**
- * A pending RCS send: KEYS mp, mom; ARGV pending (JSON with exp), now, retention, requested at,
- * prefix, max events. An orphan for the recipient that arrived after the launch was asked for is adopted.
+ * A pending send: KEYS mp, mom; ARGV pending (JSON with exp), now, retention, requested at, prefix,
+ * max events.
  */
 const PENDING = `${COMMON}
+return pend(KEYS[1], KEYS[2], ARGV[1], tonumber(ARGV[2]), ARGV[3], tonumber(ARGV[4]), ARGV[5], tonumber(ARGV[6]))`;
+
+/**
+ * A campaign's recipients: KEYS mp, mom for each in turn; ARGV the pending send without `to` (JSON with
+ * exp), now, retention, requested at, prefix, max events, then the recipients. Answers the records
+ * adopted at once.
+ */
+const CAMPAIGN = `${COMMON}
 local now = tonumber(ARGV[2])
-while true do
-  local o = redis.call('lpop', KEYS[2])
-  if not o then break end
-  local d = cjson.decode(o)
-  local m = ARGV[5] .. 'm:' .. d.k
-  local me = ARGV[5] .. 'me:' .. d.k
-  local mo = ARGV[5] .. 'mo:' .. d.k
-  if tonumber(d.at) >= tonumber(ARGV[4]) and redis.call('exists', m) == 0 and redis.call('exists', mo) == 1 then
-    adopt(m, me, ARGV[1], d.id, now)
-    for _, ev in ipairs(redis.call('lrange', mo, 0, -1)) do append(m, me, ev, tonumber(ARGV[6])) end
-    redis.call('del', mo)
-    return answer(m, me)
-  end
+local send = cjson.decode(ARGV[1])
+local out = {}
+for i = 7, #ARGV do
+  send.to = ARGV[i]
+  local j = (i - 7) * 2
+  local a = pend(KEYS[j + 1], KEYS[j + 2], cjson.encode(send), now, ARGV[3], tonumber(ARGV[4]), ARGV[5], tonumber(ARGV[6]))
+  if a then out[#out + 1] = a end
 end
-redis.call('rpush', KEYS[1], ARGV[1])
-redis.call('pexpire', KEYS[1], ARGV[3])
-return false`;
+return out`;
+
+/** A saved campaign, taken once: KEYS mc. */
+const TAKE = `local v = redis.call('get', KEYS[1])
+if v then redis.call('del', KEYS[1]) end
+return v`;
 
 type Answer = [string, string, string[]] | null;
 
@@ -155,14 +193,14 @@ export class RedisMessageStore implements MessageStore {
 
   async recordPendingRcs(send: PendingRcsSend): Promise<MessageRecord | undefined> {
     const now = Date.now();
-    const m = enc(send.to);
+    const pending: PendingSend = { ...send, channel: 'rcs' };
     const res = (await this.#link.run('record_message', (r) =>
       r.eval(
         PENDING,
         2,
-        this.#key('mp', m),
-        this.#key('mom', m),
-        JSON.stringify({ ...send, exp: now + this.#retentionMs }),
+        this.#recipientKey('mp', 'rcs', send.to),
+        this.#recipientKey('mom', 'rcs', send.to),
+        JSON.stringify({ ...pending, exp: now + this.#retentionMs }),
         now,
         this.#retentionMs,
         send.requested_at_ms,
@@ -173,10 +211,69 @@ export class RedisMessageStore implements MessageStore {
     return parseAnswer(res);
   }
 
+  async recordCampaign(campaign: CampaignSends): Promise<MessageRecord[]> {
+    const { recipients, ...rest } = campaign;
+    const out: MessageRecord[] = [];
+    for (let i = 0; i < recipients.length; i += CAMPAIGN_BATCH) {
+      const batch = recipients.slice(i, i + CAMPAIGN_BATCH);
+      const now = Date.now();
+      const send: Omit<PendingSend, 'to'> & { exp: number } = {
+        tenant: rest.tenant,
+        channel: rest.channel,
+        kind: 'campaign',
+        sent_at: rest.sent_at,
+        campaign_id: rest.campaign_id,
+        requested_at_ms: rest.requested_at_ms,
+        exp: now + this.#retentionMs,
+      };
+      const keys = batch.flatMap((to) => [
+        this.#recipientKey('mp', rest.channel, to),
+        this.#recipientKey('mom', rest.channel, to),
+      ]);
+      const res = (await this.#link.run('record_message', (r) =>
+        r.eval(
+          CAMPAIGN,
+          keys.length,
+          ...keys,
+          JSON.stringify(send),
+          now,
+          this.#retentionMs,
+          rest.requested_at_ms,
+          this.#link.prefix,
+          MAX_EVENTS_PER_MESSAGE,
+          ...batch,
+        ),
+      )) as Answer[] | null;
+      for (const a of res ?? []) {
+        const record = parseAnswer(a);
+        if (record !== undefined) out.push(record);
+      }
+    }
+    return out;
+  }
+
+  async saveCampaign(campaign: CampaignSends): Promise<void> {
+    await this.#link.run('record_message', (r) =>
+      r.set(this.#key('mc', enc(campaign.campaign_id)), JSON.stringify(campaign), 'PX', this.#retentionMs),
+    );
+  }
+
+  async launchSavedCampaign(
+    campaignId: string,
+    requestedAtMs: number,
+    sentAt: string,
+  ): Promise<MessageRecord[] | undefined> {
+    const saved = (await this.#link.run('record_message', (r) =>
+      r.eval(TAKE, 1, this.#key('mc', enc(campaignId))),
+    )) as string | null;
+    if (saved === null || saved === undefined) return undefined;
+    const campaign = JSON.parse(saved) as CampaignSends;
+    return this.recordCampaign({ ...campaign, requested_at_ms: requestedAtMs, sent_at: sentAt });
+  }
+
   async addEvent(event: MessagingEvent): Promise<MessageRecord | undefined> {
     const k = enc(event.message_id);
-    const mobile = event.channel === 'rcs' ? rcsMobile(eventNumber(event)) : undefined;
-    const m = enc(mobile ?? '-');
+    const recipient = recipientOf(event.channel, eventNumber(event));
     const res = (await this.#link.run('message_event', (r) =>
       r.eval(
         ADD_EVENT,
@@ -184,8 +281,8 @@ export class RedisMessageStore implements MessageStore {
         this.#key('m', k),
         this.#key('me', k),
         this.#key('mo', k),
-        this.#key('mp', m),
-        this.#key('mom', m),
+        this.#recipientKey('mp', event.channel, recipient ?? '-'),
+        this.#recipientKey('mom', event.channel, recipient ?? '-'),
         JSON.stringify(event),
         Date.now(),
         MAX_EVENTS_PER_MESSAGE,
@@ -193,7 +290,7 @@ export class RedisMessageStore implements MessageStore {
         MAX_ORPHAN_EVENTS,
         event.message_id,
         k,
-        mobile === undefined ? '0' : '1',
+        recipient === undefined ? '0' : '1',
       ),
     )) as Answer;
     return parseAnswer(res);
@@ -226,6 +323,10 @@ export class RedisMessageStore implements MessageStore {
 
   #key(kind: string, encoded: string): string {
     return `${this.#link.prefix}${kind}:${encoded}`;
+  }
+
+  #recipientKey(kind: 'mp' | 'mom', channel: 'chat' | 'rcs', recipient: string): string {
+    return this.#key(kind, `${channel}:${enc(recipient)}`);
   }
 }
 

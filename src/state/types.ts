@@ -58,7 +58,7 @@ export interface TenantStore {
   putMediaStream(config: MediaStreamConfig, secret: string | undefined): Promise<void>;
 }
 
-/** What kind of message a send was: a chat message type, or an RCS template. */
+/** What kind of message a send was: a chat message type, an RCS template, or one recipient of a campaign. */
 export const MESSAGE_KINDS = [
   'template',
   'text',
@@ -66,6 +66,7 @@ export const MESSAGE_KINDS = [
   'document',
   'interactive',
   'rcs_template',
+  'campaign',
 ] as const;
 export type MessageKind = (typeof MESSAGE_KINDS)[number];
 
@@ -81,7 +82,7 @@ export interface SentMessage {
   readonly kind: MessageKind;
   /** ISO 8601 UTC. */
   readonly sent_at: string;
-  /** RCS: the campaign the send was launched as. */
+  /** RCS, and campaigns: the campaign the send was launched as. */
   readonly campaign_id?: string;
 }
 
@@ -94,14 +95,34 @@ export interface MessageRecord extends SentMessage {
 }
 
 /**
- * An RCS send before its message id is known: the campaign launcher answers with a campaign id only,
- * and the message id comes with the first webhook event for the recipient.
+ * A send before its message id is known (an RCS launch answers with a campaign id only; a campaign
+ * names no message ids): the message id comes with the first webhook event for its channel and
+ * recipient.
  */
-export interface PendingRcsSend extends Omit<SentMessage, 'message_id' | 'channel' | 'campaign_id'> {
-  /** The recipient's 10 digits (the launcher's `mobile`). */
+export interface PendingSend extends Omit<SentMessage, 'message_id' | 'campaign_id'> {
+  /** The recipient as the webhook names it: chat digits with the country code, RCS 10 digits. */
   readonly to: string;
   readonly campaign_id: string;
   /** When the launch was asked for (ms since the epoch): events that arrived before it are not this send's. */
+  readonly requested_at_ms: number;
+}
+
+/** An RCS send to a call's customer, before its message id is known. */
+export interface PendingRcsSend extends Omit<PendingSend, 'channel'> {
+  /** The recipient's 10 digits (the launcher's `mobile`). */
+  readonly to: string;
+}
+
+/** A campaign the bridge launched (or saved unlaunched) for a tenant: one send per recipient. */
+export interface CampaignSends {
+  readonly tenant: string;
+  readonly channel: 'chat' | 'rcs';
+  readonly campaign_id: string;
+  /** Each recipient as the webhook will name it: chat digits with the country code, RCS 10 digits. */
+  readonly recipients: readonly string[];
+  /** ISO 8601 UTC. */
+  readonly sent_at: string;
+  /** When the launch was asked for (ms since the epoch). */
   readonly requested_at_ms: number;
 }
 
@@ -117,8 +138,25 @@ export interface MessageStore {
    */
   recordPendingRcs(send: PendingRcsSend): Promise<MessageRecord | undefined>;
   /**
-   * Adds a webhook event to its message's record (an RCS event for an unknown message adopts the oldest
-   * pending send to its recipient); returns the record, or undefined when no send of ours matches (the
+   * Records a launched campaign's sends, one pending send per recipient (kind `campaign`), each adopted
+   * by the first event for its channel and recipient, oldest send first. Events that arrived after the
+   * launch was asked for and before this are adopted at once: their records are returned.
+   */
+  recordCampaign(campaign: CampaignSends): Promise<MessageRecord[]>;
+  /** Holds a campaign saved but not launched (HTTP 207): nothing is recorded until it is launched. */
+  saveCampaign(campaign: CampaignSends): Promise<void>;
+  /**
+   * A saved campaign was launched: its sends are recorded as recordCampaign does, for the tenant that
+   * saved it, launched at `requestedAtMs`. Undefined when no such campaign is held.
+   */
+  launchSavedCampaign(
+    campaignId: string,
+    requestedAtMs: number,
+    sentAt: string,
+  ): Promise<MessageRecord[] | undefined>;
+  /**
+   * Adds a webhook event to its message's record (an event for an unknown message adopts the oldest
+   * pending send of its channel to its recipient); returns the record, or undefined when no send of ours matches (the
    * event is then held a short while, in case the send's answer is still on its way).
    */
   addEvent(event: MessagingEvent): Promise<MessageRecord | undefined>;

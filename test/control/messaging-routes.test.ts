@@ -15,6 +15,7 @@ import { createEmulator, type Emulator } from '../../src/emulator/server.js';
 import { createLogger } from '../../src/log.js';
 import { TestBot } from '../helpers/bot.js';
 import { TestProvider } from '../helpers/provider.js';
+import { waitFor } from '../helpers/wait.js';
 import { call } from './harness.js';
 
 const AUTH_SECRET = 'messaging-routes-auth-secret';
@@ -33,7 +34,9 @@ interface Rig {
   close(): Promise<void>;
 }
 
-async function startRig(o: { messaging?: boolean; env?: Record<string, string> } = {}): Promise<Rig> {
+async function startRig(
+  o: { messaging?: boolean; env?: Record<string, string>; readDelayMs?: number } = {},
+): Promise<Rig> {
   const bot = await TestBot.start({ echo: false });
   let emulator: Emulator | undefined;
   let env: Record<string, string> = {};
@@ -41,7 +44,7 @@ async function startRig(o: { messaging?: boolean; env?: Record<string, string> }
     emulator = await createEmulator({
       jwtSecret: EMULATOR_SECRET,
       log: createLogger('silent'),
-      messaging: { deliveryDelayMs: 20, readDelayMs: 40, reviewDelayMs: 50 },
+      messaging: { deliveryDelayMs: 20, readDelayMs: o.readDelayMs ?? 40, reviewDelayMs: 50 },
     });
     const url = await emulator.listen(0, '127.0.0.1');
     env = { MESSAGING_BASE_URL: `${url}/v1`, MESSAGING_TOKEN: emulator.messaging.defaultApiKey };
@@ -397,6 +400,169 @@ describe('template and campaign management', () => {
       body: { template_name: 'nope', campaign_name: 'x', contacts: [{ mobile: '4155550111' }] },
     });
     expect(rcs.status).toBe(400);
+  });
+});
+
+describe('campaign records', () => {
+  const open: { close(): unknown }[] = [];
+  afterEach(async () => {
+    for (const o of open.splice(0).reverse()) await o.close();
+  });
+
+  /** Polls GET /v1/messages/{id} until every id shows `status`; answers the records. */
+  async function recordsOf(rig: Rig, token: string, ids: string[], status: string) {
+    const records = new Map<string, Record<string, unknown>>();
+    const deadline = Date.now() + 10_000;
+    while (records.size < ids.length) {
+      if (Date.now() > deadline) {
+        throw new Error(`${ids.length - records.size} of ${ids.length} messages never showed ${status}`);
+      }
+      for (const id of ids) {
+        if (records.has(id)) continue;
+        const r = await call(rig.http, 'GET', `/v1/messages/${encodeURIComponent(id)}`, { token });
+        if (r.status === 200 && r.body.status === status) records.set(id, r.body);
+      }
+      if (records.size < ids.length) await new Promise((r) => setTimeout(r, 20));
+    }
+    return records;
+  }
+
+  const campaignSends = (rig: Rig, campaignId: string) =>
+    rig.emulator!.messaging.stats().sends.filter((x) => x.campaign_id === campaignId);
+
+  it('every message of a chat campaign launched through the bridge has a record, for its tenant only', async () => {
+    // Read receipts off: delivered is each message's last status.
+    const rig = await startRig({ readDelayMs: -1 });
+    open.push(rig);
+    const token = await restToken(['messages:manage', 'messages:read'], 'acme');
+    const created = await call(rig.http, 'POST', '/v1/messaging/chat/templates', {
+      token,
+      body: {
+        name: 'visit_reminder',
+        category: 'UTILITY',
+        language: 'en_US',
+        components: [{ type: 'BODY', text: 'Hello {{1}}, see you soon' }],
+        sample_values: { '1': 'Ada' },
+      },
+    });
+    expect(created.status).toBe(201);
+    rig.emulator!.messaging.review('default', 'visit_reminder', 'APPROVED');
+
+    const phones = Array.from({ length: 20 }, (_, i) => `1415555${String(1000 + i)}`);
+    const launched = await call(rig.http, 'POST', '/v1/messaging/chat/campaigns', {
+      token,
+      body: {
+        campaign_name: 'spring_visits',
+        template_name: 'visit_reminder',
+        audience_rows: phones.map((phone, i) => ({ phone, BODY_1: `Guest ${i}` })),
+      },
+    });
+    expect(launched.status).toBe(200);
+    const campaignId = (launched.body.campaign as { id: string }).id;
+    await waitFor(() => campaignSends(rig, campaignId).length === 20, 10_000, 'the 20 sends');
+    const sends = campaignSends(rig, campaignId);
+    expect(new Set(sends.map((x) => x.to))).toEqual(new Set(phones));
+
+    const records = await recordsOf(
+      rig,
+      token,
+      sends.map((x) => x.message_id),
+      'delivered',
+    );
+    for (const x of sends) {
+      expect(records.get(x.message_id)).toMatchObject({
+        message_id: x.message_id,
+        channel: 'chat',
+        to: x.to,
+        kind: 'campaign',
+        campaign_id: campaignId,
+        status: 'delivered',
+      });
+      expect(records.get(x.message_id)?.session_id).toBeUndefined();
+    }
+    const other = await restToken(['messages:read'], 'other');
+    const hidden = await call(rig.http, 'GET', `/v1/messages/${encodeURIComponent(sends[0]!.message_id)}`, {
+      token: other,
+    });
+    expect(hidden.status).toBe(404);
+    expect(hidden.body.error).toBe('not_found');
+  });
+
+  it('a campaign saved but not launched (207) gets records when its relaunch launches it; RCS campaigns too', async () => {
+    const rig = await startRig({ readDelayMs: -1 });
+    open.push(rig);
+    const token = await restToken(['messages:manage', 'messages:read']);
+    await call(rig.http, 'POST', '/v1/messaging/chat/templates', {
+      token,
+      body: {
+        name: 'autumn_note',
+        category: 'UTILITY',
+        language: 'en_US',
+        components: [{ type: 'BODY', text: 'Hello {{1}}' }],
+        sample_values: { '1': 'Ada' },
+      },
+    });
+    rig.emulator!.messaging.review('default', 'autumn_note', 'APPROVED');
+    rig.emulator!.messaging.failNextLaunch(1);
+    const saved = await call(rig.http, 'POST', '/v1/messaging/chat/campaigns', {
+      token,
+      body: {
+        campaign_name: 'autumn_visits',
+        template_name: 'autumn_note',
+        audience_rows: [
+          { phone: '14155550301', BODY_1: 'Bo' },
+          { phone: '14155550302', BODY_1: 'Cy' },
+        ],
+      },
+    });
+    expect(saved.status).toBe(207);
+    const campaignId = (saved.body.campaign as { id: string }).id;
+    expect(campaignSends(rig, campaignId)).toHaveLength(0);
+    const relaunch = await call(rig.http, 'POST', `/v1/messaging/chat/campaigns/${campaignId}/launch`, {
+      token,
+    });
+    expect(relaunch.status).toBe(200);
+    await waitFor(() => campaignSends(rig, campaignId).length === 2, 5_000, 'the 2 sends');
+    const chat = await recordsOf(
+      rig,
+      token,
+      campaignSends(rig, campaignId).map((x) => x.message_id),
+      'delivered',
+    );
+    for (const r of chat.values()) expect(r).toMatchObject({ kind: 'campaign', campaign_id: campaignId });
+
+    const tpl = await call(rig.http, 'POST', '/v1/messaging/rcs/templates', {
+      token,
+      body: { template_name: 'order_ready', template_type: 'text', bot_name: 'Shop', text: 'Ready' },
+    });
+    expect(tpl.status).toBe(201);
+    const mobiles = ['4155550401', '4155550402', '4155550403'];
+    const rcs = await call(rig.http, 'POST', '/v1/messaging/rcs/campaigns', {
+      token,
+      body: {
+        template_name: 'order_ready',
+        campaign_name: 'orders_ready',
+        contacts: mobiles.map((mobile) => ({ mobile })),
+      },
+    });
+    expect(rcs.status).toBe(200);
+    const rcsId = rcs.body.campaign_id as string;
+    await waitFor(() => campaignSends(rig, rcsId).length === 3, 5_000, 'the 3 RCS sends');
+    const sends = campaignSends(rig, rcsId);
+    const records = await recordsOf(
+      rig,
+      token,
+      sends.map((x) => x.message_id),
+      'delivered',
+    );
+    for (const x of sends) {
+      expect(records.get(x.message_id)).toMatchObject({
+        channel: 'rcs',
+        to: x.to,
+        kind: 'campaign',
+        campaign_id: rcsId,
+      });
+    }
   });
 });
 

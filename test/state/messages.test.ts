@@ -1,6 +1,7 @@
 /**
  * The message stores, in memory and on a real Redis: dedupe keys, status by rank, events that outrun
- * the send's answer, RCS sends adopting their message id, retention and the memory caps.
+ * the send's answer, RCS sends and campaign recipients adopting their message id, saved campaigns,
+ * retention and the memory caps.
  */
 import { Redis } from 'ioredis';
 import { Registry } from 'prom-client';
@@ -11,7 +12,7 @@ import { MemoryMessageStore, nextStatus, rcsMobile } from '../../src/state/messa
 import { RedisLink } from '../../src/state/redis-link.js';
 import { RedisMessageStore } from '../../src/state/redis-messages.js';
 import { createStoreMetrics } from '../../src/state/store-metrics.js';
-import type { MessageStore, PendingRcsSend, SentMessage } from '../../src/state/types.js';
+import type { CampaignSends, MessageStore, PendingRcsSend, SentMessage } from '../../src/state/types.js';
 import { redisSkipReason, type TestRedis, useRedis } from '../helpers/redis.js';
 
 const skip = redisSkipReason();
@@ -50,6 +51,16 @@ const pending = (mobile: string, campaign: string, o: Partial<PendingRcsSend> = 
   kind: 'rcs_template',
   sent_at: new Date().toISOString(),
   campaign_id: campaign,
+  requested_at_ms: Date.now(),
+  ...o,
+});
+
+const campaign = (id: string, recipients: string[], o: Partial<CampaignSends> = {}): CampaignSends => ({
+  tenant: 'acme',
+  channel: 'chat',
+  campaign_id: id,
+  recipients,
+  sent_at: new Date().toISOString(),
   requested_at_ms: Date.now(),
   ...o,
 });
@@ -135,6 +146,88 @@ function sharedCases(name: string, make: () => Promise<{ a: MessageStore; b: Mes
       );
       expect(later).toBeUndefined();
     });
+
+    it('a campaign records a send per recipient: events adopt them by channel and recipient, oldest first', async () => {
+      const { a, b } = await make();
+      expect(await a.recordCampaign(campaign('cmp-1', ['14155550101', '14155550102']))).toEqual([]);
+      expect(await b.recordCampaign(campaign('cmp-2', ['14155550101']))).toEqual([]);
+      // The same digits on RCS are another recipient.
+      expect(
+        await b.addEvent(status('rcs-z', 'sent', { channel: 'rcs', recipient: '14155550101' })),
+      ).toBeUndefined();
+      const first = await b.addEvent(status('wamid.1', 'sent', { recipient: '14155550101' }));
+      expect(first).toEqual({
+        message_id: 'wamid.1',
+        tenant: 'acme',
+        channel: 'chat',
+        to: '14155550101',
+        kind: 'campaign',
+        sent_at: expect.any(String),
+        campaign_id: 'cmp-1',
+        status: 'sent',
+        events: [expect.objectContaining({ message_id: 'wamid.1', status: 'sent' })],
+      });
+      expect((await a.addEvent(status('wamid.1', 'delivered', { recipient: '14155550101' })))?.status).toBe(
+        'delivered',
+      );
+      expect((await a.addEvent(status('wamid.2', 'sent', { recipient: '14155550101' })))?.campaign_id).toBe(
+        'cmp-2',
+      );
+      expect(
+        (await b.addEvent(status('wamid.3', 'delivered', { recipient: '14155550102' })))?.campaign_id,
+      ).toBe('cmp-1');
+      // Every recipient's send has its message: a further one is held as an orphan.
+      expect(await a.addEvent(status('wamid.4', 'sent', { recipient: '14155550101' }))).toBeUndefined();
+      expect(await a.get('acme', 'wamid.1')).toMatchObject({ status: 'delivered', kind: 'campaign' });
+      expect(await a.get('default', 'wamid.1')).toBeUndefined();
+      // RCS campaigns match the 10 digits, whatever the webhook adds before them.
+      await a.recordCampaign(campaign('cmp-r', ['9876500001'], { channel: 'rcs' }));
+      expect(
+        await b.addEvent(status('rcs-1', 'delivered', { channel: 'rcs', recipient: '+919876500001' })),
+      ).toMatchObject({ channel: 'rcs', campaign_id: 'cmp-r', to: '9876500001', status: 'delivered' });
+    });
+
+    it('an event that outruns the launch answer is adopted by the campaign, one from before the launch is not', async () => {
+      const { a, b } = await make();
+      const before = Date.now() - 5_000;
+      await a.addEvent(status('wamid.early', 'sent', { recipient: '14155550201' }));
+      await a.addEvent(status('wamid.early', 'delivered', { recipient: '14155550201' }));
+      const adopted = await b.recordCampaign(
+        campaign('cmp-e', ['14155550201', '14155550202'], { requested_at_ms: before }),
+      );
+      expect(adopted).toHaveLength(1);
+      expect(adopted[0]).toMatchObject({
+        message_id: 'wamid.early',
+        campaign_id: 'cmp-e',
+        kind: 'campaign',
+        status: 'delivered',
+      });
+      expect(adopted[0]?.events).toHaveLength(2);
+      await a.addEvent(status('wamid.old', 'sent', { recipient: '14155550203' }));
+      expect(
+        await b.recordCampaign(campaign('cmp-l', ['14155550203'], { requested_at_ms: Date.now() + 1_000 })),
+      ).toEqual([]);
+      // The other recipient's send still waits for its event.
+      expect(
+        (await a.addEvent(status('wamid.next', 'sent', { recipient: '14155550202' })))?.campaign_id,
+      ).toBe('cmp-e');
+    });
+
+    it('a saved campaign records nothing until it is launched, and is launched once', async () => {
+      const { a, b } = await make();
+      await a.saveCampaign(campaign('cmp-s', ['14155550301', '14155550302']));
+      expect(await b.addEvent(status('wamid.s0', 'sent', { recipient: '14155550301' }))).toBeUndefined();
+      expect(await b.launchSavedCampaign('nope', Date.now(), new Date().toISOString())).toBeUndefined();
+      const at = Date.now() + 5;
+      expect(await b.launchSavedCampaign('cmp-s', at, new Date(at).toISOString())).toEqual([]);
+      expect(await a.launchSavedCampaign('cmp-s', Date.now(), new Date().toISOString())).toBeUndefined();
+      const r1 = await a.addEvent(status('wamid.s1', 'sent', { recipient: '14155550301' }));
+      expect(r1).toMatchObject({ tenant: 'acme', campaign_id: 'cmp-s', kind: 'campaign' });
+      expect(r1?.sent_at).toBe(new Date(at).toISOString());
+      expect((await b.addEvent(status('wamid.s2', 'sent', { recipient: '14155550302' })))?.campaign_id).toBe(
+        'cmp-s',
+      );
+    });
   });
 }
 
@@ -179,6 +272,29 @@ describe('memory message store: bounds', () => {
       await s.addEvent(status('rcs-x', 'sent', { channel: 'rcs', recipient: '9998887776' })),
     ).toBeUndefined();
     expect(s.size).toBe(0);
+  });
+
+  it('keeps at most maxPending pending sends and saved recipients, oldest out', async () => {
+    const s = new MemoryMessageStore(HOUR, { maxPending: 3 });
+    await s.recordCampaign(campaign('cmp-big', ['14155550401', '14155550402', '14155550403', '14155550404']));
+    expect(await s.addEvent(status('w-1', 'sent', { recipient: '14155550401' }))).toBeUndefined();
+    expect((await s.addEvent(status('w-4', 'sent', { recipient: '14155550404' })))?.campaign_id).toBe(
+      'cmp-big',
+    );
+    await s.saveCampaign(campaign('cmp-s1', ['14155550501', '14155550502']));
+    await s.saveCampaign(campaign('cmp-s2', ['14155550503', '14155550504']));
+    expect(await s.launchSavedCampaign('cmp-s1', Date.now(), new Date().toISOString())).toBeUndefined();
+    expect(await s.launchSavedCampaign('cmp-s2', Date.now(), new Date().toISOString())).toEqual([]);
+  });
+
+  it('forgets saved campaigns and campaign sends after the retention', async () => {
+    let now = 1_000_000;
+    const s = new MemoryMessageStore(HOUR, { now: () => now });
+    await s.saveCampaign(campaign('cmp-x', ['14155550601']));
+    await s.recordCampaign(campaign('cmp-y', ['14155550602'], { requested_at_ms: now }));
+    now += HOUR + 1;
+    expect(await s.launchSavedCampaign('cmp-x', now, new Date(now).toISOString())).toBeUndefined();
+    expect(await s.addEvent(status('w-y', 'sent', { recipient: '14155550602' }))).toBeUndefined();
   });
 
   it('keeps at most maxSeenKeys dedupe keys, oldest out', async () => {
@@ -227,10 +343,13 @@ describe.skipIf(skip !== undefined)('Redis message store', () => {
     await store.markSeen('st:chat:m-ttl:delivered');
     await store.addEvent(status('m-orphan', 'sent'));
     await store.recordPendingRcs(pending('4445556667', 'camp-ttl'));
+    await store.recordCampaign(campaign('cmp-ttl', ['14155550701', '14155550702']));
+    await store.saveCampaign(campaign('cmp-saved', ['14155550703']));
     const client = new Redis(redis.url);
     try {
       const keys = await client.keys(`${prefix}*`);
-      expect(keys.length).toBe(5);
+      // m, me, seen, mo and mom of the orphan, 3 pending lists, the saved campaign.
+      expect(keys.length).toBe(9);
       for (const k of keys) {
         const ttl = await client.pttl(k);
         expect(ttl, k).toBeGreaterThan(0);
