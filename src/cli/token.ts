@@ -3,12 +3,13 @@
  * `npm run token -- [--media] [--scope "a b"] [--tenant T] [--secret S] [--ttl SECONDS]`
  * Mints an HS256 development token. Without --secret it uses the secret the bridge would use with the
  * same environment: MEDIA_SECRET for --media, AUTH_JWT_SECRET otherwise (development defaults if unset).
+ * A REST token gets every scope unless --scope names some.
  */
 import { parseArgs } from 'node:util';
 import { mintToken } from '../auth/jwt.js';
 import { DEV_AUTH_JWT_SECRET, DEV_MEDIA_SECRET } from '../config.js';
 
-const ALL_SCOPES = 'media:manage sessions:read calls:control';
+const ALL_SCOPES = 'media:manage sessions:read calls:control messages:read messages:manage';
 
 const { values } = parseArgs({
   options: {
@@ -23,7 +24,8 @@ const { values } = parseArgs({
 
 if (values.help) {
   process.stdout.write(
-    'usage: npm run token -- [--media] [--scope "media:manage sessions:read calls:control"] [--tenant T] [--secret S] [--ttl SECONDS]\n',
+    `usage: npm run token -- [--media] [--scope "${ALL_SCOPES}"] [--tenant T] [--secret S] [--ttl SECONDS]\n` +
+      `  --scope  the REST token's scopes, space-separated (default: all of them, "${ALL_SCOPES}")\n`,
   );
   process.exit(0);
 }
