@@ -26,6 +26,11 @@ export async function registerDocs(app: FastifyInstance, version = '0.1.0'): Pro
         { name: 'media-stream', description: 'scope media:manage' },
         { name: 'sessions', description: 'scope sessions:read' },
         { name: 'call control', description: 'scope calls:control; forwarded to the provider' },
+        {
+          name: 'messaging',
+          description:
+            "chat and RCS: a live call's message (calls:control), records (messages:read), templates and campaigns (messages:manage), and the provider's webhook (its own secret)",
+        },
       ],
     },
   });

@@ -566,6 +566,43 @@ describe('campaign records', () => {
   });
 });
 
+describe('the OpenAPI document', () => {
+  it('lists every messaging route under the messaging tag, and the tag itself', async () => {
+    const rig = await startRig();
+    try {
+      const r = await call(rig.http, 'GET', '/docs/json');
+      expect(r.status).toBe(200);
+      expect(r.body.tags).toEqual(
+        expect.arrayContaining([{ name: 'messaging', description: expect.stringContaining('RCS') }]),
+      );
+      const paths = r.body.paths as Record<string, Record<string, { tags?: string[] }>>;
+      const tagged = Object.entries(paths).flatMap(([path, ops]) =>
+        Object.entries(ops)
+          .filter(([, op]) => op.tags?.includes('messaging') === true)
+          .map(([method]) => `${method.toUpperCase()} ${path}`),
+      );
+      expect(tagged.sort()).toEqual(
+        [
+          'POST /v1/sessions/{id}/message',
+          'POST /v1/webhooks/messaging',
+          'GET /v1/messages/{id}',
+          'GET /v1/messaging/chat/templates',
+          'POST /v1/messaging/chat/templates',
+          'POST /v1/messaging/chat/templates/sync',
+          'GET /v1/messaging/chat/templates/{name}',
+          'DELETE /v1/messaging/chat/templates/{name}',
+          'POST /v1/messaging/chat/campaigns',
+          'POST /v1/messaging/chat/campaigns/{id}/launch',
+          'POST /v1/messaging/rcs/templates',
+          'POST /v1/messaging/rcs/campaigns',
+        ].sort(),
+      );
+    } finally {
+      await rig.close();
+    }
+  });
+});
+
 describe('npm start without MESSAGING_BASE_URL: the in-process emulator serves messaging', () => {
   const open: { close(): unknown }[] = [];
   afterEach(async () => {
