@@ -1,7 +1,7 @@
 /**
- * Property-based bad input on every REST route (fast-check), over real HTTP on loopback: wrong types,
- * unknown fields, unicode and oversized bodies and path parameters, garbage or missing tokens, odd
- * methods and content types. Every answer is JSON; every error is the contract's body
+ * Property-based bad input on every REST route (fast-check), messaging's included, over real HTTP on
+ * loopback: wrong types, unknown fields, unicode and oversized bodies and path parameters, garbage or
+ * missing tokens, odd methods and content types. Every answer is JSON; every error is the contract's body
  * `{"error": <a code from the table>, "message": <text>}` with a status that fits it; the process stays
  * up and a control call beside it keeps its audio.
  */
@@ -23,8 +23,9 @@ let cases = 0;
 beforeAll(async () => {
   // No provider: call control answers 503 at once instead of dialling; the limit is out of the way.
   rig = await startRig({ providerUrl: null, env: { REST_RATE_LIMIT: '1000000' } });
-  // REST cases act for tenant "fuzz", so a PUT cannot change the control call's tenant.
-  good = await restToken(ALL_SCOPES, 'fuzz');
+  // REST cases act for tenant "fuzz", so a PUT cannot change the control call's tenant. No messaging
+  // provider either: the messaging routes check their bodies, then answer 503.
+  good = await restToken([...ALL_SCOPES, 'messages:read', 'messages:manage'], 'fuzz');
   await holdSession(rig.bridge, 'fz-1', 'fuzz');
   const media = `${rig.http.replace('http', 'ws')}/v1/media`;
   control = await ControlCall.start(media, await mintToken({ secret: MEDIA_SECRET }), 'rest-fuzz-control');
@@ -55,6 +56,29 @@ const FIELDS = [
   'callerId',
   'action',
   'number',
+  // messaging: the session message, the webhook, templates and campaigns
+  'channel',
+  'template',
+  'message',
+  'template_name',
+  'params',
+  'object',
+  'entry',
+  'event_type',
+  'message_id',
+  'status',
+  'recipient',
+  'timestamp',
+  'name',
+  'category',
+  'language',
+  'components',
+  'campaign_name',
+  'audience_rows',
+  'contacts',
+  'template_type',
+  'bot_name',
+  'text',
 ];
 
 /** Bodies: random JSON, the routes' own fields with random values plus unknown fields, or raw text. */
@@ -100,6 +124,36 @@ const route = fc.oneof(
   fc.tuple(
     fc.constantFrom('POST', 'PUT'),
     id.map((i) => `/v1/sessions/${encodeURIComponent(i)}/conference`),
+  ),
+  fc.tuple(
+    fc.constantFrom('POST', 'GET'),
+    id.map((i) => `/v1/sessions/${encodeURIComponent(i)}/message`),
+  ),
+  fc.tuple(
+    fc.constantFrom('POST', 'GET'),
+    fc.oneof(
+      fc.constant('/v1/webhooks/messaging'),
+      unicode.map((s) => `/v1/webhooks/messaging?token=${encodeURIComponent(s)}`),
+    ),
+  ),
+  fc.tuple(
+    fc.constantFrom('GET', 'DELETE'),
+    id.map((i) => `/v1/messages/${encodeURIComponent(i)}`),
+  ),
+  fc.tuple(
+    fc.constantFrom('GET', 'POST', 'DELETE'),
+    fc.oneof(
+      fc.constantFrom(
+        '/v1/messaging/chat/templates',
+        '/v1/messaging/chat/templates/sync',
+        '/v1/messaging/chat/campaigns',
+        '/v1/messaging/rcs/templates',
+        '/v1/messaging/rcs/campaigns',
+      ),
+      unicode.map((s) => `/v1/messaging/chat/templates?status=${encodeURIComponent(s)}&category=${s.length}`),
+      id.map((i) => `/v1/messaging/chat/templates/${encodeURIComponent(i)}`),
+      id.map((i) => `/v1/messaging/chat/campaigns/${encodeURIComponent(i)}/launch`),
+    ),
   ),
   fc.tuple(fc.constantFrom('GET', 'POST'), fc.constantFrom('/healthz', '/readyz', '/metrics')),
   fc.tuple(
