@@ -5,6 +5,7 @@ import {
   checkAudienceAgainstTemplate,
   checkContactsAgainstTemplate,
   parseTemplateManagerRequest,
+  rcsMobileFrom,
   rcsTemplateVariables,
   templateBodyVariableCount,
   validateChatCampaignRequest,
@@ -14,6 +15,14 @@ import {
   validateRcsCampaignRequest,
   validateRcsTemplate,
 } from '../../src/provider/messaging/validate.js';
+
+/**
+ * `validate` accepts `input` and returns it as given: a validator that dropped or rewrote a field would
+ * fail here.
+ */
+function accepted(validate: (v: unknown) => unknown, input: unknown): void {
+  expect(validate(input)).toEqual(input);
+}
 
 /** The BridgeError `fn` throws. */
 function refusal(fn: () => unknown): BridgeError {
@@ -161,16 +170,17 @@ describe('chat template input', () => {
   });
 
   it('BODY at most 1,024 characters and 10 variables', () => {
-    expect(validateChatTemplateInput(withComponents({ type: 'BODY', text: 'x'.repeat(1024) }))).toBeTruthy();
+    accepted(validateChatTemplateInput, withComponents({ type: 'BODY', text: 'x'.repeat(1024) }));
     expect(
       refusal(() => validateChatTemplateInput(withComponents({ type: 'BODY', text: 'x'.repeat(1025) })))
         .message,
     ).toBe('templateData.components[0].text must be at most 1024 characters, got 1025');
     const ten = Array.from({ length: 10 }, (_, i) => `{{${i + 1}}}`).join(' ');
     const samples = Object.fromEntries(Array.from({ length: 11 }, (_, i) => [String(i + 1), 's']));
-    expect(
-      validateChatTemplateInput({ ...withComponents({ type: 'BODY', text: ten }), sample_values: samples }),
-    ).toBeTruthy();
+    accepted(validateChatTemplateInput, {
+      ...withComponents({ type: 'BODY', text: ten }),
+      sample_values: samples,
+    });
     const e = refusal(() =>
       validateChatTemplateInput({
         ...withComponents({ type: 'BODY', text: `${ten} {{11}}` }),
@@ -227,9 +237,7 @@ describe('chat template input', () => {
     expect(refusal(() => validateChatTemplateInput(b({ type: 'CALL', text: 'x' }))).message).toMatch(
       /must be one of URL, PHONE_NUMBER, QUICK_REPLY/,
     );
-    expect(
-      validateChatTemplateInput(b(qr, { type: 'URL', text: 'Go', url: 'https://a.example/' })),
-    ).toBeTruthy();
+    accepted(validateChatTemplateInput, b(qr, { type: 'URL', text: 'Go', url: 'https://a.example/' }));
   });
 
   it('variables are numbered consecutively from 1 within each text', () => {
@@ -237,7 +245,7 @@ describe('chat template input', () => {
       ...withComponents({ type: 'BODY', text }),
       sample_values: { '1': 'a', '2': 'b', '3': 'c' },
     });
-    expect(validateChatTemplateInput(body('{{2}} then {{1}} and {{1}} again'))).toBeTruthy();
+    accepted(validateChatTemplateInput, body('{{2}} then {{1}} and {{1}} again'));
     expect(refusal(() => validateChatTemplateInput(body('{{1}} {{3}}'))).message).toBe(
       'templateData.components[0].text must number its variables consecutively from {{1}}: {{2}} is missing before {{3}}',
     );
@@ -281,32 +289,53 @@ describe('chat template input', () => {
 });
 
 describe('phones', () => {
-  it('accepts 11 to 15 digits with the country code', () => {
-    for (const p of ['14155550100', '919876543210', '123456789012345'])
+  it('accepts digits with the country code, of a length the country uses', () => {
+    // US, India, Germany, the longest E.164 length, and Norway: 47 and 8 digits, 10 in all.
+    for (const p of ['14155550100', '919876543210', '4915112345678', '882345678901234', '4712345678'])
       expect(validatePhone(p, 'to')).toBe(p);
   });
 
   it('says what is wrong', () => {
-    expect(refusal(() => validatePhone('4155550100', 'to')).message).toBe(
-      'to is missing its country code: 10 digits, got "4155550100"; send 11 to 15 digits',
+    const message = (v: unknown) => refusal(() => validatePhone(v, 'to')).message;
+    expect(message('+14155550100')).toBe('to must be digits only: no "+", got "+14155550100"');
+    expect(message('1 415 555 0100')).toBe('to must be digits only: no spaces, got "1 415 555 0100"');
+    expect(message('1415-555-0100')).toMatch(/digits only/);
+    expect(message('01415555010')).toMatch(/must start with the country code, not a 0/);
+    // A US number without its 1: read as Switzerland (41) with too few digits.
+    expect(message('4155550100')).toBe(
+      'to has 8 digits after the country code 41: too few (is the country code missing?), got "4155550100"',
     );
-    expect(refusal(() => validatePhone('+14155550100', 'to')).message).toBe(
-      'to must be digits only: no "+", got "+14155550100"',
+    expect(message('99912345678')).toBe(
+      'to starts with no known country code (is the country code missing?), got "99912345678"',
     );
-    expect(refusal(() => validatePhone('1 415 555 0100', 'to')).message).toMatch(/no spaces/);
-    expect(refusal(() => validatePhone('1415-555-0100', 'to')).message).toMatch(/digits only/);
-    expect(refusal(() => validatePhone('01415555010', 'to')).message).toMatch(/country code first/);
-    expect(refusal(() => validatePhone('1234567890123456', 'to')).message).toMatch(/11 to 15 digits/);
-    expect(refusal(() => validatePhone('123456', 'to')).message).toMatch(/11 to 15 digits/);
-    expect(refusal(() => validatePhone(14155550100, 'to')).message).toMatch(/must be a string/);
+    expect(message('1234567890123456')).toBe(
+      'to has 15 digits after the country code 1: too many for it, got "1234567890123456"',
+    );
+    expect(message('15550100')).toMatch(/7 digits after the country code 1: too few/);
+    expect(message('12')).toMatch(/too short: a country code and a number are needed/);
+    expect(message(14155550100)).toMatch(/must be a string/);
     const e = refusal(() => validatePhone(undefined, 'audience_rows[2].phone'));
     expect([e.message, e.field]).toEqual(['audience_rows[2].phone is required', 'audience_rows[2].phone']);
+  });
+
+  it('rcsMobileFrom: the 10-digit national number of a number of the given country code', () => {
+    expect(rcsMobileFrom('919876543210', '91')).toBe('9876543210');
+    expect(rcsMobileFrom('+919876543210', '91')).toBe('9876543210');
+    expect(rcsMobileFrom('14155550100', '1')).toBe('4155550100');
+    // Another country code, or a national number that is not 10 digits.
+    expect(rcsMobileFrom('14155550100', '91')).toBeUndefined();
+    expect(rcsMobileFrom('4712345678', '47')).toBeUndefined();
+    expect(rcsMobileFrom('4915112345678', '49')).toBeUndefined();
+    expect(rcsMobileFrom('not a number', '91')).toBeUndefined();
+    expect(rcsMobileFrom('919876543210', '+91')).toBeUndefined();
   });
 });
 
 describe('chat sends', () => {
   const send = (message: unknown, extra: Record<string, unknown> = {}) =>
     validateChatSendRequest({ to: '14155550100', message, ...extra });
+  /** An accepted send, returned as given. */
+  const sent = (message: unknown) => accepted(validateChatSendRequest, { to: '14155550100', message });
 
   it('text: non-empty, at most 4,096', () => {
     expect(send({ type: 'text', text: { body: 'hi' } }, { account_id: 'acc' })).toEqual({
@@ -314,7 +343,7 @@ describe('chat sends', () => {
       message: { type: 'text', text: { body: 'hi' } },
       account_id: 'acc',
     });
-    expect(send({ type: 'text', text: { body: 'x'.repeat(4096) } })).toBeTruthy();
+    sent({ type: 'text', text: { body: 'x'.repeat(4096) } });
     expect(refusal(() => send({ type: 'text', text: { body: 'x'.repeat(4097) } })).message).toBe(
       'message.text.body must be at most 4096 characters, got 4097',
     );
@@ -338,7 +367,7 @@ describe('chat sends', () => {
       'http://a.example/p.JPEG?x=1',
       'https://a.example/p.png',
     ]) {
-      expect(send({ type: 'image', image: { link } })).toBeTruthy();
+      sent({ type: 'image', image: { link } });
     }
     expect(
       refusal(() => send({ type: 'image', image: { link: 'https://a.example/p.gif' } })).message,
@@ -354,13 +383,9 @@ describe('chat sends', () => {
   });
 
   it('document: http(s) link, a known extension from the filename or the link', () => {
-    expect(send({ type: 'document', document: { link: 'https://a.example/r.pdf' } })).toBeTruthy();
-    expect(
-      send({ type: 'document', document: { link: 'https://a.example/get?id=1', filename: 'r.XLSX' } }),
-    ).toBeTruthy();
-    expect(
-      send({ type: 'document', document: { link: 'https://a.example/r.docx', filename: 'report' } }),
-    ).toBeTruthy();
+    sent({ type: 'document', document: { link: 'https://a.example/r.pdf' } });
+    sent({ type: 'document', document: { link: 'https://a.example/get?id=1', filename: 'r.XLSX' } });
+    sent({ type: 'document', document: { link: 'https://a.example/r.docx', filename: 'report' } });
     expect(
       refusal(() =>
         send({ type: 'document', document: { link: 'https://a.example/get', filename: 'report' } }),
@@ -388,7 +413,14 @@ describe('chat sends', () => {
         type: 'interactive',
         interactive: { type: 'button', body: { text: 'Pick' }, action: { buttons }, ...extra },
       });
-    expect(i([reply('a'), reply('b'), reply('c')])).toBeTruthy();
+    expect(i([reply('a'), reply('b'), reply('c')]).message).toEqual({
+      type: 'interactive',
+      interactive: {
+        type: 'button',
+        body: { text: 'Pick' },
+        action: { buttons: [reply('a'), reply('b'), reply('c')] },
+      },
+    });
     expect(refusal(() => i([])).message).toBe(
       'message.interactive.action.buttons must hold 1 to 3 buttons, got 0',
     );
@@ -414,12 +446,10 @@ describe('chat sends', () => {
   });
 
   it('template: name, locale and string params', () => {
-    expect(
-      send({
-        type: 'template',
-        template: { name: 'order_update', language: 'en_US', body_params: ['Ada', 'A1'] },
-      }),
-    ).toBeTruthy();
+    sent({
+      type: 'template',
+      template: { name: 'order_update', language: 'en_US', body_params: ['Ada', 'A1'] },
+    });
     expect(
       refusal(() => send({ type: 'template', template: { name: 'Order', language: 'en_US' } })).field,
     ).toBe('message.template.name');
@@ -487,6 +517,39 @@ describe('chat campaigns', () => {
         validateChatCampaignRequest({ ...campaign, audience_rows: [{ phone: '14155550100', BODY_0: 'x' }] }),
       ).field,
     ).toBe('audience_rows[0].BODY_0');
+  });
+
+  it('BODY_n numbered from BODY_1 with no gaps, the same on every row', () => {
+    const rows = (...audience_rows: Record<string, string>[]) => ({ ...campaign, audience_rows });
+    const gap = refusal(() =>
+      validateChatCampaignRequest(rows({ phone: '14155550100', BODY_1: 'a', BODY_3: 'c' })),
+    );
+    expect([gap.field, gap.message]).toEqual([
+      'audience_rows[0].BODY_2',
+      'audience_rows[0] holds BODY_3 but not BODY_2: the values are numbered BODY_1, BODY_2, ... with no gaps',
+    ]);
+    const fewer = refusal(() =>
+      validateChatCampaignRequest(
+        rows(
+          { phone: '14155550100', BODY_1: 'a', BODY_2: 'b' },
+          { phone: '14155550101', BODY_1: 'a', BODY_2: 'b' },
+          { phone: '14155550102', BODY_1: 'a' },
+        ),
+      ),
+    );
+    expect([fewer.field, fewer.message]).toEqual([
+      'audience_rows[2].BODY_2',
+      'audience_rows[2] holds BODY_1 only, but audience_rows[0] holds BODY_1 to BODY_2: every row gives the same BODY_n values',
+    ]);
+    const more = refusal(() =>
+      validateChatCampaignRequest(rows({ phone: '14155550100' }, { phone: '14155550101', BODY_1: 'a' })),
+    );
+    expect([more.field, more.message]).toEqual([
+      'audience_rows[1].BODY_1',
+      'audience_rows[1] holds BODY_1 only, but audience_rows[0] holds no BODY_n: every row gives the same BODY_n values',
+    ]);
+    const same = rows({ phone: '14155550100' }, { phone: '4712345678' });
+    expect(validateChatCampaignRequest(same)).toEqual(same);
   });
 
   it('checks rows against the template body: BODY_1..BODY_n, nothing beyond', () => {
@@ -621,7 +684,7 @@ describe('RCS templates', () => {
       ).message,
     ).toBe('suggestions[0].type must be one of url, phone, got "reply"');
     const cardWith = (s: unknown[]) => ({ ...carousel, cards: [card, { title: 't', suggestions: s }] });
-    expect(validateRcsTemplate(cardWith([{ type: 'reply', label: 'Yes', postback: 'y' }]))).toBeTruthy();
+    accepted(validateRcsTemplate, cardWith([{ type: 'reply', label: 'Yes', postback: 'y' }]));
     expect(
       refusal(() => validateRcsTemplate(cardWith([{ type: 'phone', label: 'Call', phone: '+14155550100' }])))
         .field,

@@ -23,7 +23,7 @@ import {
 import {
   array,
   body,
-  CHAT_PHONE,
+  chatPhoneProblem,
   DOCUMENT_EXTENSIONS,
   extension,
   httpUrl,
@@ -238,30 +238,12 @@ function templateButton(v: unknown, f: string, used: Set<number>): TemplateButto
 // ---------------------------------------------------------------------------------------------------
 // Chat messages
 
-/** A chat recipient: country code and number, digits only (11 to 15 digits). */
+/** A chat recipient: country code and number, digits only, of a length the country uses. */
 export function validatePhone(v: unknown, field: string): string {
   if (v === undefined || v === null || v === '') missing(field);
   if (typeof v !== 'string') mustBe(field, 'a string of digits with the country code', v);
-  const why = v.includes('+')
-    ? 'digits only: no "+"'
-    : /\s/.test(v)
-      ? 'digits only: no spaces'
-      : !/^[0-9]+$/.test(v)
-        ? 'digits only with the country code'
-        : v.length === 10
-          ? undefined
-          : v.startsWith('0')
-            ? 'the country code first, not a leading 0'
-            : !CHAT_PHONE.test(v)
-              ? '11 to 15 digits including the country code'
-              : '';
-  if (why === undefined) {
-    invalid(
-      field,
-      `${field} is missing its country code: 10 digits, got ${describe(v)}; send 11 to 15 digits`,
-    );
-  }
-  if (why !== '') mustBe(field, why, v);
+  const why = chatPhoneProblem(v);
+  if (why !== undefined) invalid(field, `${field} ${why}, got ${describe(v)}`);
   return v;
 }
 
@@ -376,19 +358,42 @@ export function validateChatCampaignRequest(v: unknown): ChatCampaignRequest {
     missing('audience_rows', 'audience_rows is required: at least one recipient');
   }
   if (!Array.isArray(b.audience_rows)) mustBe('audience_rows', 'an array of recipients', b.audience_rows);
+  let first: number | undefined;
   const audience_rows = b.audience_rows.map((raw, i): AudienceRow => {
     const f = `audience_rows[${i}]`;
     const row = object(raw, f);
     const out: { phone: string; [k: string]: string } = { phone: validatePhone(row.phone, `${f}.phone`) };
-    for (const [k, value] of Object.entries(row)) {
-      if (k === 'phone') continue;
-      if (!BODY_KEY.test(k))
-        invalid(`${f}.${k}`, `${f} may hold only phone and BODY_1, BODY_2, ...; got ${k}`);
-      out[k] = text(value, `${f}.${k}`);
+    let k = 0;
+    for (const [key, value] of Object.entries(row)) {
+      if (key === 'phone') continue;
+      const m = BODY_KEY.exec(key);
+      if (m === null) invalid(`${f}.${key}`, `${f} may hold only phone and BODY_1, BODY_2, ...; got ${key}`);
+      out[key] = text(value, `${f}.${key}`);
+      k = Math.max(k, Number(m[1]));
+    }
+    // chat.md: "Numbering starts at BODY_1 and is consecutive"; and one template, so one count for all.
+    for (let n = 1; n < k; n++) {
+      if (out[`BODY_${n}`] === undefined) {
+        invalid(
+          `${f}.BODY_${n}`,
+          `${f} holds BODY_${k} but not BODY_${n}: the values are numbered BODY_1, BODY_2, ... with no gaps`,
+        );
+      }
+    }
+    if (first === undefined) first = k;
+    else if (k !== first) {
+      invalid(
+        `${f}.BODY_${Math.min(k, first) + 1}`,
+        `${f} holds ${bodyRange(k)}, but audience_rows[0] holds ${bodyRange(first)}: every row gives the same BODY_n values`,
+      );
     }
     return out as AudienceRow;
   });
   return { campaign_name, template_name, audience_rows };
+}
+
+function bodyRange(k: number): string {
+  return k === 0 ? 'no BODY_n' : k === 1 ? 'BODY_1 only' : `BODY_1 to BODY_${k}`;
 }
 
 /** Each row holds BODY_1..BODY_n for the template's n body variables, and no BODY_k beyond. */

@@ -6,5 +6,14 @@
  * (`action is required`, `Template name invalid`, ...) it is used word for word.
  */
 export * from './validate-chat.js';
-export { CHAT_PHONE, E164, LIMITS, LOCALE, RCS_MOBILE, TEMPLATE_NAME } from './validate-fields.js';
+export {
+  CHAT_PHONE,
+  chatPhoneProblem,
+  E164,
+  LIMITS,
+  LOCALE,
+  RCS_MOBILE,
+  rcsMobileFrom,
+  TEMPLATE_NAME,
+} from './validate-fields.js';
 export * from './validate-rcs.js';
