@@ -152,7 +152,15 @@ export class MemoryMessageStore implements MessageStore {
     const now = this.#now();
     this.#sweep(now);
     const existing = this.#records.get(message.message_id);
-    if (existing !== undefined) return view(existing);
+    if (existing !== undefined) {
+      if (existing.sent.kind === 'campaign' && message.kind !== 'campaign') {
+        // A campaign's pending send to the same number took this message's first event before the
+        // sender's answer named it: the message is this send's, and the campaign's send waits again.
+        this.#requeue(existing.sent, existing.expiresAt);
+        existing.sent = message;
+      }
+      return view(existing);
+    }
     const held = this.#insert(message, now + this.#retentionMs);
     const orphan = this.#orphans.get(message.message_id);
     if (orphan !== undefined && orphan.expiresAt > now) {
@@ -268,6 +276,23 @@ export class MemoryMessageStore implements MessageStore {
     else list.push(seq);
     while (this.#pending.size > this.#maxPending) this.#dropOldestPending();
     return undefined;
+  }
+
+  /** A campaign send given back its place at the head of its recipient's queue. */
+  #requeue(sent: SentMessage, expiresAt: number): void {
+    const { message_id: _id, ...rest } = sent;
+    const send: PendingSend = {
+      ...rest,
+      campaign_id: sent.campaign_id ?? '',
+      requested_at_ms: Date.parse(sent.sent_at),
+    };
+    const key = keyOf(send.channel, send.to);
+    const seq = ++this.#pendingSeq;
+    this.#pending.set(seq, { send, key, expiresAt });
+    const list = this.#pendingByKey.get(key);
+    if (list === undefined) this.#pendingByKey.set(key, [seq]);
+    else list.unshift(seq);
+    while (this.#pending.size > this.#maxPending) this.#dropOldestPending();
   }
 
   #takePending(key: string, now: number): PendingSend | undefined {

@@ -87,7 +87,10 @@ end
 `;
 
 /**
- * A chat send: KEYS m, me, mo; ARGV rec, retention, max events. Events that came first are adopted.
+ * A chat send: KEYS m, me, mo; ARGV rec, retention, max events, now, prefix. Events that came first are
+ * adopted. A record a campaign's pending send made of this message's first event (a race: the webhook
+ * outran the sender's answer) becomes this send's, and the campaign's send goes back to the head of its
+ * recipient's queue (campaign recipients are digits: the key needs no encoding).
  */
 const RECORD = `${COMMON}
 if redis.call('exists', KEYS[1]) == 0 then
@@ -95,6 +98,18 @@ if redis.call('exists', KEYS[1]) == 0 then
   redis.call('pexpire', KEYS[1], ARGV[2])
   for _, ev in ipairs(redis.call('lrange', KEYS[3], 0, -1)) do append(KEYS[1], KEYS[2], ev, tonumber(ARGV[3])) end
   redis.call('del', KEYS[3])
+else
+  local old = cjson.decode(redis.call('hget', KEYS[1], 'rec'))
+  if old.kind == 'campaign' and cjson.decode(ARGV[1]).kind ~= 'campaign' then
+    local ttl = math.max(1, redis.call('pttl', KEYS[1]))
+    local mp = ARGV[5] .. 'mp:' .. old.channel .. ':' .. old.to
+    old.message_id = nil
+    old.exp = tonumber(ARGV[4]) + ttl
+    old.requested_at_ms = 0
+    redis.call('lpush', mp, cjson.encode(old))
+    redis.call('pexpire', mp, math.max(ttl, redis.call('pttl', mp)))
+    redis.call('hset', KEYS[1], 'rec', ARGV[1])
+  end
 end
 return answer(KEYS[1], KEYS[2])`;
 
@@ -186,6 +201,8 @@ export class RedisMessageStore implements MessageStore {
         JSON.stringify(message),
         this.#retentionMs,
         MAX_EVENTS_PER_MESSAGE,
+        Date.now(),
+        this.#link.prefix,
       ),
     )) as Answer;
     return parseAnswer(res) ?? { ...message, status: 'sent', events: [] };

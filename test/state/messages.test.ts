@@ -213,6 +213,29 @@ function sharedCases(name: string, make: () => Promise<{ a: MessageStore; b: Mes
       ).toBe('cmp-e');
     });
 
+    it("a call's chat message whose first event a campaign send took is the call's once its answer names it", async () => {
+      const { a, b } = await make();
+      await a.recordCampaign(campaign('cmp-race', ['14155550801'], { tenant: 'default' }));
+      // The call's message's event outruns the sender's answer and is taken for the campaign's.
+      expect(
+        (await b.addEvent(status('wamid.call', 'sent', { recipient: '14155550801' })))?.campaign_id,
+      ).toBe('cmp-race');
+      const rec = await a.recordSent(sent('wamid.call', { to: '14155550801', session_id: 'call-7' }));
+      expect(rec).toMatchObject({
+        message_id: 'wamid.call',
+        session_id: 'call-7',
+        kind: 'text',
+        status: 'sent',
+      });
+      expect(rec.campaign_id).toBeUndefined();
+      expect(rec.events).toHaveLength(1);
+      // The campaign's own message then finds its send waiting.
+      expect(await b.addEvent(status('wamid.camp', 'delivered', { recipient: '14155550801' }))).toMatchObject(
+        { campaign_id: 'cmp-race', kind: 'campaign', status: 'delivered' },
+      );
+      expect((await b.get('default', 'wamid.call'))?.session_id).toBe('call-7');
+    });
+
     it('a saved campaign records nothing until it is launched, and is launched once', async () => {
       const { a, b } = await make();
       await a.saveCampaign(campaign('cmp-s', ['14155550301', '14155550302']));
