@@ -829,10 +829,12 @@ describe('4. the rate limit under a burst of 500 sends', () => {
     // start after the burst's last send must then hold at most 80. The times are the emulator's records
     // of its admissions, and it admits at most 80 in any rolling second (refusing the rest with 130429),
     // so a send held up on its way into a later window shows up as a refusal (next test), not as an
-    // 81st send. Tolerance: the windows are 1 s less 5 ms, because a send is recorded a little after
-    // it is admitted (the body is checked in between: microseconds, a few ms on a loaded event loop), so
-    // two records can sit slightly closer than the admissions the emulator counted; no count beyond 80.
-    const TOLERANCE_MS = 5;
+    // 81st send. Tolerance: the windows are 1 s less 25 ms, because the emulator records a send a little
+    // after it admits it (the body is checked in between, phone number included): microseconds as a
+    // rule, but a garbage collection or a first-use initialisation in between delays a record by
+    // milliseconds (81 records within 995 ms showed up once in a few runs; 81 admissions cannot), so two
+    // records can sit closer than the admissions the emulator counted. No count beyond 80 is allowed.
+    const TOLERANCE_MS = 25;
     const afterBurst = maxInWindow(times, 1_000 - TOLERANCE_MS, times[79]! + 1e-3);
     const any = maxInWindow(times, 1_000 - TOLERANCE_MS);
     const anyFull = maxInWindow(times, 1_000);
