@@ -4,7 +4,9 @@
  * - `POST /v1/webhooks/messaging` (the provider's webhook: MESSAGING_WEBHOOK_SECRET, no JWT): status and
  *   button events, deduplicated, recorded, and forwarded to the bot of the call a message was sent in;
  * - `GET /v1/messages/{id}` (scope `messages:read`): a message's record;
- * - thin forwarding of template and campaign management (scope `messages:manage`).
+ * - template and campaign management forwarded (scope `messages:manage`), a launched campaign's messages
+ *   recorded too.
+ *
  * This file holds the session message route and the record route, and registers all of them; the
  * webhook is in messaging-webhook.ts, the management routes in messaging-manage.ts.
  *
