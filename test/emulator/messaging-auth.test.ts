@@ -3,6 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { mintToken } from '../../src/auth/jwt.js';
 import { createEmulator, type Emulator } from '../../src/emulator/server.js';
 import { createLogger } from '../../src/log.js';
+import { call } from '../helpers/http-call.js';
 
 const SECRET = 'messaging-auth-secret';
 const KEY = `vbk_${'ab'.repeat(16)}`;
@@ -171,23 +172,3 @@ describe('messaging emulator: the three credentials and the account_id rules', (
     expect(sends.filter((id) => id === a1!.account_id)).toHaveLength(1);
   });
 });
-
-/** A JSON request to the emulator; the answer's status and parsed body. */
-async function call(
-  base: string,
-  method: string,
-  path: string,
-  o: { token?: string; body?: unknown } = {},
-): Promise<{ status: number; body: Record<string, unknown> }> {
-  const res = await fetch(`${base}${path}`, {
-    method,
-    headers: {
-      ...(o.token !== undefined ? { authorization: `Bearer ${o.token}` } : {}),
-      ...(o.body !== undefined ? { 'content-type': 'application/json' } : {}),
-    },
-    ...(o.body !== undefined ? { body: JSON.stringify(o.body) } : {}),
-    signal: AbortSignal.timeout(30_000),
-  });
-  const text = await res.text();
-  return { status: res.status, body: text === '' ? {} : (JSON.parse(text) as Record<string, unknown>) };
-}

@@ -1,6 +1,7 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { createEmulator, type Emulator } from '../../src/emulator/server.js';
 import { createLogger } from '../../src/log.js';
+import { call } from '../helpers/http-call.js';
 import { waitFor } from '../helpers/wait.js';
 
 const SECRET = 'messaging-templates-secret';
@@ -193,23 +194,3 @@ describe('messaging emulator: chat templates', () => {
     expect(limited.body.error_data).toMatchObject({ code: 133000 });
   });
 });
-
-/** A JSON request to the emulator; the answer's status and parsed body. */
-async function call(
-  base: string,
-  method: string,
-  path: string,
-  o: { token?: string; body?: unknown } = {},
-): Promise<{ status: number; body: Record<string, unknown> }> {
-  const res = await fetch(`${base}${path}`, {
-    method,
-    headers: {
-      ...(o.token !== undefined ? { authorization: `Bearer ${o.token}` } : {}),
-      ...(o.body !== undefined ? { 'content-type': 'application/json' } : {}),
-    },
-    ...(o.body !== undefined ? { body: JSON.stringify(o.body) } : {}),
-    signal: AbortSignal.timeout(30_000),
-  });
-  const text = await res.text();
-  return { status: res.status, body: text === '' ? {} : (JSON.parse(text) as Record<string, unknown>) };
-}

@@ -5,10 +5,12 @@
  * so that the rate-th previous send is always at least a second old. Each recipient is sent exactly
  * once; one timer per busy lane.
  */
+import { randomUUID } from 'node:crypto';
 import type { ChatMessage } from '../../provider/messaging/types.js';
 import { assertRoom } from './accounts.js';
 import { chatMessageId, type Delivery, rcsMessageId } from './delivery.js';
-import type { CampaignRecord, MessagingState, SentMessage } from './state.js';
+import { ApiError } from './errors.js';
+import type { Account, CampaignRecipient, CampaignRecord, MessagingState, SentMessage } from './state.js';
 
 /** The emulator's 64 KB body limit holds ~900 audience rows; campaigns of many thousands are normal. */
 export const CAMPAIGN_BODY_LIMIT = 16 * 1024 * 1024;
@@ -139,4 +141,36 @@ export function launchCampaign(state: MessagingState, fanOut: FanOut, c: Campaig
   a.pendingTier += n;
   c.status = 'launched';
   fanOut.launch(c);
+}
+
+/**
+ * Saves a new campaign of the account, not yet launched: its name must be new to the account (409) and
+ * its recipients must fit the credits (402) and the tier (429).
+ */
+export function saveCampaign(
+  state: MessagingState,
+  a: Account,
+  o: {
+    readonly channel: CampaignRecord['channel'];
+    readonly name: string;
+    readonly templateName: string;
+    readonly recipients: readonly CampaignRecipient[];
+  },
+): CampaignRecord {
+  if (a.campaignNames.has(o.name)) throw new ApiError(409, `campaign ${o.name} already exists`);
+  assertRoom(state, a, o.recipients.length);
+  const c: CampaignRecord = {
+    id: randomUUID(),
+    channel: o.channel,
+    accountId: a.id,
+    name: o.name,
+    templateName: o.templateName,
+    recipients: o.recipients,
+    queuedAt: new Date().toISOString(),
+    status: 'saved',
+    sent: 0,
+  };
+  state.campaigns.set(c.id, c);
+  a.campaignNames.add(c.name);
+  return c;
 }

@@ -24,7 +24,7 @@ import {
   validateChatSendRequest,
 } from '../../provider/messaging/validate.js';
 import { accountOf, admitList, admitSend, assertRoom } from './accounts.js';
-import { CAMPAIGN_BODY_LIMIT, launchCampaign } from './campaigns.js';
+import { CAMPAIGN_BODY_LIMIT, launchCampaign, saveCampaign } from './campaigns.js';
 import { callerOf, type MessagingContext } from './context.js';
 import { chatMessageId } from './delivery.js';
 import { ApiError, badRequest, bodyOf } from './errors.js';
@@ -248,26 +248,15 @@ export function registerChat(app: FastifyInstance, ctx: MessagingContext): void 
     const r = validateChatCampaignRequest(rest);
     const t = approvedTemplate(a, r.template_name);
     checkAudienceAgainstTemplate(r.audience_rows, t.bodyVariables);
-    if (a.campaignNames.has(r.campaign_name)) {
-      throw new ApiError(409, `campaign ${r.campaign_name} already exists`);
-    }
-    assertRoom(state, a, r.audience_rows.length);
-    const c: CampaignRecord = {
-      id: randomUUID(),
+    const c = saveCampaign(state, a, {
       channel: 'chat',
-      accountId: a.id,
       name: r.campaign_name,
       templateName: r.template_name,
       recipients: r.audience_rows.map((row) => ({
         to: row.phone,
         bodyParams: Array.from({ length: t.bodyVariables }, (_v, i) => row[`BODY_${i + 1}`] ?? ''),
       })),
-      queuedAt: new Date().toISOString(),
-      status: 'saved',
-      sent: 0,
-    };
-    state.campaigns.set(c.id, c);
-    a.campaignNames.add(c.name);
+    });
     if (state.failNextLaunches > 0) {
       state.failNextLaunches--;
       return reply.code(207).send({

@@ -1,9 +1,3 @@
-/**
- * rcs.md under `/v1`: `POST /rcs_template_manager` (text, standalone and carousel templates) and
- * `POST /rcs_campaign_launcher` (contacts checked against the template's `{{variable}}` names, then the
- * same fan-out, tier and credit rules as chat campaigns).
- */
-import { randomUUID } from 'node:crypto';
 import type { FastifyInstance } from 'fastify';
 import type { RcsCampaignResult, RcsTemplateCreated } from '../../provider/messaging/types.js';
 import {
@@ -12,11 +6,11 @@ import {
   validateRcsCampaignRequest,
   validateRcsTemplate,
 } from '../../provider/messaging/validate.js';
-import { accountOf, assertRoom } from './accounts.js';
-import { CAMPAIGN_BODY_LIMIT, launchCampaign } from './campaigns.js';
+import { accountOf } from './accounts.js';
+import { CAMPAIGN_BODY_LIMIT, launchCampaign, saveCampaign } from './campaigns.js';
 import { callerOf, type MessagingContext } from './context.js';
 import { ApiError, badRequest, bodyOf } from './errors.js';
-import type { CampaignRecord, RcsTemplateRecord } from './state.js';
+import type { RcsTemplateRecord } from './state.js';
 
 export function registerRcs(app: FastifyInstance, ctx: MessagingContext): void {
   const { state } = ctx;
@@ -63,26 +57,15 @@ export function registerRcs(app: FastifyInstance, ctx: MessagingContext): void {
         );
       }
       checkContactsAgainstTemplate(r.contacts, t.variables);
-      if (a.campaignNames.has(r.campaign_name)) {
-        throw new ApiError(409, `campaign ${r.campaign_name} already exists`);
-      }
-      assertRoom(state, a, r.contacts.length);
-      const c: CampaignRecord = {
-        id: randomUUID(),
+      const c = saveCampaign(state, a, {
         channel: 'rcs',
-        accountId: a.id,
         name: r.campaign_name,
         templateName: r.template_name,
         recipients: r.contacts.map((x) => ({
           to: x.mobile,
           ...(x.params !== undefined ? { params: x.params } : {}),
         })),
-        queuedAt: new Date().toISOString(),
-        status: 'saved',
-        sent: 0,
-      };
-      state.campaigns.set(c.id, c);
-      a.campaignNames.add(c.name);
+      });
       launchCampaign(state, ctx.fanOut, c);
       return { status: 'queued', campaign_id: c.id, messages_queued: c.recipients.length };
     },
