@@ -22,7 +22,8 @@ const USAGE = `usage: npm run emulator -- [--port 9090] [--host 127.0.0.1] [--jw
                         the emulator did not place)
 messaging (chat.md, rcs.md; control API under /emulator/messaging/):
   --messaging-api-key   API key of the default workspace, "vbk_" + 32 hex (default: generated, printed)
-  --webhook-url         where delivery and button webhooks are posted (may carry ?token=...)
+  --webhook-url         where delivery and button webhooks are posted
+  --webhook-token       sent with each webhook post as "Authorization: Bearer <token>" (default: none)
   --review-delay-ms     PENDING to reviewed after this long (default 1000; --review-delay-ms=-1: only by
                         a control call)
   --review-outcome      approve | reject (default approve)
@@ -49,6 +50,7 @@ const { values } = parseArgs({
     'log-level': { type: 'string', default: 'info' },
     'messaging-api-key': { type: 'string' },
     'webhook-url': { type: 'string' },
+    'webhook-token': { type: 'string' },
     'review-delay-ms': { type: 'string' },
     'review-outcome': { type: 'string' },
     'delivery-delay-ms': { type: 'string' },
@@ -97,6 +99,7 @@ if (reviewOutcome !== undefined && reviewOutcome !== 'approve' && reviewOutcome 
 const messaging: MessagingOptions = {
   ...(values['messaging-api-key'] !== undefined ? { apiKey: values['messaging-api-key'] } : {}),
   ...(values['webhook-url'] !== undefined ? { webhookUrl: values['webhook-url'] } : {}),
+  ...(values['webhook-token'] !== undefined ? { webhookToken: values['webhook-token'] } : {}),
   ...(reviewOutcome !== undefined ? { reviewOutcome } : {}),
   ...defined({
     reviewDelayMs: intFlag('review-delay-ms', -1),
@@ -135,7 +138,7 @@ process.stdout.write(
     `  chat and RCS APIs: ${url}/v1 (account "${m.defaultAccountId}")`,
     `  messaging API key: ${m.defaultApiKey}`,
     `  account token: ${m.defaultAccountToken}`,
-    `  webhook URL: ${m.webhookUrl ?? `none (set with PUT ${url}/emulator/messaging/webhook {"url":"..."})`}`,
+    `  webhook URL: ${m.webhookView.url ?? `none (set with PUT ${url}/emulator/messaging/webhook {"url":"...","token":"..."})`}${m.webhookView.token_set ? ' (with a bearer token)' : ''}`,
     `  messaging control API: ${url}/emulator/messaging/`,
     '',
   ].join('\n'),

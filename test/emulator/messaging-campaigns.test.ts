@@ -303,7 +303,10 @@ describe('messaging emulator: POST /chat_campaign_creator', () => {
     await receiver!.close();
     const down = await startReceiver(() => 503);
     await call(url, 'PUT', '/emulator/messaging/webhook', { body: { url: down.url } });
-    expect((await call(url, 'GET', '/emulator/messaging/webhook')).body).toEqual({ url: down.url });
+    expect((await call(url, 'GET', '/emulator/messaging/webhook')).body).toEqual({
+      url: down.url,
+      token_set: false,
+    });
     emu!.messaging.inbound('default', phone(1));
     await waitFor(() => emu!.messaging.state.webhook.dropped === 1, 5_000, 'the post dropped');
     expect([...down.attempts.values()]).toEqual([5]);

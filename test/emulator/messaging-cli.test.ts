@@ -33,7 +33,7 @@ function startEmulator(args: string[]): Promise<string> {
 const KEY = `vbk_${'0123456789abcdef'.repeat(2)}`;
 
 describe('npm run emulator: the messaging flags', () => {
-  it('prints the chat/RCS base URL, the given API key, the account token and the webhook URL', async () => {
+  it('prints the chat/RCS base URL, the given API key, the account token and the webhook URL (masked)', async () => {
     const out = await startEmulator([
       '--port',
       '0',
@@ -42,7 +42,9 @@ describe('npm run emulator: the messaging flags', () => {
       '--messaging-api-key',
       KEY,
       '--webhook-url',
-      'http://127.0.0.1:9/hook?token=t',
+      'http://127.0.0.1:9/hook?token=url-secret',
+      '--webhook-token',
+      'bearer-secret',
       '--review-delay-ms=-1',
       '--read-delay-ms=-1',
     ]);
@@ -50,14 +52,17 @@ describe('npm run emulator: the messaging flags', () => {
     expect(out).toContain(`chat and RCS APIs: ${url}/v1`);
     expect(out).toContain(`messaging API key: ${KEY}`);
     expect(out).toMatch(/account token: [0-9a-f-]{36}/);
-    expect(out).toContain('webhook URL: http://127.0.0.1:9/hook?token=t');
+    expect(out).toContain('webhook URL: http://127.0.0.1:9/hook?token=****');
+    expect(out).toContain('(with a bearer token)');
+    expect(out).not.toContain('url-secret');
+    expect(out).not.toContain('bearer-secret');
     const token = /account token: (\S+)/.exec(out)![1]!;
     for (const t of [KEY, token]) {
       const r = await fetch(`${url}/v1/chat_templates`, { headers: { authorization: `Bearer ${t}` } });
       expect(r.status).toBe(200);
     }
     const hook = await fetch(`${url}/emulator/messaging/webhook`);
-    expect(await hook.json()).toEqual({ url: 'http://127.0.0.1:9/hook?token=t' });
+    expect(await hook.json()).toEqual({ url: 'http://127.0.0.1:9/hook?token=****', token_set: true });
   });
 
   it('refuses a malformed API key and a bad review outcome with exit code 2', async () => {
@@ -66,6 +71,9 @@ describe('npm run emulator: the messaging flags', () => {
     );
     await expect(startEmulator(['--port', '0', '--review-outcome', 'maybe'])).rejects.toThrow(
       /exited with 2[\s\S]*--review-outcome must be approve or reject/,
+    );
+    await expect(startEmulator(['--port', '0', '--webhook-token', 'has space'])).rejects.toThrow(
+      /exited with 2[\s\S]*webhook token must be 1 to 4096 visible ASCII characters/,
     );
   });
 });

@@ -19,15 +19,19 @@ afterEach(async () => {
   receiver = undefined;
 });
 
-/** A webhook receiver on 127.0.0.1 that keeps every post's body and query. */
+/** A webhook receiver on 127.0.0.1 that keeps every post's body, query token and Authorization. */
 async function startReceiver(): Promise<{
   url: string;
-  posts: { body: ChatWebhookPayload; token: unknown }[];
+  posts: { body: ChatWebhookPayload; token: unknown; authorization: string | undefined }[];
 }> {
-  const posts: { body: ChatWebhookPayload; token: unknown }[] = [];
+  const posts: { body: ChatWebhookPayload; token: unknown; authorization: string | undefined }[] = [];
   receiver = Fastify();
   receiver.post('/hook', async (req) => {
-    posts.push({ body: req.body as ChatWebhookPayload, token: (req.query as { token?: string }).token });
+    posts.push({
+      body: req.body as ChatWebhookPayload,
+      token: (req.query as { token?: string }).token,
+      authorization: req.headers.authorization,
+    });
     return { ok: true };
   });
   await receiver.listen({ port: 0, host: '127.0.0.1' });
@@ -105,6 +109,52 @@ describe('messaging emulator: POST /chat_message_sender', () => {
       expect.objectContaining({ from: CUSTOMER, type: 'text', text: { body: 'hi there' } }),
     ]);
     expect(hook.posts[0]!.body.object).toBe('chat');
+  });
+
+  it('webhook token: posted as a bearer token, never shown; a ?token= in the URL is shown masked', async () => {
+    const hook = await startReceiver();
+    const { url, key } = await start({
+      webhookUrl: `${hook.url}?token=url-secret&v=2`,
+      webhookToken: 'tok-1',
+    });
+    const shown = await call(url, 'GET', '/emulator/messaging/webhook');
+    expect(shown.body).toEqual({ url: `${hook.url}?token=****&v=2`, token_set: true });
+    emu!.messaging.inbound('default', CUSTOMER, 'hi');
+    await waitFor(() => hook.posts.length === 1, 3_000, 'the inbound posted');
+    expect(hook.posts[0]).toMatchObject({ authorization: 'Bearer tok-1', token: 'url-secret' });
+
+    // Through the control API: URL and token together; the answer shows neither secret.
+    const put = await call(url, 'PUT', '/emulator/messaging/webhook', {
+      body: { url: hook.url, token: 'tok-2' },
+    });
+    expect(put.status).toBe(200);
+    expect(put.body).toEqual({ url: hook.url, token_set: true });
+    const sent = await call(url, 'POST', '/v1/chat_message_sender', { token: key, body: text() });
+    const id = (sent.body.data as { message_id: string }).message_id;
+    await waitFor(() => statuses(hook.posts, id).length === 3, 3_000, 'three statuses');
+    expect(
+      hook.posts.slice(1).every((p) => p.authorization === 'Bearer tok-2' && p.token === undefined),
+    ).toBe(true);
+    for (const r of [shown, put, await call(url, 'GET', '/emulator/messaging/webhook')]) {
+      expect(JSON.stringify(r.body)).not.toMatch(/tok-1|tok-2|url-secret/);
+    }
+
+    // A PUT without a token clears it; a token with a space is refused.
+    await call(url, 'PUT', '/emulator/messaging/webhook', { body: { url: hook.url } });
+    expect((await call(url, 'GET', '/emulator/messaging/webhook')).body).toEqual({
+      url: hook.url,
+      token_set: false,
+    });
+    const bad = await call(url, 'PUT', '/emulator/messaging/webhook', {
+      body: { url: hook.url, token: 'a b' },
+    });
+    expect(bad.status).toBe(400);
+
+    // The same as a method.
+    emu!.messaging.setWebhook(`${hook.url}?token=x`, 'tok-3');
+    expect(emu!.messaging.webhookView).toEqual({ url: `${hook.url}?token=****`, token_set: true });
+    emu!.messaging.setWebhook(undefined);
+    expect(emu!.messaging.webhookView).toEqual({ url: null, token_set: false });
   });
 
   it('the 24-hour window: free-form refused with 131047 after 24 h, a template is fine, inbound reopens', async () => {

@@ -2,7 +2,7 @@
  * The messaging emulator's control API under `/emulator/messaging/`: no auth (a loopback development
  * tool). Workspaces and accounts, token revocation and expiry, credits and tier, template review,
  * inbound messages and the 24-hour window, undeliverable numbers, button taps, a failing launch, the
- * webhook URL, and the statistics tests read back.
+ * webhook URL and bearer token (shown masked, never the token), and the statistics tests read back.
  */
 import type { FastifyInstance } from 'fastify';
 import type { MessagingEmulator } from './emulator.js';
@@ -104,15 +104,19 @@ export function registerControl(app: FastifyInstance, emu: MessagingEmulator): v
     return { fail_next_launches: emu.failNextLaunch(count) };
   });
 
-  app.get('/webhook', async () => ({ url: emu.webhookUrl ?? null }));
+  // The URL is shown with any ?token= value masked, and the token never: this API has no auth.
+  app.get('/webhook', async () => emu.webhookView);
 
   app.put('/webhook', async (req) => {
     const b = bodyOf(req.body);
     if (b.url !== null && typeof b.url !== 'string') {
       throw badRequest('url is required: an http or https URL, or null to stop posting');
     }
-    emu.setWebhookUrl(b.url === null ? undefined : b.url);
-    return { url: emu.webhookUrl ?? null };
+    if (b.token !== undefined && b.token !== null && typeof b.token !== 'string') {
+      throw badRequest('token must be a string (sent as "Authorization: Bearer <token>"), or null for none');
+    }
+    emu.setWebhook(b.url === null ? undefined : b.url, typeof b.token === 'string' ? b.token : undefined);
+    return emu.webhookView;
   });
 
   app.get('/stats', async (req) => {

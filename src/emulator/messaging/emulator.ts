@@ -22,6 +22,11 @@ export interface MessagingOptions extends Partial<MessagingSettings> {
   readonly apiKey?: string;
   /** Where webhook posts go; none are made until one is set. */
   readonly webhookUrl?: string;
+  /**
+   * Sent with each webhook post as `Authorization: Bearer <token>`: the receiver's secret stays out of
+   * the URL, which the control API shows.
+   */
+  readonly webhookToken?: string;
 }
 
 export const DEFAULT_ACCOUNT_ID = 'default';
@@ -80,6 +85,13 @@ function settingsOf(o: MessagingOptions): MessagingSettings {
       problems.push((err as Error).message);
     }
   }
+  if (o.webhookToken !== undefined) {
+    try {
+      checkWebhookToken(o.webhookToken);
+    } catch (err) {
+      problems.push((err as Error).message);
+    }
+  }
   if (problems.length > 0) throw new Error(`messaging emulator settings: ${problems.join('; ')}`);
   return Object.freeze(s);
 }
@@ -95,6 +107,30 @@ function checkWebhookUrl(url: string): string {
     throw badRequest(`webhook url must be an http or https URL, got ${JSON.stringify(url)}`);
   }
   return url;
+}
+
+/** A bearer token: visible ASCII, no spaces (it goes into a header as it is). */
+function checkWebhookToken(token: string): string {
+  if (!/^[\x21-\x7e]{1,4096}$/.test(token)) {
+    throw badRequest(
+      'webhook token must be 1 to 4096 visible ASCII characters, no spaces (it is sent as a bearer token)',
+    );
+  }
+  return token;
+}
+
+/** The webhook URL with the value of any `token` query parameter replaced by `****`. */
+export function maskedWebhookUrl(url: string): string {
+  let u: URL;
+  try {
+    u = new URL(url);
+  } catch {
+    return url;
+  }
+  if (!u.searchParams.has('token')) return url;
+  const params = [...u.searchParams].map(([k, v]) => [k, k === 'token' ? '****' : v] as [string, string]);
+  u.search = new URLSearchParams(params).toString();
+  return u.toString();
 }
 
 export class MessagingEmulator {
@@ -116,12 +152,14 @@ export class MessagingEmulator {
     this.defaultApiKey = ws.apiKey;
     this.defaultAccountToken = ws.accounts[0]!.account_token;
     this.state.webhookUrl = options.webhookUrl;
+    this.state.webhookToken = options.webhookToken;
     const hooks = new WebhookPoster({
       concurrency: s.webhookConcurrency,
       maxAttempts: s.webhookMaxAttempts,
       backoffMs: s.webhookBackoffMs,
       stats: this.state.webhook,
       url: () => this.state.webhookUrl,
+      token: () => this.state.webhookToken,
       log,
     });
     const delivery = new Delivery(this.state, hooks, {
@@ -243,10 +281,32 @@ export class MessagingEmulator {
     return count;
   }
 
+  /** Where webhooks go, as set (a `?token=` included): for in-process use, never served. */
   get webhookUrl(): string | undefined {
     return this.state.webhookUrl;
   }
 
+  /** What the control API shows of the webhook: the URL with any `token` value masked, never a token. */
+  get webhookView(): { readonly url: string | null; readonly token_set: boolean } {
+    const url = this.state.webhookUrl;
+    return {
+      url: url === undefined ? null : maskedWebhookUrl(url),
+      token_set: this.state.webhookToken !== undefined,
+    };
+  }
+
+  /**
+   * Where webhooks go (undefined: nowhere) and the bearer token sent with them (undefined: none). Both
+   * are replaced.
+   */
+  setWebhook(url: string | undefined, token?: string): void {
+    const checkedUrl = url === undefined ? undefined : checkWebhookUrl(url);
+    const checkedToken = token === undefined ? undefined : checkWebhookToken(token);
+    this.state.webhookUrl = checkedUrl;
+    this.state.webhookToken = checkedUrl === undefined ? undefined : checkedToken;
+  }
+
+  /** Sets the URL only, keeping the token. */
   setWebhookUrl(url: string | undefined): void {
     this.state.webhookUrl = url === undefined ? undefined : checkWebhookUrl(url);
   }

@@ -153,6 +153,8 @@ export class MessagingState {
   readonly undeliverable = new Set<string>();
   readonly webhook: WebhookStats = { attempted: 0, succeeded: 0, failed: 0, dropped: 0 };
   webhookUrl: string | undefined;
+  /** Sent as `Authorization: Bearer <token>` with each webhook post; never shown by the control API. */
+  webhookToken: string | undefined;
   /** Launches still to fail with HTTP 207. */
   failNextLaunches = 0;
 

@@ -1,7 +1,8 @@
 /**
  * Webhook posts to the integrator's URL: a bounded number in flight over a keep-alive undici Agent, so a
  * 1,000-recipient campaign does not open 1,000 sockets; a non-2xx answer or a connection error is
- * retried with doubling backoff, then the post is dropped and counted.
+ * retried with doubling backoff, then the post is dropped and counted. A webhook token, when set, goes
+ * in the Authorization header.
  */
 import { Agent, request } from 'undici';
 import type { Logger } from '../../log.js';
@@ -16,6 +17,8 @@ export interface WebhookOptions {
   readonly backoffMs: number;
   readonly stats: WebhookStats;
   readonly url: () => string | undefined;
+  /** Sent as `Authorization: Bearer <token>` when set. */
+  readonly token: () => string | undefined;
   readonly log: Logger;
 }
 
@@ -85,12 +88,16 @@ export class WebhookPoster {
     if (url === undefined) return;
     p.attempts++;
     this.#o.stats.attempted++;
+    const token = this.#o.token();
     let ok = false;
     try {
       const res = await request(url, {
         method: 'POST',
         dispatcher: this.#agent,
-        headers: { 'content-type': 'application/json' },
+        headers: {
+          'content-type': 'application/json',
+          ...(token !== undefined ? { authorization: `Bearer ${token}` } : {}),
+        },
         body: p.body,
         signal: AbortSignal.any([this.#abort.signal, AbortSignal.timeout(ATTEMPT_TIMEOUT_MS)]),
       });
