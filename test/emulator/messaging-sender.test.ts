@@ -253,8 +253,8 @@ describe('messaging emulator: POST /chat_message_sender', () => {
     expect(ok.length + limited.length).toBe(200);
     for (const a of limited) expect(a.body.error_data).toMatchObject({ code: 130429 });
     expect(limited.length).toBeGreaterThanOrEqual(1);
-    // The sends the emulator admitted, at the times it recorded them (in the same synchronous step as
-    // the admission): no rolling second holds more than 80, however long the burst took to arrive.
+    // The sends the emulator admitted, at their admission times (each send is recorded at the time its
+    // sliding window counted): no rolling second holds more than 80, however long the burst took.
     const admitted = emu!.messaging.stats('default').sends.map((r) => r.at);
     expect(admitted).toHaveLength(ok.length);
     expect(maxInWindow(admitted, 1_000)).toBeLessThanOrEqual(80);

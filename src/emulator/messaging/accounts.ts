@@ -133,21 +133,26 @@ export function accountOf(state: MessagingState, caller: Caller, accountId: unkn
   return a;
 }
 
-/** Admits a request into a sliding window of `windowMs`, or throws 429 with the network code. */
-export function admit(log: number[], limit: number, windowMs: number, code: number, what: string): void {
+/**
+ * Admits a request into a sliding window of `windowMs`, or throws 429 with the network code. Answers
+ * the admission time (performance.now()).
+ */
+export function admit(log: number[], limit: number, windowMs: number, code: number, what: string): number {
   const now = performance.now();
   let drop = 0;
   while (drop < log.length && log[drop]! <= now - windowMs) drop++;
   if (drop > 0) log.splice(0, drop);
   if (log.length >= limit) throw new ApiError(429, `rate limit hit: ${what}`, code);
   log.push(now);
+  return now;
 }
 
 export const SENDER_LIMIT_PER_S = 80;
 export const LIST_LIMIT_PER_MIN = 100;
 
-export function admitSend(a: Account): void {
-  admit(
+/** Admits a sender request (80 in any rolling second), answering its admission time. */
+export function admitSend(a: Account): number {
+  return admit(
     a.senderLog,
     SENDER_LIMIT_PER_S,
     1_000,

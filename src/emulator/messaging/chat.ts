@@ -195,7 +195,7 @@ export function registerChat(app: FastifyInstance, ctx: MessagingContext): void 
     const started = performance.now();
     const b = bodyOf(req.body);
     const a = accountOf(state, await callerOf(ctx, req), b.account_id);
-    admitSend(a);
+    const admittedAt = admitSend(a);
     const { to, message } = validateChatSendRequest(b);
     if (FREE_FORM.has(message.type)) {
       const last = a.lastInbound.get(to);
@@ -221,7 +221,8 @@ export function registerChat(app: FastifyInstance, ctx: MessagingContext): void 
     }
     assertRoom(state, a, 1);
     const m = { id: chatMessageId(), channel: 'chat' as const, accountId: a.id, to, message };
-    state.recordSend(a, m);
+    // Recorded at its admission: the records then hold the sliding window exactly as it was counted.
+    state.recordSend(a, m, admittedAt);
     ctx.delivery.track(m);
     return {
       success: true,
