@@ -551,40 +551,53 @@ describe('messaging client: refusals', () => {
 });
 
 describe('messaging client: pacing', () => {
-  it('a burst of 200 sends goes out at no more than 80 in any rolling second', async () => {
-    const p = await provider(answer(200, SENT));
-    // The send times as the client scheduled them: what its limiter promises. Each send goes out at its
-    // time or later (never earlier: checked below against the provider's arrivals), and arrives later
-    // still by the way (connection set-up, a busy event loop), which the client cannot control; so the
-    // arrivals are checked only never to come early, and the windows are counted on the schedule.
-    const sentAt: number[] = [];
-    const c = client(p.url, { readTimeoutMs: 5_000, onSendAdmitted: (at) => sentAt.push(at) });
-    // Open the connections first, then wait out their second: the burst below starts on open
-    // connections and with the whole window free.
-    await Promise.all(Array.from({ length: 80 }, () => c.sendChatMessage(TEXT)));
-    await new Promise((r) => setTimeout(r, 1_100));
-    p.seen.length = 0;
-    sentAt.length = 0;
+  it('a burst of 200 sends reaches the provider at no more than 80 in any rolling second, whatever the answer times', async () => {
+    let seed = 5;
+    const random = () => {
+      seed = (seed * 48271) % 2147483647;
+      return seed / 2147483647;
+    };
+    // Each answer comes 0 to 150 ms after its request arrives, the first 80 (on new connections)
+    // 250 to 400 ms: sends that go out together reach the provider spread out, and the next ones
+    // cannot make up for it.
+    const p = await provider(async (_req, reply, n) => {
+      const ms = n < 80 ? 250 + random() * 150 : random() * 150;
+      await new Promise((r) => setTimeout(r, ms));
+      return answer(200, SENT)(_req, reply);
+    });
+    const admitted: number[] = [];
+    const c = client(p.url, { readTimeoutMs: 10_000, onSendAdmitted: (at) => admitted.push(at) });
     const started = performance.now();
     const sends = Array.from({ length: 200 }, (_, i) =>
       c.sendChatMessage({ ...TEXT, message: { type: 'text', text: { body: `hello ${i}` } } }),
     );
-    expect(await Promise.all(sends)).toHaveLength(200);
-    expect(sentAt).toHaveLength(200);
+    const results = await Promise.allSettled(sends);
+    expect(results.filter((r) => r.status === 'rejected')).toEqual([]);
+    expect(admitted).toHaveLength(200);
     expect(p.seen).toHaveLength(200);
-    // Every rolling 1 s window, the first second's included (a token bucket let 159 into one).
-    expect(maxInWindow(sentAt, 1_000)).toBe(80);
-    // 80 at once, 80 a second later, 40 a second after that: the last goes 2 s in, not sooner.
-    expect(Math.max(...sentAt) - started).toBeGreaterThanOrEqual(2_000);
-    // No send reaches the provider before the client let it out.
-    const firstSent = Math.min(...sentAt);
-    const arrivals = p.seen.map((s) => s.at).sort((a, b) => a - b);
-    const sorted = [...sentAt].sort((a, b) => a - b);
-    arrivals.forEach((at, k) => {
-      expect(at).toBeGreaterThanOrEqual(firstSent);
-      // The k-th arrival cannot precede the k-th send.
-      expect(at).toBeGreaterThanOrEqual(sorted[k]!);
-    });
+    // Counted by the provider's own arrival times, every rolling 1 s window, the first included.
+    const arrivals = p.seen.map((s) => s.at);
+    const most = maxInWindow(arrivals, 1_000);
+    console.log(
+      `200-send burst: max ${most} arrivals in any 1 s window, last arrival ${Math.round(Math.max(...arrivals) - started)} ms in`,
+    );
+    expect(most).toBeLessThanOrEqual(80);
+    // 80 at once, then 80 more a second after their answers, then 40: the last arrives 2 s in at least.
+    expect(admitted.filter((t) => t - started < 100)).toHaveLength(80);
+    expect(Math.max(...arrivals) - started).toBeGreaterThanOrEqual(2_000);
+  }, 20_000);
+
+  it('a retry after 130429 takes a new slot, a second after the refusal came back', async () => {
+    const p = await provider((req, reply, n) =>
+      n === 0 ? networkError(429, 130429)(req, reply) : answer(200, SENT)(req, reply),
+    );
+    const admitted: number[] = [];
+    const c = client(p.url, { sendsPerSecond: 1, onSendAdmitted: (at) => admitted.push(at) });
+    await c.sendChatMessage(TEXT);
+    expect(admitted).toHaveLength(2);
+    expect(p.seen).toHaveLength(2);
+    // The refusal came back before the retry's slot was free: its slot was held 1 s past it.
+    expect(admitted[1]! - p.seen[0]!.at).toBeGreaterThanOrEqual(1_000);
   });
 
   it('a send that would wait for its slot past the bound is refused at once with too_many_requests', async () => {

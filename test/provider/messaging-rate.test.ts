@@ -1,10 +1,10 @@
-import { describe, expect, it } from 'vitest';
-import { backoffMs, delay, SlidingWindowLimiter } from '../../src/provider/messaging/rate.js';
+import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
+import { backoffMs, delay, SendSlots, type Slot } from '../../src/provider/messaging/rate.js';
 
 /**
- * The most admissions in any window of `windowMs`, over every window start (the worst window starts
- * at an admission, so only those are tried). Half-open windows [t, t + windowMs): an admission exactly
- * one window later is in the next window, as the provider's sliding check counts it.
+ * The most times (arrivals) in any window of `windowMs`, over every window start (the worst window
+ * starts at one of the times, so only those are tried). Half-open windows [t, t + windowMs): a time
+ * exactly one window later is in the next window, as the provider's sliding check counts it.
  */
 function maxInWindow(times: readonly number[], windowMs: number): number {
   const sorted = [...times].sort((a, b) => a - b);
@@ -18,85 +18,172 @@ function maxInWindow(times: readonly number[], windowMs: number): number {
   return best;
 }
 
-describe('sliding window limiter', () => {
-  it('admits 80 at once, then never more than 80 in any 1 s window (500 asks at one instant)', () => {
-    const now = 1_000;
-    const limiter = new SlidingWindowLimiter({ now: () => now });
-    const admitted: number[] = [];
-    // All 500 ask at the same instant; each is admitted when its wait ends.
-    for (let i = 0; i < 500; i++) admitted.push(now + limiter.take());
-    expect(admitted.filter((t) => t === 1_000)).toHaveLength(80);
-    // Every window, the first second's included: a token bucket of burst 80 let 159 into one.
-    expect(maxInWindow(admitted, 1_000)).toBe(80);
-    // Batches of 80 a second apart: the 500th (batch 6) goes at 6 s.
-    expect(Math.max(...admitted) - 1_000).toBe(6_000);
+describe('send slots', () => {
+  beforeEach(() => {
+    vi.useFakeTimers();
+  });
+  afterEach(() => {
+    vi.useRealTimers();
   });
 
-  it('paces asks spread over time: at most 80 in any 1 s window, and idle time gives back 80 only', () => {
-    let now = 0;
-    const limiter = new SlidingWindowLimiter({ limit: 80, windowMs: 1_000, now: () => now });
-    const admitted: number[] = [];
-    // 500 asks, one every 2 ms (500/s offered), clock moving.
-    for (let i = 0; i < 500; i++) {
-      now = i * 2;
-      admitted.push(now + limiter.take());
-    }
-    expect(maxInWindow(admitted, 1_000)).toBe(80);
-    // Admission times never go backwards: callers are served in call order.
-    for (let i = 1; i < admitted.length; i++) expect(admitted[i]!).toBeGreaterThanOrEqual(admitted[i - 1]!);
-    // Idle for 10 s: 80 may go at once, the 81st a second after the first.
-    now = Math.max(...admitted) + 10_000;
-    const waits = Array.from({ length: 81 }, () => limiter.take());
-    expect(waits.slice(0, 80).every((w) => w === 0)).toBe(true);
-    expect(waits[80]).toBe(1_000);
+  /** The slots' clock: the fake timers' own. */
+  const clock = () => Date.now();
+
+  /** The slot an acquire resolved with, or a failure when it did not resolve with one. */
+  async function granted(p: Promise<Slot | undefined>): Promise<Slot> {
+    const slot = await p;
+    if (slot === undefined) throw new Error('no slot');
+    return slot;
+  }
+
+  it('grants at most limit at once; a slot is free again only windowMs after its release', async () => {
+    const slots = new SendSlots({ limit: 3, windowMs: 1_000, now: clock });
+    const first = await Promise.all([0, 1, 2].map(() => granted(slots.acquire(10_000))));
+    expect(slots.held).toBe(3);
+    let fourth: Slot | undefined;
+    void slots.acquire(10_000).then((s) => {
+      fourth = s;
+    });
+    // Held in flight for 5 s: nothing frees, however long it takes.
+    await vi.advanceTimersByTimeAsync(5_000);
+    expect(fourth).toBeUndefined();
+    expect(slots.waiting).toBe(1);
+    const releasedAt = Date.now();
+    first[0]!.release();
+    first[0]!.release(); // a second release changes nothing
+    await vi.advanceTimersByTimeAsync(999);
+    expect(fourth).toBeUndefined();
+    expect(slots.held).toBe(3);
+    await vi.advanceTimersByTimeAsync(1);
+    expect(fourth?.admittedAt).toBe(releasedAt + 1_000);
+    expect(slots.held).toBe(3);
+    expect(slots.waiting).toBe(0);
   });
 
-  it('any offered pattern: at most limit in any window (randomised, fake clock)', () => {
+  it('checks the clock on wake: a timer that fires early does not free the slot early', async () => {
+    // The timer is set at a clock reading 1 ms ahead of the timers' own, then the clock reads theirs:
+    // the timer fires when the clock is still 1 ms short, as with performance.now().
+    let ahead = 1;
+    const slots = new SendSlots({ limit: 1, windowMs: 100, now: () => Date.now() + ahead });
+    const slot = await granted(slots.acquire(1_000));
+    const freeAt = Date.now() + ahead + 100;
+    slot.release();
+    ahead = 0;
+    let next: Slot | undefined;
+    void slots.acquire(1_000).then((s) => {
+      next = s;
+    });
+    await vi.advanceTimersByTimeAsync(100);
+    expect(next).toBeUndefined();
+    await vi.advanceTimersByTimeAsync(1);
+    expect(next?.admittedAt).toBeGreaterThanOrEqual(freeAt);
+  });
+
+  it('serves waiters first come, first served', async () => {
+    const slots = new SendSlots({ limit: 2, windowMs: 100, now: clock });
+    const held = await Promise.all([granted(slots.acquire(10_000)), granted(slots.acquire(10_000))]);
+    const order: number[] = [];
+    const waits = Array.from({ length: 6 }, (_, i) =>
+      granted(slots.acquire(10_000)).then((s) => {
+        order.push(i);
+        // Each holds its slot 30 ms, then answers.
+        setTimeout(() => s.release(), 30);
+      }),
+    );
+    for (const s of held) s.release();
+    await vi.advanceTimersByTimeAsync(2_000);
+    await Promise.all(waits);
+    expect(order).toEqual([0, 1, 2, 3, 4, 5]);
+  });
+
+  it('never holds more than limit, and no window of windowMs sees more than limit arrivals (random network)', async () => {
     let seed = 11;
     const random = () => {
       seed = (seed * 48271) % 2147483647;
       return seed / 2147483647;
     };
-    for (let run = 0; run < 20; run++) {
-      let now = 0;
-      const limit = 1 + Math.floor(random() * 100);
-      const limiter = new SlidingWindowLimiter({ limit, windowMs: 1_000, now: () => now });
-      const admitted: number[] = [];
-      for (let i = 0; i < 1_000; i++) {
-        // Whole milliseconds: admission + wait then gives back the admission time exactly.
-        now += random() < 0.3 ? Math.floor(random() * 200) : 0;
-        admitted.push(now + limiter.take());
-      }
-      expect(maxInWindow(admitted, 1_000)).toBeLessThanOrEqual(limit);
+    for (let run = 0; run < 5; run++) {
+      const limit = 1 + Math.floor(random() * 40);
+      const slots = new SendSlots({ limit, windowMs: 1_000, now: clock });
+      const arrivals: number[] = [];
+      let most = 0;
+      const sends = Array.from({ length: 300 }, async (_, i) => {
+        // Asked over the first 2 s, in bursts.
+        await delay(random() < 0.5 ? 0 : Math.floor(random() * 2_000));
+        const slot = await granted(slots.acquire(Number.POSITIVE_INFINITY));
+        most = Math.max(most, slots.held);
+        // The way there and the way back each take 0 to 300 ms; the first `limit` asked take longer there.
+        await delay(Math.floor(random() * 300) + (i < limit ? 300 : 0));
+        arrivals.push(Date.now());
+        await delay(Math.floor(random() * 300));
+        slot.release();
+      });
+      await vi.runAllTimersAsync();
+      await Promise.all(sends);
+      expect(arrivals).toHaveLength(300);
+      expect(most).toBeLessThanOrEqual(limit);
+      expect(maxInWindow(arrivals, 1_000)).toBeLessThanOrEqual(limit);
     }
   });
 
-  it('tryTake reserves nothing past the bound', () => {
-    const now = 0;
-    const limiter = new SlidingWindowLimiter({ limit: 1, windowMs: 100, now: () => now });
-    expect(limiter.tryTake(0)).toBe(0);
-    expect(limiter.tryTake(50)).toBeUndefined();
-    expect(limiter.tryTake(100)).toBe(100);
-    expect(limiter.take()).toBe(200);
+  it('refuses at once when the queue ahead could not be served within the bound', async () => {
+    const slots = new SendSlots({ limit: 2, windowMs: 1_000, now: clock });
+    const held = await Promise.all([granted(slots.acquire(0)), granted(slots.acquire(0))]);
+    // Both in flight: the earliest either could free is 1 s from now.
+    await expect(slots.acquire(999)).resolves.toBeUndefined();
+    expect(slots.waiting).toBe(0);
+    // Answered now: free in 1 s.
+    for (const s of held) s.release();
+    const a = slots.acquire(1_000);
+    const b = slots.acquire(1_000);
+    expect(slots.waiting).toBe(2);
+    // Two ahead, two slots: the third's slot is a window after one of theirs, 2 s away at the soonest.
+    await expect(slots.acquire(1_999)).resolves.toBeUndefined();
+    const c = slots.acquire(2_000);
+    expect(slots.waiting).toBe(3);
+    const t0 = Date.now();
+    await vi.advanceTimersByTimeAsync(1_000);
+    const [sa, sb] = await Promise.all([granted(a), granted(b)]);
+    expect([sa.admittedAt, sb.admittedAt]).toEqual([t0 + 1_000, t0 + 1_000]);
+    // The first two hold theirs past c's bound: c gives up at its deadline, not before.
+    let cAnswered = false;
+    void c.then(() => {
+      cAnswered = true;
+    });
+    await vi.advanceTimersByTimeAsync(999);
+    expect(cAnswered).toBe(false);
+    await vi.advanceTimersByTimeAsync(1);
+    await expect(c).resolves.toBeUndefined();
+    expect(slots.waiting).toBe(0);
+    expect(slots.held).toBe(2);
+    // A negative bound gets nothing, even from a free slot.
+    sa.release();
+    sb.release();
+    await vi.advanceTimersByTimeAsync(1_000);
+    expect(slots.held).toBe(0);
+    await expect(slots.acquire(-1)).resolves.toBeUndefined();
   });
 
-  it('acquire waits its turn and honours an abort', async () => {
-    const limiter = new SlidingWindowLimiter({ limit: 1, windowMs: 50 });
-    const started = performance.now();
-    await limiter.acquire();
-    await limiter.acquire();
-    expect(performance.now() - started).toBeGreaterThanOrEqual(45);
+  it('an aborted wait leaves the queue; the slot goes to the next in line', async () => {
+    const slots = new SendSlots({ limit: 1, windowMs: 50, now: clock });
+    const slot = await granted(slots.acquire(1_000));
     const ac = new AbortController();
-    const p = limiter.acquire(ac.signal);
+    const gone = slots.acquire(1_000, ac.signal);
+    const next = slots.acquire(1_000);
     ac.abort(new Error('gone'));
-    await expect(p).rejects.toThrow('gone');
+    await expect(gone).rejects.toThrow('gone');
+    expect(slots.waiting).toBe(1);
+    slot.release();
+    await vi.advanceTimersByTimeAsync(50);
+    await expect(next).resolves.toBeDefined();
+    await expect(slots.acquire(1_000, AbortSignal.abort(new Error('before')))).rejects.toThrow('before');
     await expect(delay(1, AbortSignal.abort(new Error('before')))).rejects.toThrow('before');
   });
 
   it('refuses nonsense options', () => {
-    expect(() => new SlidingWindowLimiter({ limit: 0 })).toThrow(RangeError);
-    expect(() => new SlidingWindowLimiter({ limit: 1.5 })).toThrow(RangeError);
-    expect(() => new SlidingWindowLimiter({ windowMs: 0 })).toThrow(RangeError);
+    expect(() => new SendSlots({ limit: 0 })).toThrow(RangeError);
+    expect(() => new SendSlots({ limit: 1.5 })).toThrow(RangeError);
+    expect(() => new SendSlots({ windowMs: 0 })).toThrow(RangeError);
   });
 });
 

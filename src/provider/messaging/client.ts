@@ -3,8 +3,10 @@
  * HTTP plumbing as the voice client (../http.ts).
  *
  * Every request is validated locally first (./validate.ts): a bad one never reaches the provider.
- * Sends are paced by a sliding window: at most the sender's 80 in any rolling second. The whole call,
- * its wait for a send slot and its retries included, is bounded by `readTimeoutMs`.
+ * Sends are paced by slots (./rate.ts): a send holds one from its admission until a second after its
+ * answer, at most the sender's 80 at once, so the provider never sees more than 80 arrive in a rolling
+ * second. The whole call, its waits for a send slot and its retries included, is bounded by
+ * `readTimeoutMs`.
  *
  * Failure mapping, each message naming the provider call that failed:
  * - network code 130429 (in `error_data.code`, whatever the status), or HTTP 429 -> retried with
@@ -32,7 +34,7 @@ import type { Metrics } from '../../metrics.js';
 import { type CallTrace, createAgent, type Exchange, exchange, observeCall } from '../http.js';
 import { isObj, type Obj } from '../json.js';
 import type { ShapeCheck } from '../types.js';
-import { backoffMs, delay, delayUntil, SlidingWindowLimiter } from './rate.js';
+import { backoffMs, delay, SendSlots, type Slot } from './rate.js';
 import {
   type ChatCampaign,
   type ChatCampaignResult,
@@ -69,9 +71,11 @@ export interface MessagingClientOptions {
   /** Bound on one whole call: its wait for a send slot, its attempts and the pauses between them. */
   readonly readTimeoutMs: number;
   /**
-   * `chat_message_sender` requests admitted in any rolling second (80, the documented limit). The
-   * limiter is this process's own: bridge instances sharing one account must divide the provider's 80
-   * between them (MESSAGING_SENDS_PER_SEC per instance), or they will see 130429 together.
+   * `chat_message_sender` slots (80, the documented limit per second): a send holds one from its
+   * admission until a second after its answer, so no rolling second at the provider holds more than
+   * this many of this process's sends. The slots are this process's own: bridge instances sharing one
+   * account must divide the provider's 80 between them (MESSAGING_SENDS_PER_SEC per instance), or they
+   * will see 130429 together.
    */
   readonly sendsPerSecond?: number;
   /** Retries of a rate-limited call (130429, 429) before too_many_requests (5); 133000 is retried once. */
@@ -83,8 +87,9 @@ export interface MessagingClientOptions {
   /** Largest backoff ceiling (8 s). */
   readonly retryCapMs?: number;
   /**
-   * Called with each paced send's admission time (`performance.now()` clock) as it is scheduled; the
-   * send goes out at that time or, when the event loop is busy, a little after.
+   * Called with each paced send's admission time (`performance.now()` clock) as it is given its slot
+   * (each retry takes a new one); the send goes out at once or, when the event loop is busy, a little
+   * after.
    */
   readonly onSendAdmitted?: (atMs: number) => void;
   /** Uniform in [0, 1): the jitter source, injectable for tests. */
@@ -105,7 +110,7 @@ interface MessagingCall {
   readonly anyAnswer?: boolean;
   /** 207 is an answer (the campaign creator's "saved, launch failed"). */
   readonly allow207?: boolean;
-  /** Paced by the send limiter. */
+  /** Paced by the send slots. */
   readonly paced?: boolean;
   /**
    * A repeat cannot send or create anything twice (a read, or a create the provider refuses as a
@@ -142,7 +147,7 @@ export function createMessagingClient(options: MessagingClientOptions): Messagin
   const retryBaseMs = options.retryBaseMs ?? 250;
   const retryCapMs = options.retryCapMs ?? 8_000;
   const random = options.random ?? Math.random;
-  const limiter = new SlidingWindowLimiter({ limit: perSecond, windowMs: 1_000 });
+  const slots = new SendSlots({ limit: perSecond, windowMs: 1_000 });
   const agent = createAgent(options);
 
   function call(
@@ -174,24 +179,31 @@ export function createMessagingClient(options: MessagingClientOptions): Messagin
       return true;
     };
     for (;;) {
+      let slot: Slot | undefined;
       if (c.paced) {
-        const at = limiter.tryAdmit(deadline - performance.now());
-        if (at === undefined) {
+        slot = await slots.acquire(deadline - performance.now());
+        if (slot === undefined) {
           throw new BridgeError(
             'too_many_requests',
             `provider ${c.name} not sent: sends are paced at ${perSecond} per second and this one would wait past the ${options.readTimeoutMs} ms bound`,
           );
         }
-        options.onSendAdmitted?.(at);
-        await delayUntil(at);
+        options.onSendAdmitted?.(slot.admittedAt);
       }
-      const res = await exchange(agent, c.name, options, {
-        method,
-        url: `${base}${path}`,
-        token: options.token,
-        body,
-        deadline,
-      });
+      let res: Exchange;
+      try {
+        res = await exchange(agent, c.name, options, {
+          method,
+          url: `${base}${path}`,
+          token: options.token,
+          body,
+          deadline,
+        });
+      } finally {
+        // The answer (or the failure) is in: the slot frees a second from now. (A request given up at
+        // the deadline may still be on its way, and arrive up to one trip later: the one case not covered.)
+        slot?.release();
+      }
       const a = classify(c, res, trace);
       switch (a.kind) {
         case 'value':

@@ -1,80 +1,139 @@
 /**
- * Client-side pacing of sends: a sliding log that admits at most `limit` sends in any window of
- * `windowMs`, and full-jitter backoff for the retries of a rate-limited or unavailable provider. Pure
- * apart from `acquire`'s timer; the clock is injectable.
+ * Client-side pacing of sends: slots held from a send's admission until `windowMs` after its answer,
+ * at most `limit` at once, and full-jitter backoff for the retries of a rate-limited or unavailable
+ * provider. The clock is injectable; releases and waits run on timers.
  */
 
-export interface SlidingWindowLimiterOptions {
-  /** Sends admitted in any one window: chat.md's sender allows 80 requests per second. */
+export interface SendSlotsOptions {
+  /** Slots held at once: chat.md's sender allows 80 requests per second. */
   readonly limit?: number;
-  /** The window, in milliseconds (1,000). */
+  /** How long a slot stays held after its answer, in milliseconds (1,000). */
   readonly windowMs?: number;
   /** Milliseconds, monotonic. */
   readonly now?: () => number;
 }
 
+/** One send's hold on the pace: taken at admission, given back once its answer (or failure) is in. */
+export interface Slot {
+  /** When the slot was granted, on the slots' clock: the send may go at once. */
+  readonly admittedAt: number;
+  /** The answer (or failure) has arrived: the slot is free `windowMs` from now. Later calls do nothing. */
+  release(): void;
+}
+
+interface Held {
+  /** When the slot is free again: undefined while its send is in flight. */
+  freeAt: number | undefined;
+}
+
+interface Waiter {
+  /** Hands the waiter its slot, or undefined when it gives up at its deadline. */
+  readonly settle: (slot: Slot | undefined) => void;
+}
+
 /**
- * A send is admitted when the `limit`-th send back is at least `windowMs` old, so no window of
- * `windowMs` (wherever it starts) ever holds more than `limit`: the provider counts a rolling second,
- * and a token bucket of burst 80 refilled at 80/s would let up to 159 through in one.
+ * A send holds a slot from its admission until `windowMs` after its answer (or failure) arrives, and at
+ * most `limit` slots are held at once; waiters are served first come, first served.
  *
- * Each `take` reserves the next admission time, even one in the future: the answer is how long the
- * caller waits before sending, so concurrent callers get distinct times in call order. A reservation is
- * never given back (an abandoned one is a wasted slot, which only slows the rate).
+ * No rolling `windowMs` at the provider holds more than `limit` arrivals, whatever the network does:
+ * a request arriving in [t, t + windowMs) was admitted before it arrived and is answered after, so its
+ * slot is held until past t + windowMs, and just before then at most `limit` slots are held.
  */
-export class SlidingWindowLimiter {
+export class SendSlots {
   readonly limit: number;
   readonly windowMs: number;
   readonly #now: () => number;
-  /** The last `limit` admission times (reserved ones included), oldest first; never decreasing. */
-  readonly #log: number[] = [];
+  readonly #held = new Set<Held>();
+  readonly #waiters: Waiter[] = [];
 
-  constructor(options: SlidingWindowLimiterOptions = {}) {
+  constructor(options: SendSlotsOptions = {}) {
     this.limit = options.limit ?? 80;
     this.windowMs = options.windowMs ?? 1_000;
     if (!Number.isInteger(this.limit) || this.limit < 1 || !(this.windowMs > 0)) {
       throw new RangeError(
-        `a sliding window limiter needs a whole limit >= 1 and windowMs > 0, got ${this.limit}, ${this.windowMs}`,
+        `send slots need a whole limit >= 1 and windowMs > 0, got ${this.limit}, ${this.windowMs}`,
       );
     }
     this.#now = options.now ?? (() => performance.now());
   }
 
-  /** Reserves an admission: milliseconds to wait before the send may go (0 when it may go now). */
-  take(): number {
-    return this.tryTake(Number.POSITIVE_INFINITY) as number;
+  /** Slots held now: sends in flight, and answered ones within `windowMs` of their answer. */
+  get held(): number {
+    return this.#held.size;
   }
 
-  /** As `take`, but reserves nothing and answers undefined when the wait would exceed `maxWaitMs`. */
-  tryTake(maxWaitMs: number): number | undefined {
-    const now = this.#now();
-    const at = this.#reserve(now, maxWaitMs);
-    return at === undefined ? undefined : at - now;
+  /** Callers waiting for a slot. */
+  get waiting(): number {
+    return this.#waiters.length;
   }
 
   /**
-   * As `tryTake`, but answers the admission time itself (on the limiter's clock): the send goes once
-   * the clock reaches it. No window of `windowMs` holds more than `limit` of these times.
+   * A slot, at once when one is free and nobody waits, else after the callers ahead of this one.
+   * Resolves undefined without waiting when the slot could not come within `maxWaitMs` even if every
+   * send in flight were answered now (the callers ahead taking the slots first, each held `windowMs`
+   * at least), and undefined at `maxWaitMs` when it has not come by then. Rejects with the signal's
+   * reason when it aborts first.
    */
-  tryAdmit(maxWaitMs: number): number | undefined {
-    return this.#reserve(this.#now(), maxWaitMs);
+  acquire(maxWaitMs: number, signal?: AbortSignal): Promise<Slot | undefined> {
+    if (signal?.aborted) return Promise.reject(signal.reason);
+    if (!(maxWaitMs >= 0)) return Promise.resolve(undefined);
+    if (this.#waiters.length === 0 && this.#held.size < this.limit) return Promise.resolve(this.#grant());
+    if (this.#earliest(this.#waiters.length) - this.#now() > maxWaitMs) return Promise.resolve(undefined);
+    return new Promise((resolve, reject) => {
+      const leave = () => {
+        const i = this.#waiters.indexOf(waiter);
+        if (i >= 0) this.#waiters.splice(i, 1);
+        clearTimeout(timer);
+        signal?.removeEventListener('abort', onAbort);
+      };
+      const waiter: Waiter = {
+        settle: (slot) => {
+          leave();
+          resolve(slot);
+        },
+      };
+      const onAbort = () => {
+        leave();
+        reject(signal?.reason);
+      };
+      // Past 2^31 - 1 ms setTimeout fires at once: such a bound is no bound.
+      const timer =
+        maxWaitMs < 2 ** 31 - 1 ? setTimeout(() => waiter.settle(undefined), maxWaitMs) : undefined;
+      signal?.addEventListener('abort', onAbort, { once: true });
+      this.#waiters.push(waiter);
+    });
   }
 
-  #reserve(now: number, maxWaitMs: number): number | undefined {
-    const log = this.#log;
-    // The log holds at most `limit` entries, so its first is the limit-th send back once it is full.
-    const at = log.length < this.limit ? now : Math.max(now, log[0]! + this.windowMs);
-    if (at - now > maxWaitMs) return undefined;
-    log.push(at);
-    if (log.length > this.limit) log.shift();
-    return at;
+  /**
+   * The earliest time the caller with `ahead` waiters before it could get a slot: the held slots free
+   * at the earliest `windowMs` from now (in flight) or at their known time (answered), and each slot a
+   * waiter takes is held `windowMs` at least.
+   */
+  #earliest(ahead: number): number {
+    const now = this.#now();
+    const frees = Array.from({ length: this.limit - this.#held.size }, () => now);
+    for (const h of this.#held) frees.push(h.freeAt ?? now + this.windowMs);
+    frees.sort((a, b) => a - b);
+    return frees[ahead % this.limit]! + Math.floor(ahead / this.limit) * this.windowMs;
   }
 
-  /** Waits for an admission; rejects with the signal's reason when it aborts first. */
-  async acquire(signal?: AbortSignal): Promise<void> {
-    signal?.throwIfAborted();
-    const wait = this.take();
-    if (wait > 0) await delayUntil(this.#now() + wait, this.#now, signal);
+  #grant(): Slot {
+    const held: Held = { freeAt: undefined };
+    this.#held.add(held);
+    return {
+      admittedAt: this.#now(),
+      release: () => {
+        if (held.freeAt !== undefined) return;
+        held.freeAt = this.#now() + this.windowMs;
+        // Checked against the clock on wake: a timer firing a millisecond early must not free it early.
+        void delayUntil(held.freeAt, this.#now).then(() => this.#free(held));
+      },
+    };
+  }
+
+  #free(held: Held): void {
+    this.#held.delete(held);
+    while (this.#held.size < this.limit && this.#waiters.length > 0) this.#waiters[0]!.settle(this.#grant());
   }
 }
 
