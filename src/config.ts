@@ -5,6 +5,7 @@
 import { statSync } from 'node:fs';
 import { availableParallelism } from 'node:os';
 import { resolve } from 'node:path';
+import { getCountries, getCountryCallingCode } from 'libphonenumber-js';
 import { RESAMPLER_RATES } from './audio/format.js';
 import { parseTrustProxy, type TrustProxy } from './limits/client-address.js';
 import { displayUrl } from './log.js';
@@ -102,8 +103,17 @@ export interface Config {
    * undefined: webhooks are accepted without one (development only).
    */
   readonly messagingWebhookSecret: string | undefined;
-  /** Sends per second the bridge allows itself towards the provider (the provider allows 80). */
+  /**
+   * Sends per second this instance allows itself towards the provider (the provider allows 80 per
+   * account): instances sharing one account each take their share (80 divided by their number).
+   */
   readonly messagingSendsPerSec: number;
+  /**
+   * The country calling code (digits, e.g. "91") of the numbers RCS messages go to: the RCS launcher
+   * takes 10-digit mobiles (rcs.md), national numbers of one country, so a call's customer_phone is
+   * sent RCS only when it has this code and a 10-digit national number.
+   */
+  readonly messagingRcsCountryCode: string;
   /** How long message records and webhook dedupe keys are kept. */
   readonly messageRetentionMs: number;
 }
@@ -299,7 +309,8 @@ export function loadConfig(env: Env = process.env, argv: readonly string[] = [])
     bodyLimitBytes: int('BODY_LIMIT_BYTES', 64 * 1024, 1024, 16 * 1024 * 1024),
     trustProxy: typeof trustProxy === 'object' && 'problem' in trustProxy ? undefined : trustProxy,
     ...messaging,
-    // 80 per second is the provider's own limit on the message sender (chat.md); above it sends are refused.
+    // 80 per second is the provider's own limit on the message sender (chat.md), per account; above it
+    // sends are refused. The limit is kept per instance: several instances on one account set their share.
     messagingSendsPerSec: int('MESSAGING_SENDS_PER_SEC', 80, 1, 80),
     // 48 h: the provider's status events for a message come within a day (delivered, read); a button may
     // be tapped a day later, and a webhook retried after that must still be counted once.
@@ -314,6 +325,11 @@ export function loadConfig(env: Env = process.env, argv: readonly string[] = [])
   return Object.freeze(config);
 }
 
+/** Every country calling code there is (libphonenumber's metadata): "1", "44", "91", … */
+const COUNTRY_CALLING_CODES: ReadonlySet<string> = new Set(
+  getCountries().map((c) => getCountryCallingCode(c)),
+);
+
 /** Shortest MESSAGING_WEBHOOK_SECRET: a bearer secret shorter than this can be guessed. */
 export const MIN_WEBHOOK_SECRET_LENGTH = 16;
 
@@ -323,7 +339,14 @@ function messagingConfig(
   production: boolean,
   url: (name: string, protocols: readonly string[]) => string | undefined,
   problems: string[],
-): Pick<Config, 'messagingBaseUrl' | 'messagingToken' | 'messagingAccountId' | 'messagingWebhookSecret'> {
+): Pick<
+  Config,
+  | 'messagingBaseUrl'
+  | 'messagingToken'
+  | 'messagingAccountId'
+  | 'messagingWebhookSecret'
+  | 'messagingRcsCountryCode'
+> {
   const messagingBaseUrl = url('MESSAGING_BASE_URL', ['https:', 'http:']);
   const messagingToken = e.MESSAGING_TOKEN || undefined;
   const configured = messagingBaseUrl !== undefined || !!e.MESSAGING_BASE_URL;
@@ -350,10 +373,19 @@ function messagingConfig(
       "MESSAGING_WEBHOOK_SECRET must be set when NODE_ENV=production and MESSAGING_BASE_URL is set (the token the provider's webhook posts carry)",
     );
   }
+  // 91 (India): the country whose 10-digit mobiles rcs.md's launcher takes.
+  const rcsCountryCode = e.MESSAGING_RCS_COUNTRY_CODE || '91';
+  const knownCode = COUNTRY_CALLING_CODES.has(rcsCountryCode);
+  if (!knownCode) {
+    problems.push(
+      `MESSAGING_RCS_COUNTRY_CODE must be a country calling code, digits without "+" (e.g. 91 for India, 1 for the US and Canada), got ${JSON.stringify(rcsCountryCode.slice(0, 16))}`,
+    );
+  }
   return {
     messagingBaseUrl,
     messagingToken,
     messagingAccountId,
+    messagingRcsCountryCode: knownCode ? rcsCountryCode : '91',
     messagingWebhookSecret:
       secret !== undefined && secret.length >= MIN_WEBHOOK_SECRET_LENGTH && !/\s/.test(secret)
         ? secret

@@ -35,6 +35,9 @@ export const ERRORS = {
   window_closed: { status: 409 },
   // The messaging network refused the message (131026 undeliverable, 131053 media type, 100 parameter).
   message_rejected: { status: 422 },
+  // The live call's customer_phone (from the provider's session_start, not from the request) cannot be
+  // messaged on the channel asked for; the message says what is wrong and what is accepted, never the number.
+  unusable_customer_phone: { status: 422 },
 
   // Media socket: frames that are reported with an `error` event and skipped
   bad_json: { status: 400 },

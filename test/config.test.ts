@@ -236,6 +236,7 @@ describe('config', () => {
     expect(c.messagingWebhookSecret).toBeUndefined();
     expect(c.messagingSendsPerSec).toBe(80);
     expect(c.messageRetentionMs).toBe(48 * 3_600_000);
+    expect(c.messagingRcsCountryCode).toBe('91');
     const set = loadConfig({
       MESSAGING_BASE_URL: 'https://messaging.example/v1',
       MESSAGING_TOKEN: 'tok',
@@ -243,6 +244,7 @@ describe('config', () => {
       MESSAGING_WEBHOOK_SECRET: 'a-webhook-secret-of-some-length',
       MESSAGING_SENDS_PER_SEC: '20',
       MESSAGE_RETENTION_MS: '3600000',
+      MESSAGING_RCS_COUNTRY_CODE: '1',
     });
     expect(set).toMatchObject({
       messagingBaseUrl: 'https://messaging.example/v1',
@@ -251,6 +253,7 @@ describe('config', () => {
       messagingWebhookSecret: 'a-webhook-secret-of-some-length',
       messagingSendsPerSec: 20,
       messageRetentionMs: 3_600_000,
+      messagingRcsCountryCode: '1',
     });
   });
 
@@ -263,6 +266,7 @@ describe('config', () => {
         MESSAGE_RETENTION_MS: 'two days',
         MESSAGING_WEBHOOK_SECRET: 'short-s3cret',
         MESSAGING_ACCOUNT_ID: 'has spaces',
+        MESSAGING_RCS_COUNTRY_CODE: '+91',
       });
     } catch (err) {
       lines = (err as ConfigError).problems;
@@ -272,10 +276,18 @@ describe('config', () => {
       "MESSAGING_TOKEN must be set when MESSAGING_BASE_URL is set (the provider's messaging API key or token)",
       'MESSAGING_ACCOUNT_ID must be 1 to 128 letters, digits or "_.:-", got "has spaces"',
       'MESSAGING_WEBHOOK_SECRET must be at least 16 characters without spaces, got 12 characters',
+      'MESSAGING_RCS_COUNTRY_CODE must be a country calling code, digits without "+" (e.g. 91 for India, 1 for the US and Canada), got "+91"',
       'MESSAGING_SENDS_PER_SEC must be an integer from 1 to 80, got "0"',
       'MESSAGE_RETENTION_MS must be an integer from 60000 to 2592000000, got "two days"',
     ]);
     expect(lines.join('\n')).not.toContain('short-s3cret');
+    // Digits of no country: 999 and 0 are calling codes nowhere.
+    for (const raw of ['999', '0', '91 ', 'IN']) {
+      expect(() => loadConfig({ MESSAGING_RCS_COUNTRY_CODE: raw }), raw).toThrow(
+        `MESSAGING_RCS_COUNTRY_CODE must be a country calling code, digits without "+" (e.g. 91 for India, 1 for the US and Canada), got ${JSON.stringify(raw)}`,
+      );
+    }
+    expect(loadConfig({ MESSAGING_RCS_COUNTRY_CODE: '44' }).messagingRcsCountryCode).toBe('44');
   });
 
   it('messaging in production: the webhook secret is required once MESSAGING_BASE_URL is set', () => {
