@@ -213,6 +213,8 @@ interface Case {
   readonly path: string;
   readonly body?: unknown;
   readonly status?: number;
+  /** The error code, when not the validators' (invalid_field or bad_request). */
+  readonly error?: string;
   /** The message, matched whole or by pattern: every one names the field (or is the document's own). */
   readonly message: string | RegExp;
   /**
@@ -468,10 +470,14 @@ const CASES: Case[] = [
     message: 'template.language must be a locale like en_US, got "en"',
     local: true,
   },
+  // The body is good; the number the call came with cannot be messaged: 422 unusable_customer_phone,
+  // naming customer_phone, not a 400 (nothing the caller sent was wrong).
   {
     rule: 'customer_phone without country code',
     path: sendPath('val-call-10'),
     body: { channel: 'chat', message: { type: 'text', text: { body: 'hi' } } },
+    status: 422,
+    error: 'unusable_customer_phone',
     message: /^the session's customer_phone .*country code/,
     local: true,
   },
@@ -682,6 +688,8 @@ describe('2. every validation rule reaches the caller as a 400 naming the field'
         ...(c.body === undefined ? {} : { body: c.body }),
       });
       expect(a.status, `${c.rule}: ${a.text}`).toBe(c.status ?? 400);
+      if (c.error !== undefined) expect(a.body.error, c.rule).toBe(c.error);
+      else expect(['invalid_field', 'bad_request'], c.rule).toContain(a.body.error);
       const message = a.body.message as string;
       // A string is the whole message; a pattern is used where the message goes on, or where the
       // provider's refusal comes behind the name of the call it refused.
