@@ -2,6 +2,11 @@
  * Template and campaign management under `/v1/messaging/` (scope `messages:manage`): forwarded to the
  * provider as they are, checked first by the messaging validators (400 naming the field).
  *
+ * `messages:manage` is an operator's scope, not a tenant's: every tenant's messages go through the one
+ * provider messaging account the bridge holds (MESSAGING_TOKEN), so these routes list, create, delete
+ * and launch the templates and campaigns of that account, whichever tenant the token names. Only the
+ * records of a campaign's messages are the token tenant's.
+ *
  * A campaign the bridge launches is recorded for the token tenant, one pending send per recipient (as
  * the webhook will name it: chat digits, RCS 10 digits), each taking the message id of the first
  * webhook event for its recipient: `GET /v1/messages/{id}` then shows it (kind `campaign`). A chat
@@ -38,6 +43,10 @@ const CAMPAIGN_ID_PARAMS = {
   required: ['id'],
 } as const;
 
+/** Said on every management route: what the scope reaches. */
+const OPERATOR_ONLY =
+  "Operator scope (messages:manage): every tenant shares the bridge's one provider messaging account (MESSAGING_TOKEN), so this route reads or changes that account's templates and campaigns for all tenants; grant it to operators only.";
+
 /** Management bodies are checked by the messaging validators (400 naming the field), not by a schema. */
 const ANY_OBJECT = { type: 'object', description: 'see the provider document', additionalProperties: true };
 const ANY_ANSWER = { type: 'object', additionalProperties: true };
@@ -64,6 +73,7 @@ export function registerManagement(scope: FastifyInstance, ctx: BridgeContext, v
     schema: {
       tags: ['messaging'],
       summary,
+      description: OPERATOR_ONLY,
       security: BEARER,
       ...extra,
       response: { 200: ANY_ANSWER, ...ok, ...errorResponses(...upstream) },

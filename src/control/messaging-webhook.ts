@@ -1,15 +1,18 @@
 /**
  * The provider's messaging webhook, `POST /v1/webhooks/messaging` (MESSAGING_WEBHOOK_SECRET, no JWT):
- * chat and RCS payloads parsed, all or nothing, into `MessagingEvent`s; deduplicated; answered at once,
- * then recorded and forwarded to the bot of the call a message was sent in.
+ * chat and RCS payloads parsed into `MessagingEvent`s, a bad event skipped and reported (a post is
+ * refused whole only when it cannot be read at all); each event deduplicated and recorded in one step;
+ * answered once the store has every event (503 when it could not, so that the provider posts again);
+ * events forwarded to the bot of the call a message was sent in.
  */
 import { createHash, timingSafeEqual } from 'node:crypto';
 import type { FastifyBaseLogger, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { Counter } from 'prom-client';
 import { bearerToken } from '../auth/jwt.js';
 import type { BridgeContext } from '../context.js';
-import { BridgeError, describe } from '../errors.js';
+import { BridgeError, describe, isBridgeError } from '../errors.js';
 import { MESSAGE_STATUSES, type MessageStatus, type MessagingEvent } from '../provider/messaging/types.js';
+import { eventNumber, recipientOf } from '../state/messages.js';
 import type { MessageRecord } from '../state/types.js';
 import { errorResponses } from './schemas.js';
 
@@ -71,7 +74,7 @@ export function registerWebhook(
       schema: {
         tags: ['messaging'],
         summary:
-          "The provider's messaging webhook: a chat payload, an RCS event, or an array of RCS events; answered at once",
+          "The provider's messaging webhook: a chat payload, an RCS event, or an array of RCS events; answered once every event is recorded (503: post again), a bad event skipped and reported",
         querystring: {
           type: 'object',
           properties: {
@@ -82,8 +85,19 @@ export function registerWebhook(
           200: {
             type: 'object',
             properties: {
-              received: { type: 'integer', description: 'events in the post' },
-              duplicates: { type: 'integer', description: 'events seen before (not processed again)' },
+              received: { type: 'integer', description: 'events read from the post' },
+              duplicates: {
+                type: 'integer',
+                description: 'of those, events seen before (recorded once, not forwarded again)',
+              },
+              rejected: {
+                type: 'integer',
+                description: 'events that could not be read, skipped (present when there are any)',
+              },
+              first_rejection: {
+                type: 'string',
+                description: "the first skipped event's field and what it accepts",
+              },
             },
           },
           ...errorResponses(400, 401, 503),
@@ -91,15 +105,62 @@ export function registerWebhook(
       },
     },
     async (req, reply: FastifyReply) => {
-      const events = parseWebhook(req.body);
-      const firsts = await Promise.all(events.map((ev) => ctx.messages.markSeen(dedupeKey(ev))));
-      const fresh = events.filter((_, i) => firsts[i] === true);
-      for (let i = 0; i < events.length; i++) {
-        counted.labels(events[i]!.channel, firsts[i] === true ? 'new' : 'duplicate').inc();
+      const post = parseWebhook(req.body);
+      if (post.rejected > 0) {
+        counted.labels(post.channel, 'rejected').inc(post.rejected);
+        // The field only: a rejection's message may quote what the post held.
+        req.log.info(
+          { rejected: post.rejected, field: post.firstRejection?.field },
+          'webhook events skipped',
+        );
       }
-      // Answered now; recorded and forwarded after, in the order the post had them.
-      setImmediate(() => void recordAll(ctx, req.log, fresh, counted));
-      return reply.send({ received: events.length, duplicates: events.length - fresh.length });
+      // Each event is deduplicated and recorded in one step, in the post's order (the store takes them
+      // in the order they are asked: one connection, or no awaiting in memory).
+      const settled = await Promise.allSettled(
+        post.events.map((ev) =>
+          ctx.messages.addEvent(ev, recipientOf(ev.channel, eventNumber(ev), config.messagingRcsCountryCode)),
+        ),
+      );
+      let duplicates = 0;
+      let failures = 0;
+      let failure: unknown;
+      settled.forEach((s, i) => {
+        const ev = post.events[i]!;
+        if (s.status === 'rejected') {
+          failures++;
+          failure ??= s.reason;
+          return;
+        }
+        counted.labels(ev.channel, s.value.fresh ? 'new' : 'duplicate').inc();
+        if (!s.value.fresh) duplicates++;
+        // Recorded: forwarded now, even when the post is answered 503 (its retry counts these as duplicates).
+        const record = s.value.record;
+        if (record?.session_id === undefined) return;
+        for (const added of s.value.added) {
+          counted.labels(added.channel, 'forwarded').inc();
+          forward(ctx, req.log, record, added);
+        }
+      });
+      if (failure !== undefined) {
+        req.log.warn(
+          { events: post.events.length, not_recorded: failures, err: (failure as Error).message },
+          'messaging webhook events not recorded',
+        );
+        // Nothing unrecorded is marked seen: the provider's retry brings those events back as new.
+        throw isBridgeError(failure) && failure.status === 503
+          ? failure
+          : new BridgeError(
+              'store_unavailable',
+              `the message store could not record ${failures} of the post's ${post.events.length} events; post it again (the events recorded count as duplicates)`,
+            );
+      }
+      return reply.send({
+        received: post.events.length,
+        duplicates,
+        ...(post.firstRejection === undefined
+          ? {}
+          : { rejected: post.rejected, first_rejection: post.firstRejection.message }),
+      });
     },
   );
 }
@@ -114,33 +175,6 @@ function webhookToken(req: FastifyRequest): string | undefined {
 /** Equal-length digests, so the comparison takes the same time whatever was sent. */
 function digest(s: string): Buffer {
   return createHash('sha256').update(s).digest();
-}
-
-/** Status events count once per message and status; button taps once per message, button and time. */
-function dedupeKey(ev: MessagingEvent): string {
-  return ev.kind === 'status'
-    ? `status\u0000${ev.channel}\u0000${ev.message_id}\u0000${ev.status}`
-    : `button\u0000${ev.channel}\u0000${ev.message_id}\u0000${ev.button_id}\u0000${ev.timestamp}`;
-}
-
-async function recordAll(
-  ctx: BridgeContext,
-  log: FastifyBaseLogger,
-  events: readonly MessagingEvent[],
-  counted: Counter<'channel' | 'outcome'>,
-): Promise<void> {
-  for (const ev of events) {
-    let record: MessageRecord | undefined;
-    try {
-      record = await ctx.messages.addEvent(ev);
-    } catch (err) {
-      log.warn({ message_id: ev.message_id, err: (err as Error).message }, 'messaging event not recorded');
-      continue;
-    }
-    if (record?.session_id === undefined) continue;
-    counted.labels(ev.channel, 'forwarded').inc();
-    forward(ctx, log, record, ev);
-  }
 }
 
 export function forwardAll(ctx: BridgeContext, log: FastifyBaseLogger, record: MessageRecord): void {
@@ -190,7 +224,9 @@ export function botNotice(ev: MessagingEvent) {
 
 // ---------------------------------------------------------------------------------------------------
 // Webhook payloads: a chat payload (ours, in the nested form of chat networks), an RCS event, or an
-// array of RCS events. All or nothing: a malformed post is a 400 naming the first bad field.
+// array of RCS events. The envelope must be readable (else 400 naming what is wrong, nothing taken);
+// inside it, a bad event (or a bad entry, change or list holding events) is skipped and reported, the
+// rest taken: one unknown status must not cost a batch of a thousand its other events.
 
 type Obj = Record<string, unknown>;
 const isObj = (v: unknown): v is Obj => typeof v === 'object' && v !== null && !Array.isArray(v);
@@ -228,32 +264,76 @@ function messageStatus(v: unknown, field: string): MessageStatus {
   return v as MessageStatus;
 }
 
-export function parseWebhook(body: unknown): MessagingEvent[] {
-  const out: MessagingEvent[] = [];
-  const push = (ev: MessagingEvent) => {
-    if (out.length >= MAX_EVENTS_PER_POST) {
+/** A webhook post read: its events, and what was skipped. */
+export interface WebhookPost {
+  readonly channel: 'chat' | 'rcs';
+  readonly events: MessagingEvent[];
+  /** Events (or entries, changes, lists holding them) skipped as unreadable. */
+  readonly rejected: number;
+  /** The first skipped one's field and what it accepts. */
+  readonly firstRejection: { readonly field: string; readonly message: string } | undefined;
+}
+
+/** Collects a post's events and its rejections, bounded by MAX_EVENTS_PER_POST. */
+class Collector {
+  readonly events: MessagingEvent[] = [];
+  rejected = 0;
+  firstRejection: { field: string; message: string } | undefined;
+
+  /** Reads one event (none: not an event, skipped); a BridgeError naming a field is a rejection. */
+  take(read: () => MessagingEvent | undefined): void {
+    this.within(() => {
+      const ev = read();
+      if (ev === undefined) return;
+      this.events.push(ev);
+      this.#bound();
+    });
+  }
+
+  /** Reads a container of events (an entry, a change, a list); a bad one is one rejection. */
+  within(read: () => void): void {
+    try {
+      read();
+    } catch (err) {
+      if (!isBridgeError(err) || err.code !== 'invalid_field') throw err;
+      this.rejected++;
+      this.firstRejection ??= { field: err.field ?? '', message: err.message };
+      this.#bound();
+    }
+  }
+
+  #bound(): void {
+    if (this.events.length + this.rejected > MAX_EVENTS_PER_POST) {
       throw new BridgeError('bad_request', `a webhook post may carry at most ${MAX_EVENTS_PER_POST} events`);
     }
-    out.push(ev);
-  };
+  }
+}
+
+export function parseWebhook(body: unknown): WebhookPost {
+  const c = new Collector();
+  let channel: 'chat' | 'rcs' = 'rcs';
   if (Array.isArray(body)) {
     if (body.length === 0)
       throw new BridgeError('bad_request', 'the webhook post is an empty array: no events');
+    if (body.length > MAX_EVENTS_PER_POST) {
+      throw new BridgeError('bad_request', `a webhook post may carry at most ${MAX_EVENTS_PER_POST} events`);
+    }
     body.forEach((e, i) => {
-      push(rcsEvent(obj(e, `[${i}]`), `[${i}].`));
+      c.take(() => rcsEvent(obj(e, `[${i}]`), `[${i}].`));
     });
   } else if (isObj(body) && body.object !== undefined) {
     if (body.object !== 'chat') malformed('object', '"chat" (a chat webhook payload)', body.object);
-    chatEvents(body, push);
+    channel = 'chat';
+    chatEvents(list(body.entry, 'entry'), c);
   } else if (isObj(body) && body.event_type !== undefined) {
-    push(rcsEvent(body, ''));
+    c.take(() => rcsEvent(body, ''));
   } else {
     throw new BridgeError(
       'bad_request',
       `the webhook post must be a chat payload ({"object": "chat", "entry": [...]}), an RCS event (event_type delivery_status or button_click), or an array of RCS events; got ${describe(body)}`,
     );
   }
-  return out;
+  return { channel, events: c.events, rejected: c.rejected, firstRejection: c.firstRejection };
 }
 
 function rcsEvent(e: Obj, p: string): MessagingEvent {
@@ -299,26 +379,36 @@ function rcsEvent(e: Obj, p: string): MessagingEvent {
   return malformed(`${p}event_type`, 'delivery_status or button_click', e.event_type);
 }
 
-function chatEvents(body: Obj, push: (ev: MessagingEvent) => void): void {
-  list(body.entry, 'entry').forEach((en, i) => {
-    const entry = obj(en, `entry[${i}]`);
-    list(entry.changes, `entry[${i}].changes`).forEach((ch, j) => {
-      const p = `entry[${i}].changes[${j}]`;
-      const change = obj(ch, p);
-      // Other fields (template reviews, account updates) are not about messages: skipped.
-      if (change.field !== 'messages') return;
-      const value = obj(change.value, `${p}.value`);
-      if (value.statuses !== undefined) {
-        list(value.statuses, `${p}.value.statuses`).forEach((st, k) => {
-          push(chatStatus(obj(st, `${p}.value.statuses[${k}]`), `${p}.value.statuses[${k}]`));
+function chatEvents(entries: unknown[], c: Collector): void {
+  entries.forEach((en, i) => {
+    // A bad container is one rejection: the events it may hold cannot be counted.
+    c.within(() => {
+      const entry = obj(en, `entry[${i}]`);
+      list(entry.changes, `entry[${i}].changes`).forEach((ch, j) => {
+        const p = `entry[${i}].changes[${j}]`;
+        c.within(() => {
+          const change = obj(ch, p);
+          // Other fields (template reviews, account updates) are not about messages: skipped.
+          if (change.field !== 'messages') return;
+          const value = obj(change.value, `${p}.value`);
+          if (value.statuses !== undefined) {
+            c.within(() => {
+              list(value.statuses, `${p}.value.statuses`).forEach((st, k) => {
+                const q = `${p}.value.statuses[${k}]`;
+                c.take(() => chatStatus(obj(st, q), q));
+              });
+            });
+          }
+          if (value.messages !== undefined) {
+            c.within(() => {
+              list(value.messages, `${p}.value.messages`).forEach((m, k) => {
+                const q = `${p}.value.messages[${k}]`;
+                c.take(() => chatButton(obj(m, q), q));
+              });
+            });
+          }
         });
-      }
-      if (value.messages !== undefined) {
-        list(value.messages, `${p}.value.messages`).forEach((m, k) => {
-          const ev = chatButton(obj(m, `${p}.value.messages[${k}]`), `${p}.value.messages[${k}]`);
-          if (ev !== undefined) push(ev);
-        });
-      }
+      });
     });
   });
 }

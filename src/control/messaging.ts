@@ -11,18 +11,22 @@
  * webhook is in messaging-webhook.ts, the management routes in messaging-manage.ts.
  *
  * The customer's number comes from the session's `customer_phone`, read as E.164: a leading "+" (or
- * "00") and spaces, dashes, dots and brackets dropped, then 11 to 15 digits, country code first. Chat is
- * sent those digits; RCS their last 10 (the campaign launcher's `mobile` is 10 digits).
+ * "00") and spaces, dashes, dots and brackets dropped, then a country code and a national number of a
+ * length that country uses. Chat is sent those digits; RCS the 10-digit national number, and only for
+ * numbers of MESSAGING_RCS_COUNTRY_CODE (the campaign launcher's `mobile` is 10 digits of one country).
+ * A number that does not fit is a 422 `unusable_customer_phone`.
  */
 import { randomBytes } from 'node:crypto';
 import type { FastifyBaseLogger, FastifyInstance, FastifyRequest } from 'fastify';
+import { parsePhoneNumberFromString } from 'libphonenumber-js';
 import { Counter } from 'prom-client';
 import type { RestVerifier } from '../auth/jwt.js';
 import type { BridgeContext } from '../context.js';
 import { BridgeError, invalidField, isBridgeError } from '../errors.js';
 import { type ChatMessage, MESSAGE_STATUSES, type MessagingClient } from '../provider/messaging/types.js';
 import {
-  CHAT_PHONE,
+  chatPhoneProblem,
+  rcsMobileFrom,
   validateChatSendRequest,
   validateRcsCampaignRequest,
 } from '../provider/messaging/validate.js';
@@ -280,24 +284,39 @@ async function sendRcs(
   session: SessionInfo,
   body: SendBody,
 ) {
-  const mobile = customerNumber(session).slice(-10);
+  const mobile = customerMobile(session, ctx.config.messagingRcsCountryCode);
+  // The launcher answers with no message id: the send takes the id of the first event for the number.
+  // Two calls' sends waiting on one number at once could take each other's (any tenant's): refused.
+  const reservation = await ctx.messages.reserveRcs(mobile);
+  if (reservation === undefined) {
+    throw new BridgeError(
+      'conflict',
+      'another RCS message to this caller is still waiting for its first delivery event (it names the message); try again shortly, or send chat',
+    );
+  }
   const requestedAt = Date.now();
   const campaign = rcsCampaign(body, mobile, requestedAt, session.session_id);
-  const result = await client.launchRcsCampaign(campaign).catch(logFailure(req, session, 'rcs'));
+  const result = await client.launchRcsCampaign(campaign).catch(async (err: unknown) => {
+    await ctx.messages.releaseRcs(mobile, reservation).catch(() => undefined);
+    return logFailure(req, session, 'rcs')(err);
+  });
   req.log.info(
     { session_id: session.session_id, campaign_id: result.campaign_id, channel: 'rcs' },
     'message queued',
   );
   const record = await ctx.messages
-    .recordPendingRcs({
-      tenant: session.tenant,
-      session_id: session.session_id,
-      to: mobile,
-      kind: 'rcs_template',
-      sent_at: new Date().toISOString(),
-      campaign_id: result.campaign_id,
-      requested_at_ms: requestedAt,
-    })
+    .recordPendingRcs(
+      {
+        tenant: session.tenant,
+        session_id: session.session_id,
+        to: mobile,
+        kind: 'rcs_template',
+        sent_at: new Date().toISOString(),
+        campaign_id: result.campaign_id,
+        requested_at_ms: requestedAt,
+      },
+      reservation,
+    )
     .catch(logStoreFailure(req.log, session));
   if (record !== undefined) forwardAll(ctx, req.log, record);
   return {
@@ -319,21 +338,58 @@ function campaignName(sessionId: string, at: number): string {
   return `call_${slug || 'session'}_${at}_${randomBytes(3).toString('hex')}`;
 }
 
-/** The session's customer_phone as the chat API takes it: digits only, with the country code. */
+/** What a message needs of the number: said in every refusal of a session's customer_phone. */
+const E164_ACCEPTED =
+  'a chat or RCS message needs the customer\'s number in E.164: its country code, then the national number ("+", spaces, dashes, dots and brackets allowed)';
+
+/**
+ * The session's customer_phone as the chat API takes it: digits only, with the country code. A number
+ * that cannot be messaged is a 422 naming customer_phone (the provider's session_start gave it, not the
+ * request); the refusal says what is wrong, never the number.
+ */
 function customerNumber(session: SessionInfo): string {
   const raw = session.customer_phone;
   const digits = raw
     ?.trim()
     .replace(/[\s().-]/g, '')
     .replace(/^(\+|00)/, '');
-  if (digits === undefined || !CHAT_PHONE.test(digits)) {
+  const problem =
+    digits === undefined || digits === ''
+      ? 'is missing: the session_start gave none'
+      : /^[0-9]+$/.test(digits)
+        ? chatPhoneProblem(digits)
+        : 'holds characters other than digits and "+", spaces, dashes, dots or brackets';
+  if (problem !== undefined || digits === undefined) {
     throw new BridgeError(
-      'invalid_field',
-      `the session's customer_phone must be a number with its country code (11 to 15 digits, "+" allowed) to be messaged, got ${raw === undefined ? 'nothing' : `${raw.replace(/\D/g, '').length} digits`}`,
+      'unusable_customer_phone',
+      `the session's customer_phone (from its session_start) ${problem ?? 'is missing'}; ${E164_ACCEPTED}`,
       { field: 'customer_phone' },
     );
   }
   return digits;
+}
+
+/**
+ * The session's customer_phone as the RCS launcher takes it: the 10-digit national number, when the
+ * number has the country calling code RCS is sent to (MESSAGING_RCS_COUNTRY_CODE). Any other number is
+ * refused: its last 10 digits would be somebody else's mobile in that country.
+ */
+function customerMobile(session: SessionInfo, countryCode: string): string {
+  const digits = customerNumber(session);
+  const mobile = rcsMobileFrom(digits, countryCode);
+  if (mobile === undefined) {
+    const parsed = parsePhoneNumberFromString(`+${digits}`);
+    const got =
+      parsed === undefined || parsed.countryCallingCode !== countryCode
+        ? `has the country code ${parsed?.countryCallingCode ?? 'of no country'}`
+        : `has ${parsed.nationalNumber.length} digits after it`;
+    throw new BridgeError(
+      'unusable_customer_phone',
+      `the session's customer_phone (from its session_start) cannot take RCS: RCS goes to numbers with the country code ${countryCode} (MESSAGING_RCS_COUNTRY_CODE) and a 10-digit national number; this one ${got} (chat takes any country)`,
+      { field: 'customer_phone' },
+    );
+  }
+  return mobile;
 }
 
 /** Runs a validator, naming `message.template.*` fields as `template.*` when the body gave a template. */

@@ -25,7 +25,11 @@ export interface InProcessProvider {
   readonly voice: boolean;
   /** The emulator stands in for the messaging API (MESSAGING_BASE_URL was not set). */
   readonly messaging: boolean;
-  /** Points the emulator's messaging webhooks at the bridge listening at `bridgeUrl`. */
+  /**
+   * Points the emulator's messaging webhooks at the bridge listening at `bridgeUrl`, with the bridge's
+   * webhook secret as their bearer token; answers the webhook URL (undefined when the emulator does not
+   * stand in for messaging).
+   */
   connectWebhooks(bridgeUrl: string): string | undefined;
 }
 
@@ -78,10 +82,9 @@ export async function startInProcessProvider(
     connectWebhooks(bridgeUrl) {
       if (!messaging) return undefined;
       const hook = `${bridgeUrl}/v1/webhooks/messaging`;
-      const secret = config.messagingWebhookSecret;
-      emulator.messaging.setWebhookUrl(
-        secret === undefined ? hook : `${hook}?token=${encodeURIComponent(secret)}`,
-      );
+      // The secret goes as `Authorization: Bearer`, never in the URL: the emulator's control API (no
+      // auth, for development) shows the URL to anyone who asks.
+      emulator.messaging.setWebhook(hook, config.messagingWebhookSecret);
       return hook;
     },
   };

@@ -1,16 +1,24 @@
 /**
  * Message records in memory (one instance), and what every message store shares: the status rank, the
- * bounds, the recipient keys.
+ * bounds, the recipient and dedupe keys, the adoption rule.
  *
- * Records, dedupe keys, pending sends (RCS sends, campaign recipients) and saved campaigns are kept for
- * MESSAGE_RETENTION_MS and, in memory, up to a cap each (oldest out first): a flood of webhook posts or
- * sends cannot grow the process without bound. Events for a message no record matches yet are held
- * ORPHAN_TTL_MS, in case the sender's answer (with the message id) is still on its way when the webhook
- * arrives.
+ * Records, dedupe keys and saved campaigns are kept for MESSAGE_RETENTION_MS and, in memory, up to a cap
+ * each (oldest out first): a flood of webhook posts or sends cannot grow the process without bound.
+ * Pending sends (RCS sends, campaign recipients) wait PENDING_TTL_MS for their first event, no longer.
+ * Events for a message no record matches yet are held ORPHAN_TTL_MS, in case the sender's answer (with
+ * the message id) is still on its way when the webhook arrives.
+ *
+ * Adoption: a pending send names no message id, so the first event of a message to its recipient names
+ * it. Only a message's first event counts (status `sent`), stamped no earlier than the send was asked for
+ * (less CLOCK_SKEW_MS): a later event (delivered, read, a button) of a message whose `sent` was never
+ * matched is some other message's, and so is one stamped before the send.
  */
+import { randomBytes } from 'node:crypto';
 import type { MessageStatus, MessagingEvent } from '../provider/messaging/types.js';
+import { rcsMobileFrom } from '../provider/messaging/validate-fields.js';
 import type {
   CampaignSends,
+  EventOutcome,
   MessageRecord,
   MessageStore,
   PendingRcsSend,
@@ -24,6 +32,22 @@ export const MAX_EVENTS_PER_MESSAGE = 100;
 export const ORPHAN_TTL_MS = 60_000;
 /** Events held per unknown message. */
 export const MAX_ORPHAN_EVENTS = 20;
+/**
+ * How long a pending send waits for its first event. The provider posts `sent` within seconds of
+ * sending; one that has not come in 10 minutes is not coming (the send failed upstream, the post was
+ * lost), and a send kept waiting longer would take the id of an unrelated later message to the number.
+ */
+export const PENDING_TTL_MS = 10 * 60_000;
+/**
+ * The provider's campaign pace (chat.md, rcs.md: 80 messages a second per account): a campaign's last
+ * recipient is sent this long after its first, so its pending sends wait that much longer.
+ */
+export const CAMPAIGN_SENDS_PER_SEC = 80;
+/**
+ * How far the provider's clock (an event's timestamp) may be behind ours (the time a send was asked
+ * for), and one instance's behind another's: 5 s, well above NTP-kept clocks' drift.
+ */
+export const CLOCK_SKEW_MS = 5_000;
 
 export interface MemoryMessageLimits {
   /** Records kept (oldest out): 100,000 records of ~1 KB is ~100 MB at worst. */
@@ -45,10 +69,15 @@ export function nextStatus(current: MessageStatus, event: MessagingEvent): Messa
   return RANK[event.status] > RANK[current] ? event.status : current;
 }
 
-/** The RCS recipient key: the number's last 10 digits (the launcher's `mobile`); undefined under 10. */
-export function rcsMobile(number: string): string | undefined {
+/**
+ * The RCS recipient key: the launcher's 10-digit `mobile`. A number of 10 digits is one already; a
+ * longer one only when it is of `countryCode` with a 10-digit national number (never its last 10
+ * digits: +49 151 23456789 is not 5123456789). Undefined otherwise.
+ */
+export function rcsMobile(number: string, countryCode: string): string | undefined {
   const digits = number.replace(/\D/g, '');
-  return digits.length >= 10 ? digits.slice(-10) : undefined;
+  if (digits.length === 10) return digits;
+  return digits.length > 10 ? rcsMobileFrom(digits, countryCode) : undefined;
 }
 
 /** The number an event is about: the recipient of a status, the tapping number of a button. */
@@ -57,13 +86,45 @@ export function eventNumber(event: MessagingEvent): string {
 }
 
 /**
- * The recipient a pending send and an event are matched by: chat the number's digits, RCS its last 10;
- * undefined when there are none.
+ * The recipient a pending send and an event are matched by: chat the number's digits, RCS its 10-digit
+ * mobile (rcsMobile, with the country code RCS goes to: MESSAGING_RCS_COUNTRY_CODE); undefined when
+ * there is none.
  */
-export function recipientOf(channel: 'chat' | 'rcs', number: string): string | undefined {
-  if (channel === 'rcs') return rcsMobile(number);
+export function recipientOf(
+  channel: 'chat' | 'rcs',
+  number: string,
+  rcsCountryCode: string,
+): string | undefined {
+  if (channel === 'rcs') return rcsMobile(number, rcsCountryCode);
   const digits = number.replace(/\D/g, '');
   return digits === '' ? undefined : digits;
+}
+
+/** Status events count once per message and status; button taps once per message, button and time. */
+export function dedupeKey(ev: MessagingEvent): string {
+  return ev.kind === 'status'
+    ? `status\u0000${ev.channel}\u0000${ev.message_id}\u0000${ev.status}`
+    : `button\u0000${ev.channel}\u0000${ev.message_id}\u0000${ev.button_id}\u0000${ev.timestamp}`;
+}
+
+/**
+ * When a message's first event says it was sent (ms since the epoch, the provider's clock), or
+ * undefined when `event` is not a first event (not status `sent`) and may adopt no pending send.
+ */
+export function firstEventTime(event: MessagingEvent): number | undefined {
+  if (event.kind !== 'status' || event.status !== 'sent') return undefined;
+  const t = Date.parse(event.timestamp);
+  return Number.isFinite(t) ? t : undefined;
+}
+
+/** How long the pending sends of a campaign of `recipients` wait: PENDING_TTL_MS after its last is sent. */
+export function pendingTtlMs(recipients: number): number {
+  return PENDING_TTL_MS + Math.ceil(recipients / CAMPAIGN_SENDS_PER_SEC) * 1000;
+}
+
+/** A reservation's id: unguessable, so that only its holder ends it. */
+export function reservationId(): string {
+  return randomBytes(9).toString('base64url');
 }
 
 /** The pending sends of one campaign, one per recipient (kind `campaign`). */
@@ -95,9 +156,11 @@ interface Pending {
 
 interface Orphan {
   readonly events: MessagingEvent[];
-  /** `channel:recipient`, when the event names one. */
-  readonly key: string | undefined;
-  readonly firstAt: number;
+  /**
+   * Set once the message's first event (`sent`) is held: the `channel:recipient` a pending send may
+   * adopt it by, the event's time (the provider's clock) and when it arrived (ours).
+   */
+  first?: { readonly key: string; readonly sentAt: number; readonly arrivedAt: number };
   readonly expiresAt: number;
 }
 
@@ -106,12 +169,12 @@ interface Saved {
   readonly expiresAt: number;
 }
 
-const keyOf = (channel: 'chat' | 'rcs', recipient: string) => `${channel}:${recipient}`;
-
-function eventKey(event: MessagingEvent): string | undefined {
-  const r = recipientOf(event.channel, eventNumber(event));
-  return r === undefined ? undefined : keyOf(event.channel, r);
+interface Reservation {
+  readonly id: string;
+  readonly expiresAt: number;
 }
+
+const keyOf = (channel: 'chat' | 'rcs', recipient: string) => `${channel}:${recipient}`;
 
 export class MemoryMessageStore implements MessageStore {
   readonly #retentionMs: number;
@@ -127,12 +190,14 @@ export class MemoryMessageStore implements MessageStore {
   readonly #pending = new Map<number, Pending>();
   readonly #pendingByKey = new Map<string, number[]>();
   #pendingSeq = 0;
-  /** Orphans in arrival order, and each `channel:recipient`'s message ids, oldest first. */
+  /** Orphans in arrival order, and each `channel:recipient`'s first events held, oldest first. */
   readonly #orphans = new Map<string, Orphan>();
   readonly #orphansByKey = new Map<string, string[]>();
   /** Saved campaigns by id, in insertion order, and the recipients they hold. */
   readonly #saved = new Map<string, Saved>();
   #savedRecipients = 0;
+  /** RCS recipients reserved for a call's send being launched, by mobile. */
+  readonly #reserved = new Map<string, Reservation>();
 
   constructor(retentionMs: number, limits: MemoryMessageLimits = {}) {
     this.#retentionMs = retentionMs;
@@ -140,7 +205,7 @@ export class MemoryMessageStore implements MessageStore {
     this.#maxSeen = limits.maxSeenKeys ?? 500_000;
     this.#maxPending = limits.maxPending ?? 10_000;
     this.#maxOrphans = limits.maxOrphans ?? 10_000;
-    this.#now = limits.now ?? Date.now;
+    this.#now = limits.now ?? (() => Date.now());
   }
 
   /** Records held now (for tests and the cap). */
@@ -156,7 +221,7 @@ export class MemoryMessageStore implements MessageStore {
       if (existing.sent.kind === 'campaign' && message.kind !== 'campaign') {
         // A campaign's pending send to the same number took this message's first event before the
         // sender's answer named it: the message is this send's, and the campaign's send waits again.
-        this.#requeue(existing.sent, existing.expiresAt);
+        this.#requeue(existing.sent, now + PENDING_TTL_MS);
         existing.sent = message;
       }
       return view(existing);
@@ -170,18 +235,38 @@ export class MemoryMessageStore implements MessageStore {
     return view(held);
   }
 
-  async recordPendingRcs(send: PendingRcsSend): Promise<MessageRecord | undefined> {
+  async reserveRcs(mobile: string): Promise<string | undefined> {
     const now = this.#now();
     this.#sweep(now);
-    return this.#recordPending({ ...send, channel: 'rcs' }, now);
+    const held = this.#reserved.get(mobile);
+    if (held !== undefined && held.expiresAt > now) return undefined;
+    for (const seq of this.#pendingByKey.get(keyOf('rcs', mobile)) ?? []) {
+      const p = this.#pending.get(seq);
+      if (p !== undefined && p.expiresAt > now && p.send.kind !== 'campaign') return undefined;
+    }
+    const id = reservationId();
+    this.#reserved.set(mobile, { id, expiresAt: now + PENDING_TTL_MS });
+    return id;
+  }
+
+  async releaseRcs(mobile: string, reservation: string): Promise<void> {
+    if (this.#reserved.get(mobile)?.id === reservation) this.#reserved.delete(mobile);
+  }
+
+  async recordPendingRcs(send: PendingRcsSend, reservation?: string): Promise<MessageRecord | undefined> {
+    const now = this.#now();
+    this.#sweep(now);
+    if (reservation !== undefined) await this.releaseRcs(send.to, reservation);
+    return this.#recordPending({ ...send, channel: 'rcs' }, now, now + PENDING_TTL_MS);
   }
 
   async recordCampaign(campaign: CampaignSends): Promise<MessageRecord[]> {
     const now = this.#now();
     this.#sweep(now);
+    const expiresAt = now + pendingTtlMs(campaign.recipients.length);
     const adoptedNow: MessageRecord[] = [];
     for (const send of campaignSends(campaign)) {
-      const record = this.#recordPending(send, now);
+      const record = this.#recordPending(send, now, expiresAt);
       if (record !== undefined) adoptedNow.push(record);
     }
     return adoptedNow;
@@ -211,21 +296,35 @@ export class MemoryMessageStore implements MessageStore {
     return this.recordCampaign({ ...saved.campaign, requested_at_ms: requestedAtMs, sent_at: sentAt });
   }
 
-  async addEvent(event: MessagingEvent): Promise<MessageRecord | undefined> {
+  async addEvent(event: MessagingEvent, recipient: string | undefined): Promise<EventOutcome> {
     const now = this.#now();
     this.#sweep(now);
+    if (!this.#markSeen(dedupeKey(event), now)) return { fresh: false, record: undefined, added: [] };
+    const added: MessagingEvent[] = [];
     let held = this.#records.get(event.message_id);
-    if (held === undefined) {
-      const key = eventKey(event);
-      const send = key === undefined ? undefined : this.#takePending(key, now);
-      if (send !== undefined) held = this.#insert(adopted(send, event.message_id), now + this.#retentionMs);
+    const sentAt = firstEventTime(event);
+    if (held === undefined && recipient !== undefined && sentAt !== undefined) {
+      const send = this.#takePending(keyOf(event.channel, recipient), now, sentAt);
+      if (send !== undefined) {
+        held = this.#insert(adopted(send, event.message_id), now + this.#retentionMs);
+        // The message's later events that came first (a post retried, posts overtaking) join it.
+        const orphan = this.#orphans.get(event.message_id);
+        if (orphan !== undefined) {
+          this.#dropOrphan(event.message_id);
+          for (const ev of orphan.events) {
+            append(held, ev);
+            added.push(ev);
+          }
+        }
+      }
     }
     if (held === undefined) {
-      this.#holdOrphan(event, now);
-      return undefined;
+      this.#holdOrphan(event, recipient, now);
+      return { fresh: true, record: undefined, added: [] };
     }
     append(held, event);
-    return view(held);
+    added.push(event);
+    return { fresh: true, record: view(held), added };
   }
 
   async get(tenant: string, messageId: string): Promise<MessageRecord | undefined> {
@@ -234,8 +333,8 @@ export class MemoryMessageStore implements MessageStore {
     return view(held);
   }
 
-  async markSeen(key: string): Promise<boolean> {
-    const now = this.#now();
+  /** True the first time `key` is seen within the retention, and it is then marked. */
+  #markSeen(key: string, now: number): boolean {
     const at = this.#seen.get(key);
     if (at !== undefined && at > now) return false;
     this.#seen.delete(key);
@@ -258,23 +357,23 @@ export class MemoryMessageStore implements MessageStore {
     return held;
   }
 
-  /** A pending send, adopting at once the oldest event for its recipient that came after its launch. */
-  #recordPending(send: PendingSend, now: number): MessageRecord | undefined {
+  /**
+   * A pending send, adopting at once the oldest first event held for its recipient that was sent and
+   * arrived after its launch was asked for.
+   */
+  #recordPending(send: PendingSend, now: number, expiresAt: number): MessageRecord | undefined {
     const key = keyOf(send.channel, send.to);
+    const since = send.requested_at_ms - CLOCK_SKEW_MS;
     for (const id of this.#orphansByKey.get(key) ?? []) {
       const orphan = this.#orphans.get(id)!;
-      if (orphan.firstAt < send.requested_at_ms || this.#records.has(id)) continue;
+      const first = orphan.first!;
+      if (first.arrivedAt < since || first.sentAt < since || this.#records.has(id)) continue;
       this.#dropOrphan(id);
       const held = this.#insert(adopted(send, id), now + this.#retentionMs);
       for (const ev of orphan.events) append(held, ev);
       return view(held);
     }
-    const seq = ++this.#pendingSeq;
-    this.#pending.set(seq, { send, key, expiresAt: now + this.#retentionMs });
-    const list = this.#pendingByKey.get(key);
-    if (list === undefined) this.#pendingByKey.set(key, [seq]);
-    else list.push(seq);
-    while (this.#pending.size > this.#maxPending) this.#dropOldestPending();
+    this.#enqueue(send, key, expiresAt, false);
     return undefined;
   }
 
@@ -286,25 +385,38 @@ export class MemoryMessageStore implements MessageStore {
       campaign_id: sent.campaign_id ?? '',
       requested_at_ms: Date.parse(sent.sent_at),
     };
-    const key = keyOf(send.channel, send.to);
+    this.#enqueue(send, keyOf(send.channel, send.to), expiresAt, true);
+  }
+
+  #enqueue(send: PendingSend, key: string, expiresAt: number, first: boolean): void {
     const seq = ++this.#pendingSeq;
     this.#pending.set(seq, { send, key, expiresAt });
     const list = this.#pendingByKey.get(key);
     if (list === undefined) this.#pendingByKey.set(key, [seq]);
-    else list.unshift(seq);
+    else if (first) list.unshift(seq);
+    else list.push(seq);
     while (this.#pending.size > this.#maxPending) this.#dropOldestPending();
   }
 
-  #takePending(key: string, now: number): PendingSend | undefined {
+  /** The oldest live send to `key` asked for no later than `sentAt` (less the skew), taken; expired ones dropped. */
+  #takePending(key: string, now: number, sentAt: number): PendingSend | undefined {
     const list = this.#pendingByKey.get(key);
-    while (list !== undefined && list.length > 0) {
-      const seq = list.shift()!;
+    if (list === undefined) return undefined;
+    let taken: PendingSend | undefined;
+    for (let i = 0; i < list.length && taken === undefined; ) {
+      const seq = list[i]!;
       const p = this.#pending.get(seq);
+      const live = p !== undefined && p.expiresAt > now;
+      if (live && p.send.requested_at_ms - CLOCK_SKEW_MS > sentAt) {
+        i++;
+        continue;
+      }
+      list.splice(i, 1);
       this.#pending.delete(seq);
-      if (list.length === 0) this.#pendingByKey.delete(key);
-      if (p !== undefined && p.expiresAt > now) return p.send;
+      if (live) taken = p.send;
     }
-    return undefined;
+    if (list.length === 0) this.#pendingByKey.delete(key);
+    return taken;
   }
 
   #dropOldestPending(): void {
@@ -324,27 +436,24 @@ export class MemoryMessageStore implements MessageStore {
     this.#savedRecipients -= saved.campaign.recipients.length;
   }
 
-  #holdOrphan(event: MessagingEvent, now: number): void {
-    const orphan = this.#orphans.get(event.message_id);
-    if (orphan !== undefined && orphan.expiresAt > now) {
-      if (orphan.events.length < MAX_ORPHAN_EVENTS) orphan.events.push(event);
-      return;
+  #holdOrphan(event: MessagingEvent, recipient: string | undefined, now: number): void {
+    let orphan = this.#orphans.get(event.message_id);
+    if (orphan === undefined || orphan.expiresAt <= now) {
+      this.#dropOrphan(event.message_id);
+      orphan = { events: [], expiresAt: now + ORPHAN_TTL_MS };
+      this.#orphans.set(event.message_id, orphan);
+      while (this.#orphans.size > this.#maxOrphans) {
+        this.#dropOrphan(this.#orphans.keys().next().value as string);
+      }
     }
-    this.#dropOrphan(event.message_id);
-    const key = eventKey(event);
-    this.#orphans.set(event.message_id, {
-      events: [event],
-      key,
-      firstAt: now,
-      expiresAt: now + ORPHAN_TTL_MS,
-    });
-    if (key !== undefined) {
+    if (orphan.events.length < MAX_ORPHAN_EVENTS) orphan.events.push(event);
+    const sentAt = firstEventTime(event);
+    if (orphan.first === undefined && recipient !== undefined && sentAt !== undefined) {
+      const key = keyOf(event.channel, recipient);
+      orphan.first = { key, sentAt, arrivedAt: now };
       const ids = this.#orphansByKey.get(key);
       if (ids === undefined) this.#orphansByKey.set(key, [event.message_id]);
       else ids.push(event.message_id);
-    }
-    while (this.#orphans.size > this.#maxOrphans) {
-      this.#dropOrphan(this.#orphans.keys().next().value as string);
     }
   }
 
@@ -352,15 +461,15 @@ export class MemoryMessageStore implements MessageStore {
     const orphan = this.#orphans.get(id);
     if (orphan === undefined) return;
     this.#orphans.delete(id);
-    if (orphan.key === undefined) return;
-    const ids = this.#orphansByKey.get(orphan.key);
+    if (orphan.first === undefined) return;
+    const ids = this.#orphansByKey.get(orphan.first.key);
     if (ids === undefined) return;
     const i = ids.indexOf(id);
     if (i !== -1) ids.splice(i, 1);
-    if (ids.length === 0) this.#orphansByKey.delete(orphan.key);
+    if (ids.length === 0) this.#orphansByKey.delete(orphan.first.key);
   }
 
-  /** Drops what has expired, oldest first (each map is in expiry order). */
+  /** Drops what has expired, oldest first (records, orphans and saved campaigns are in expiry order). */
   #sweep(now: number): void {
     for (const [id, held] of this.#records) {
       if (held.expiresAt > now) break;
@@ -370,6 +479,8 @@ export class MemoryMessageStore implements MessageStore {
       if (orphan.expiresAt > now) break;
       this.#dropOrphan(id);
     }
+    // Pending sends wait PENDING_TTL_MS, a campaign's longer: not quite in expiry order, so an expired
+    // one behind a live one waits for #takePending or the cap.
     for (const p of this.#pending.values()) {
       if (p.expiresAt > now) break;
       this.#dropOldestPending();
@@ -377,6 +488,9 @@ export class MemoryMessageStore implements MessageStore {
     for (const [id, saved] of this.#saved) {
       if (saved.expiresAt > now) break;
       this.#dropSaved(id);
+    }
+    for (const [mobile, r] of this.#reserved) {
+      if (r.expiresAt <= now) this.#reserved.delete(mobile);
     }
   }
 }

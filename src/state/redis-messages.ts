@@ -5,27 +5,34 @@
  * Layout (prefix P, ids and numbers URI-encoded; <ch> is chat or rcs), every key expiring:
  *   P m:<id>           hash {rec (the send, JSON), status}         retention from the send
  *   P me:<id>          list of event JSON, oldest first           as its m:<id>
- *   P seen:<key>       "1", written with SET NX PX                 retention
- *   P mp:<ch>:<to>     list of pending sends (JSON with `exp`)     retention from the last one
+ *   P seen:<key>       "1", set with the event it marks            retention
+ *   P mp:<ch>:<to>     list of pending sends (JSON with `exp`)     PENDING_TTL_MS (a campaign's longer)
+ *   P mr:<mobile>      a call's RCS send being launched (its id)   PENDING_TTL_MS
  *   P mo:<id>          events of an unknown message (list of JSON) ORPHAN_TTL_MS
- *   P mom:<ch>:<to>    orphans by recipient ({id, k, at} JSON)     ORPHAN_TTL_MS
+ *   P mom:<ch>:<to>    first events held, by recipient             ORPHAN_TTL_MS
+ *                      ({id, k, at (arrival), ts (sent)} JSON)
  *   P mc:<campaign>    a saved, unlaunched campaign (JSON)         retention
  * Each change is one Lua script, so two instances adding events to one message, or adopting for one
- * recipient, never interleave; a campaign's recipients are recorded CAMPAIGN_BATCH to a script. (The
- * scripts build the keys of an orphan they adopt from the prefix: one Redis, not a cluster, as
- * elsewhere in the store.)
+ * recipient, never interleave, and an event's dedupe key is set only with the event stored; a campaign's
+ * recipients are recorded CAMPAIGN_BATCH to a script. (The scripts build the keys of an orphan they
+ * adopt from the prefix: one Redis, not a cluster, as elsewhere in the store.)
  */
 import type { MessagingEvent } from '../provider/messaging/types.js';
 import {
-  eventNumber,
+  CLOCK_SKEW_MS,
+  dedupeKey,
+  firstEventTime,
   MAX_EVENTS_PER_MESSAGE,
   MAX_ORPHAN_EVENTS,
   ORPHAN_TTL_MS,
-  recipientOf,
+  PENDING_TTL_MS,
+  pendingTtlMs,
+  reservationId,
 } from './messages.js';
 import type { RedisLink } from './redis-link.js';
 import type {
   CampaignSends,
+  EventOutcome,
   MessageRecord,
   MessageStore,
   PendingRcsSend,
@@ -36,7 +43,7 @@ import type {
 /** Campaign recipients recorded per script: one script holds Redis for well under a millisecond. */
 const CAMPAIGN_BATCH = 500;
 
-/** Status rank and the append shared by the scripts. */
+/** Status rank, the append and the adoption shared by the scripts. */
 const COMMON = `local RANK = {sent = 1, delivered = 2, read = 3, failed = 4}
 local function next_status(cur, ev)
   local e = cjson.decode(ev)
@@ -54,43 +61,48 @@ end
 local function answer(m, me)
   return {redis.call('hget', m, 'rec'), redis.call('hget', m, 'status'), redis.call('lrange', me, 0, -1)}
 end
-local function adopt(m, me, pending, id, now)
+local function adopt(m, pending, id, retention)
   local p = cjson.decode(pending)
-  local exp = tonumber(p.exp)
   p.exp = nil
   p.requested_at_ms = nil
   p.message_id = id
   redis.call('hset', m, 'rec', cjson.encode(p), 'status', 'sent')
-  redis.call('pexpire', m, math.max(1, exp - now))
+  redis.call('pexpire', m, retention)
 end
--- A pending send: an orphan for its recipient that arrived after the launch was asked for is adopted
--- (its record answered); else the send is queued for the first event to come.
-local function pend(mp, mom, pending, now, retention, requested, prefix, max)
-  while true do
-    local o = redis.call('lpop', mom)
-    if not o then break end
+-- Keeps a list's expiry at least ttl.
+local function keep_for(key, ttl)
+  if redis.call('pttl', key) < ttl then redis.call('pexpire', key, ttl) end
+end
+-- A pending send: a first event held for its recipient that was sent and arrived after the launch was
+-- asked for (less the skew) is adopted (its record answered); else the send is queued for the first
+-- event to come. Entries of orphans adopted or gone are dropped on the way.
+local function pend(mp, mom, pending, now, ttl, since, prefix, max, retention)
+  for _, o in ipairs(redis.call('lrange', mom, 0, -1)) do
     local d = cjson.decode(o)
     local m = prefix .. 'm:' .. d.k
     local me = prefix .. 'me:' .. d.k
     local mo = prefix .. 'mo:' .. d.k
-    if tonumber(d.at) >= requested and redis.call('exists', m) == 0 and redis.call('exists', mo) == 1 then
-      adopt(m, me, pending, d.id, now)
+    if redis.call('exists', m) == 1 or redis.call('exists', mo) == 0 then
+      redis.call('lrem', mom, 1, o)
+    elseif tonumber(d.at) >= since and tonumber(d.ts) >= since then
+      redis.call('lrem', mom, 1, o)
+      adopt(m, pending, d.id, retention)
       for _, ev in ipairs(redis.call('lrange', mo, 0, -1)) do append(m, me, ev, max) end
       redis.call('del', mo)
       return answer(m, me)
     end
   end
   redis.call('rpush', mp, pending)
-  redis.call('pexpire', mp, retention)
+  keep_for(mp, ttl)
   return false
 end
 `;
 
 /**
- * A chat send: KEYS m, me, mo; ARGV rec, retention, max events, now, prefix. Events that came first are
- * adopted. A record a campaign's pending send made of this message's first event (a race: the webhook
- * outran the sender's answer) becomes this send's, and the campaign's send goes back to the head of its
- * recipient's queue (campaign recipients are digits: the key needs no encoding).
+ * A chat send: KEYS m, me, mo; ARGV rec, retention, max events, now, prefix, pending ttl. Events that
+ * came first are adopted. A record a campaign's pending send made of this message's first event (a
+ * race: the webhook outran the sender's answer) becomes this send's, and the campaign's send goes back
+ * to the head of its recipient's queue (campaign recipients are digits: the key needs no encoding).
  */
 const RECORD = `${COMMON}
 if redis.call('exists', KEYS[1]) == 0 then
@@ -101,74 +113,116 @@ if redis.call('exists', KEYS[1]) == 0 then
 else
   local old = cjson.decode(redis.call('hget', KEYS[1], 'rec'))
   if old.kind == 'campaign' and cjson.decode(ARGV[1]).kind ~= 'campaign' then
-    local ttl = math.max(1, redis.call('pttl', KEYS[1]))
+    local ttl = tonumber(ARGV[6])
     local mp = ARGV[5] .. 'mp:' .. old.channel .. ':' .. old.to
     old.message_id = nil
     old.exp = tonumber(ARGV[4]) + ttl
     old.requested_at_ms = 0
     redis.call('lpush', mp, cjson.encode(old))
-    redis.call('pexpire', mp, math.max(ttl, redis.call('pttl', mp)))
+    keep_for(mp, ttl)
     redis.call('hset', KEYS[1], 'rec', ARGV[1])
   end
 end
 return answer(KEYS[1], KEYS[2])`;
 
 /**
- * An event: KEYS m, me, mo, mp, mom; ARGV event, now, max events, orphan ttl, max orphan events, id,
- * encoded id, names a recipient ('1'). Unknown message: adopt the oldest live pending send of its
- * channel to its recipient, else hold as an orphan.
+ * An event: KEYS m, me, mo, mp, mom, seen; ARGV event, now, max events, orphan ttl, max orphan events,
+ * id, encoded id, names a recipient ('1'), its time when it is a first event (status sent; '' when
+ * not), clock skew, retention. Answers {0} for a duplicate, {1} when held as an orphan, else {2, rec,
+ * status, events, the events added}. The dedupe key is set in the same step as the event is stored.
+ * Unknown message: a first event adopts the oldest live pending send of its channel to its recipient
+ * asked for no later than it was sent (less the skew); else the event is held as an orphan.
  */
 const ADD_EVENT = `${COMMON}
 local now = tonumber(ARGV[2])
+if not redis.call('set', KEYS[6], '1', 'PX', ARGV[11], 'NX') then return {0} end
+local added = {}
 if redis.call('exists', KEYS[1]) == 0 then
-  local adopted = false
-  if ARGV[8] == '1' then
-    while true do
-      local p = redis.call('lpop', KEYS[4])
-      if not p then break end
-      if tonumber(cjson.decode(p).exp) > now then
-        adopt(KEYS[1], KEYS[2], p, ARGV[6], now)
-        adopted = true
-        break
+  local taken = false
+  if ARGV[8] == '1' and ARGV[9] ~= '' then
+    local latest = tonumber(ARGV[9]) + tonumber(ARGV[10])
+    local rest = {}
+    local longest = 0
+    local items = redis.call('lrange', KEYS[4], 0, -1)
+    for _, p in ipairs(items) do
+      local d = cjson.decode(p)
+      local exp = tonumber(d.exp)
+      if exp > now then
+        if not taken and tonumber(d.requested_at_ms) <= latest then
+          taken = p
+        else
+          rest[#rest + 1] = p
+          if exp - now > longest then longest = exp - now end
+        end
       end
     end
+    if #rest < #items then
+      redis.call('del', KEYS[4])
+      for _, p in ipairs(rest) do redis.call('rpush', KEYS[4], p) end
+      if #rest > 0 then redis.call('pexpire', KEYS[4], longest) end
+    end
   end
-  if not adopted then
+  if not taken then
     local n = redis.call('llen', KEYS[3])
     if n < tonumber(ARGV[5]) then redis.call('rpush', KEYS[3], ARGV[1]) end
-    if n == 0 then
-      redis.call('pexpire', KEYS[3], ARGV[4])
-      if ARGV[8] == '1' then
-        redis.call('rpush', KEYS[5], cjson.encode({id = ARGV[6], k = ARGV[7], at = now}))
-        redis.call('pexpire', KEYS[5], ARGV[4])
-      end
+    if n == 0 then redis.call('pexpire', KEYS[3], ARGV[4]) end
+    if ARGV[8] == '1' and ARGV[9] ~= '' then
+      redis.call('rpush', KEYS[5], cjson.encode({id = ARGV[6], k = ARGV[7], at = now, ts = tonumber(ARGV[9])}))
+      redis.call('pexpire', KEYS[5], ARGV[4])
     end
-    return false
+    return {1}
   end
+  adopt(KEYS[1], taken, ARGV[6], ARGV[11])
+  -- The message's later events that came first join it.
+  for _, ev in ipairs(redis.call('lrange', KEYS[3], 0, -1)) do
+    append(KEYS[1], KEYS[2], ev, tonumber(ARGV[3]))
+    added[#added + 1] = ev
+  end
+  redis.call('del', KEYS[3])
 end
 append(KEYS[1], KEYS[2], ARGV[1], tonumber(ARGV[3]))
-return answer(KEYS[1], KEYS[2])`;
+added[#added + 1] = ARGV[1]
+local a = answer(KEYS[1], KEYS[2])
+return {2, a[1], a[2], a[3], added}`;
 
 /**
- * A pending send: KEYS mp, mom; ARGV pending (JSON with exp), now, retention, requested at, prefix,
- * max events.
+ * A call's RCS send: KEYS mp, mom, mr; ARGV pending (JSON with exp), now, pending ttl, since (asked
+ * for, less the skew), prefix, max events, retention, reservation ('' for none). Ends the reservation.
  */
 const PENDING = `${COMMON}
-return pend(KEYS[1], KEYS[2], ARGV[1], tonumber(ARGV[2]), ARGV[3], tonumber(ARGV[4]), ARGV[5], tonumber(ARGV[6]))`;
+if ARGV[8] ~= '' and redis.call('get', KEYS[3]) == ARGV[8] then redis.call('del', KEYS[3]) end
+return pend(KEYS[1], KEYS[2], ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4]), ARGV[5], tonumber(ARGV[6]), ARGV[7])`;
+
+/**
+ * Reserves an RCS recipient for a call's send: KEYS mp, mr; ARGV now, reservation, ttl. Refused (0)
+ * while a reservation holds it or a live pending send of a call (not a campaign's) waits for it.
+ */
+const RESERVE = `if redis.call('exists', KEYS[2]) == 1 then return 0 end
+local now = tonumber(ARGV[1])
+for _, p in ipairs(redis.call('lrange', KEYS[1], 0, -1)) do
+  local d = cjson.decode(p)
+  if d.kind ~= 'campaign' and tonumber(d.exp) > now then return 0 end
+end
+redis.call('set', KEYS[2], ARGV[2], 'PX', ARGV[3])
+return 1`;
+
+/** Ends a reservation, only its own: KEYS mr; ARGV reservation. */
+const RELEASE = `if redis.call('get', KEYS[1]) == ARGV[1] then redis.call('del', KEYS[1]) end
+return 1`;
 
 /**
  * A campaign's recipients: KEYS mp, mom for each in turn; ARGV the pending send without `to` (JSON with
- * exp), now, retention, requested at, prefix, max events, then the recipients. Answers the records
- * adopted at once.
+ * exp), now, pending ttl, since (asked for, less the skew), prefix, max events, retention, then the
+ * recipients. Answers the records adopted at once.
  */
 const CAMPAIGN = `${COMMON}
 local now = tonumber(ARGV[2])
 local send = cjson.decode(ARGV[1])
 local out = {}
-for i = 7, #ARGV do
+for i = 8, #ARGV do
   send.to = ARGV[i]
-  local j = (i - 7) * 2
-  local a = pend(KEYS[j + 1], KEYS[j + 2], cjson.encode(send), now, ARGV[3], tonumber(ARGV[4]), ARGV[5], tonumber(ARGV[6]))
+  local j = (i - 8) * 2
+  local a = pend(KEYS[j + 1], KEYS[j + 2], cjson.encode(send), now, tonumber(ARGV[3]), tonumber(ARGV[4]), ARGV[5], tonumber(ARGV[6]), ARGV[7])
   if a then out[#out + 1] = a end
 end
 return out`;
@@ -179,6 +233,7 @@ if v then redis.call('del', KEYS[1]) end
 return v`;
 
 type Answer = [string, string, string[]] | null;
+type EventAnswer = [0] | [1] | [2, string, string, string[], string[]];
 
 export class RedisMessageStore implements MessageStore {
   readonly #link: RedisLink;
@@ -203,26 +258,52 @@ export class RedisMessageStore implements MessageStore {
         MAX_EVENTS_PER_MESSAGE,
         Date.now(),
         this.#link.prefix,
+        PENDING_TTL_MS,
       ),
     )) as Answer;
     return parseAnswer(res) ?? { ...message, status: 'sent', events: [] };
   }
 
-  async recordPendingRcs(send: PendingRcsSend): Promise<MessageRecord | undefined> {
+  async reserveRcs(mobile: string): Promise<string | undefined> {
+    const id = reservationId();
+    const ok = await this.#link.run('record_message', (r) =>
+      r.eval(
+        RESERVE,
+        2,
+        this.#recipientKey('mp', 'rcs', mobile),
+        this.#key('mr', enc(mobile)),
+        Date.now(),
+        id,
+        PENDING_TTL_MS,
+      ),
+    );
+    return ok === 1 ? id : undefined;
+  }
+
+  async releaseRcs(mobile: string, reservation: string): Promise<void> {
+    await this.#link.run('record_message', (r) =>
+      r.eval(RELEASE, 1, this.#key('mr', enc(mobile)), reservation),
+    );
+  }
+
+  async recordPendingRcs(send: PendingRcsSend, reservation?: string): Promise<MessageRecord | undefined> {
     const now = Date.now();
     const pending: PendingSend = { ...send, channel: 'rcs' };
     const res = (await this.#link.run('record_message', (r) =>
       r.eval(
         PENDING,
-        2,
+        3,
         this.#recipientKey('mp', 'rcs', send.to),
         this.#recipientKey('mom', 'rcs', send.to),
-        JSON.stringify({ ...pending, exp: now + this.#retentionMs }),
+        this.#key('mr', enc(send.to)),
+        JSON.stringify({ ...pending, exp: now + PENDING_TTL_MS }),
         now,
-        this.#retentionMs,
-        send.requested_at_ms,
+        PENDING_TTL_MS,
+        send.requested_at_ms - CLOCK_SKEW_MS,
         this.#link.prefix,
         MAX_EVENTS_PER_MESSAGE,
+        this.#retentionMs,
+        reservation ?? '',
       ),
     )) as Answer;
     return parseAnswer(res);
@@ -230,6 +311,7 @@ export class RedisMessageStore implements MessageStore {
 
   async recordCampaign(campaign: CampaignSends): Promise<MessageRecord[]> {
     const { recipients, ...rest } = campaign;
+    const ttl = pendingTtlMs(recipients.length);
     const out: MessageRecord[] = [];
     for (let i = 0; i < recipients.length; i += CAMPAIGN_BATCH) {
       const batch = recipients.slice(i, i + CAMPAIGN_BATCH);
@@ -241,7 +323,7 @@ export class RedisMessageStore implements MessageStore {
         sent_at: rest.sent_at,
         campaign_id: rest.campaign_id,
         requested_at_ms: rest.requested_at_ms,
-        exp: now + this.#retentionMs,
+        exp: now + ttl,
       };
       const keys = batch.flatMap((to) => [
         this.#recipientKey('mp', rest.channel, to),
@@ -254,10 +336,11 @@ export class RedisMessageStore implements MessageStore {
           ...keys,
           JSON.stringify(send),
           now,
-          this.#retentionMs,
-          rest.requested_at_ms,
+          ttl,
+          rest.requested_at_ms - CLOCK_SKEW_MS,
           this.#link.prefix,
           MAX_EVENTS_PER_MESSAGE,
+          this.#retentionMs,
           ...batch,
         ),
       )) as Answer[] | null;
@@ -288,18 +371,19 @@ export class RedisMessageStore implements MessageStore {
     return this.recordCampaign({ ...campaign, requested_at_ms: requestedAtMs, sent_at: sentAt });
   }
 
-  async addEvent(event: MessagingEvent): Promise<MessageRecord | undefined> {
+  async addEvent(event: MessagingEvent, recipient: string | undefined): Promise<EventOutcome> {
     const k = enc(event.message_id);
-    const recipient = recipientOf(event.channel, eventNumber(event));
+    const sentAt = firstEventTime(event);
     const res = (await this.#link.run('message_event', (r) =>
       r.eval(
         ADD_EVENT,
-        5,
+        6,
         this.#key('m', k),
         this.#key('me', k),
         this.#key('mo', k),
         this.#recipientKey('mp', event.channel, recipient ?? '-'),
         this.#recipientKey('mom', event.channel, recipient ?? '-'),
+        this.#key('seen', enc(dedupeKey(event))),
         JSON.stringify(event),
         Date.now(),
         MAX_EVENTS_PER_MESSAGE,
@@ -308,9 +392,19 @@ export class RedisMessageStore implements MessageStore {
         event.message_id,
         k,
         recipient === undefined ? '0' : '1',
+        sentAt === undefined ? '' : sentAt,
+        CLOCK_SKEW_MS,
+        this.#retentionMs,
       ),
-    )) as Answer;
-    return parseAnswer(res);
+    )) as EventAnswer;
+    if (res[0] === 0) return { fresh: false, record: undefined, added: [] };
+    if (res[0] === 1) return { fresh: true, record: undefined, added: [] };
+    const [, rec, status, events, added] = res;
+    return {
+      fresh: true,
+      record: parseAnswer([rec, status, events]),
+      added: added.map((e) => JSON.parse(e) as MessagingEvent),
+    };
   }
 
   async get(tenant: string, messageId: string): Promise<MessageRecord | undefined> {
@@ -329,13 +423,6 @@ export class RedisMessageStore implements MessageStore {
     });
     const record = parseAnswer(res);
     return record?.tenant === tenant ? record : undefined;
-  }
-
-  async markSeen(key: string): Promise<boolean> {
-    const ok = await this.#link.run('mark_seen', (r) =>
-      r.set(this.#key('seen', enc(key)), '1', 'PX', this.#retentionMs, 'NX'),
-    );
-    return ok === 'OK';
   }
 
   #key(kind: string, encoded: string): string {

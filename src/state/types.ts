@@ -126,6 +126,19 @@ export interface CampaignSends {
   readonly requested_at_ms: number;
 }
 
+/** What adding a webhook event did. */
+export interface EventOutcome {
+  /** False when the event was seen before within the retention: nothing changed, nothing to forward. */
+  readonly fresh: boolean;
+  /** The record the event is on now; undefined when it is a duplicate or no send of ours matches yet. */
+  readonly record: MessageRecord | undefined;
+  /**
+   * The events this call added to the record, in order: the event itself, after any of the same
+   * message's events held before it while no send matched (they go to the call's bot too).
+   */
+  readonly added: readonly MessagingEvent[];
+}
+
 export interface MessageStore {
   /**
    * Records a chat send. Events for it that arrived first (the webhook outran the sender's answer) are
@@ -133,14 +146,25 @@ export interface MessageStore {
    */
   recordSent(message: SentMessage): Promise<MessageRecord>;
   /**
-   * Records an RCS send awaiting its message id. When an event for the recipient arrived after the
-   * launch was asked for and before this, the send adopts that message at once: the record is returned.
+   * Reserves the RCS recipient `mobile` for a call's send, before the launch is asked for: undefined
+   * (nothing reserved) when another call's RCS send to it, of any tenant, is still waiting for its first
+   * event or is being launched; its adoption would be ambiguous. Else the reservation's id, given back
+   * to recordPendingRcs or releaseRcs; a reservation not given back lapses after PENDING_TTL_MS.
    */
-  recordPendingRcs(send: PendingRcsSend): Promise<MessageRecord | undefined>;
+  reserveRcs(mobile: string): Promise<string | undefined>;
+  /** Gives back a reservation whose launch failed. */
+  releaseRcs(mobile: string, reservation: string): Promise<void>;
+  /**
+   * Records an RCS send awaiting its message id, ending its reservation. When the first event (`sent`)
+   * of a message to the recipient arrived after the launch was asked for and before this, the send
+   * adopts that message at once: the record is returned.
+   */
+  recordPendingRcs(send: PendingRcsSend, reservation?: string): Promise<MessageRecord | undefined>;
   /**
    * Records a launched campaign's sends, one pending send per recipient (kind `campaign`), each adopted
-   * by the first event for its channel and recipient, oldest send first. Events that arrived after the
-   * launch was asked for and before this are adopted at once: their records are returned.
+   * by the first event (`sent`) of a message of its channel to its recipient, oldest send first. Events
+   * that arrived after the launch was asked for and before this are adopted at once: their records are
+   * returned.
    */
   recordCampaign(campaign: CampaignSends): Promise<MessageRecord[]>;
   /** Holds a campaign saved but not launched (HTTP 207): nothing is recorded until it is launched. */
@@ -155,15 +179,16 @@ export interface MessageStore {
     sentAt: string,
   ): Promise<MessageRecord[] | undefined>;
   /**
-   * Adds a webhook event to its message's record (an event for an unknown message adopts the oldest
-   * pending send of its channel to its recipient); returns the record, or undefined when no send of ours matches (the
-   * event is then held a short while, in case the send's answer is still on its way).
+   * Adds a webhook event, once: the event's dedupe key (dedupeKey in messages.ts) is set and the event
+   * recorded in one atomic step, so an event is counted seen only once it is stored, across instances.
+   * An event for an unknown message that is its first (status `sent`, stamped no earlier than
+   * CLOCK_SKEW_MS before a pending send was asked for) adopts the oldest such live pending send of its
+   * channel to `recipient` (recipientOf in messages.ts); any other is held a short while, in case the
+   * send's answer is still on its way.
    */
-  addEvent(event: MessagingEvent): Promise<MessageRecord | undefined>;
+  addEvent(event: MessagingEvent, recipient: string | undefined): Promise<EventOutcome>;
   /** A message the tenant sent, or undefined. */
   get(tenant: string, messageId: string): Promise<MessageRecord | undefined>;
-  /** True the first time `key` is seen within the retention, false after: atomic across instances. */
-  markSeen(key: string): Promise<boolean>;
 }
 
 /** Hands an event to the bot of a session this instance holds; false when it holds no such session. */

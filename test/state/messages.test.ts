@@ -1,14 +1,23 @@
 /**
- * The message stores, in memory and on a real Redis: dedupe keys, status by rank, events that outrun
- * the send's answer, RCS sends and campaign recipients adopting their message id, saved campaigns,
- * retention and the memory caps.
+ * The message stores, in memory and on a real Redis: events deduplicated as they are stored, status by
+ * rank, events that outrun the send's answer, RCS sends and campaign recipients adopting their message
+ * id (only by a first event, stamped after the send, within the pending send's life), RCS recipients
+ * reserved for one call's send at a time, saved campaigns, retention and the memory caps.
  */
 import { Redis } from 'ioredis';
 import { Registry } from 'prom-client';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
 import { createLogger } from '../../src/log.js';
 import type { MessagingEvent } from '../../src/provider/messaging/types.js';
-import { MemoryMessageStore, nextStatus, rcsMobile } from '../../src/state/messages.js';
+import {
+  CLOCK_SKEW_MS,
+  eventNumber,
+  MemoryMessageStore,
+  nextStatus,
+  PENDING_TTL_MS,
+  rcsMobile,
+  recipientOf,
+} from '../../src/state/messages.js';
 import { RedisLink } from '../../src/state/redis-link.js';
 import { RedisMessageStore } from '../../src/state/redis-messages.js';
 import { createStoreMetrics } from '../../src/state/store-metrics.js';
@@ -34,15 +43,32 @@ const sent = (id: string, o: Partial<SentMessage> = {}): SentMessage => ({
 const status = (
   id: string,
   s: 'sent' | 'delivered' | 'read' | 'failed',
-  o: { channel?: 'chat' | 'rcs'; recipient?: string } = {},
+  o: { channel?: 'chat' | 'rcs'; recipient?: string; at?: number } = {},
 ): MessagingEvent => ({
   kind: 'status',
   channel: o.channel ?? 'chat',
   message_id: id,
   status: s,
   recipient: o.recipient ?? '15550100',
+  timestamp: new Date(o.at ?? Date.now()).toISOString(),
+});
+
+const button = (id: string, from: string, channel: 'chat' | 'rcs' = 'rcs'): MessagingEvent => ({
+  kind: 'button',
+  channel,
+  message_id: id,
+  from,
+  button_id: 'track',
+  button_text: 'Track',
   timestamp: new Date().toISOString(),
 });
+
+/** Adds an event as the webhook does (RCS numbers of country code 91); answers the whole outcome. */
+const addEvent = (store: MessageStore, ev: MessagingEvent) =>
+  store.addEvent(ev, recipientOf(ev.channel, eventNumber(ev), '91'));
+
+/** The same, answering the record only. */
+const add = async (store: MessageStore, ev: MessagingEvent) => (await addEvent(store, ev)).record;
 
 const pending = (mobile: string, campaign: string, o: Partial<PendingRcsSend> = {}): PendingRcsSend => ({
   tenant: 'default',
@@ -68,30 +94,57 @@ const campaign = (id: string, recipients: string[], o: Partial<CampaignSends> = 
 /** The behaviour both stores share. */
 function sharedCases(name: string, make: () => Promise<{ a: MessageStore; b: MessageStore }>): void {
   describe(name, () => {
-    it('markSeen is true once per key, also across two stores sharing the state', async () => {
+    it('an event is fresh once, also across two stores sharing the state; it is stored with its dedupe key', async () => {
       const { a, b } = await make();
-      const results = await Promise.all([a.markSeen('k1'), b.markSeen('k1'), a.markSeen('k1')]);
-      expect(results.filter((r) => r)).toHaveLength(1);
-      expect(await b.markSeen('k2')).toBe(true);
+      await a.recordSent(sent('m-d'));
+      const ev = status('m-d', 'delivered');
+      const results = await Promise.all([addEvent(a, ev), addEvent(b, ev), addEvent(a, ev)]);
+      expect(results.map((r) => r.fresh).filter((f) => f)).toHaveLength(1);
+      // The fresh one is on the record, once; the duplicates changed nothing.
+      const fresh = results.find((r) => r.fresh)!;
+      expect(fresh.record?.events).toHaveLength(1);
+      expect(fresh.added).toEqual([ev]);
+      expect(results.filter((r) => !r.fresh)).toEqual([
+        { fresh: false, record: undefined, added: [] },
+        { fresh: false, record: undefined, added: [] },
+      ]);
+      expect((await b.get('default', 'm-d'))?.events).toHaveLength(1);
+      // Another status of the message, and the same status of an unknown message (held): fresh.
+      expect((await addEvent(b, status('m-d', 'read'))).fresh).toBe(true);
+      expect(await addEvent(a, status('m-unknown', 'read'))).toEqual({
+        fresh: true,
+        record: undefined,
+        added: [],
+      });
+      expect((await addEvent(b, status('m-unknown', 'read'))).fresh).toBe(false);
+      // A button tapped again later is another event; the same tap posted twice is one.
+      const tap = button('m-d', '15550100', 'chat');
+      expect((await addEvent(a, tap)).fresh).toBe(true);
+      expect((await addEvent(b, tap)).fresh).toBe(false);
+      expect(
+        (await addEvent(b, { ...tap, timestamp: new Date(Date.now() + 1_000).toISOString() })).fresh,
+      ).toBe(true);
     });
 
     it('status by rank: sent < delivered < read, failed wins; events kept in order', async () => {
       const { a, b } = await make();
       await a.recordSent(sent('m-1'));
-      await b.addEvent(status('m-1', 'read'));
-      const r = await a.addEvent(status('m-1', 'delivered'));
+      await add(b, status('m-1', 'read'));
+      const r = await add(a, status('m-1', 'delivered'));
       expect(r?.status).toBe('read');
       expect(r?.events.map((e) => (e.kind === 'status' ? e.status : ''))).toEqual(['read', 'delivered']);
-      const f = await b.addEvent(status('m-1', 'failed'));
+      const f = await add(b, status('m-1', 'failed'));
       expect(f?.status).toBe('failed');
-      expect((await a.addEvent(status('m-1', 'read')))?.status).toBe('failed');
+      expect((await add(a, status('m-1', 'sent')))?.status).toBe('failed');
+      // The same read again: a duplicate, not added.
+      expect(await addEvent(a, status('m-1', 'read'))).toMatchObject({ fresh: false, record: undefined });
       expect((await b.get('default', 'm-1'))?.events).toHaveLength(4);
     });
 
     it('events that arrive before the send is recorded are adopted by it', async () => {
       const { a, b } = await make();
-      expect(await a.addEvent(status('m-early', 'sent'))).toBeUndefined();
-      expect(await a.addEvent(status('m-early', 'delivered'))).toBeUndefined();
+      expect(await add(a, status('m-early', 'sent'))).toBeUndefined();
+      expect(await add(a, status('m-early', 'delivered'))).toBeUndefined();
       const rec = await b.recordSent(sent('m-early', { session_id: 'call-9' }));
       expect(rec).toMatchObject({ message_id: 'm-early', session_id: 'call-9', status: 'delivered' });
       expect(rec.events).toHaveLength(2);
@@ -112,7 +165,7 @@ function sharedCases(name: string, make: () => Promise<{ a: MessageStore; b: Mes
         await b.recordPendingRcs(pending('9876543210', 'camp-2', { session_id: 'call-2' })),
       ).toBeUndefined();
       // The recipient as the webhook writes it may carry the country code.
-      const first = await b.addEvent(status('rcs-a', 'sent', { channel: 'rcs', recipient: '+919876543210' }));
+      const first = await add(b, status('rcs-a', 'sent', { channel: 'rcs', recipient: '+919876543210' }));
       expect(first).toMatchObject({
         message_id: 'rcs-a',
         channel: 'rcs',
@@ -122,14 +175,12 @@ function sharedCases(name: string, make: () => Promise<{ a: MessageStore; b: Mes
         status: 'sent',
       });
       // The same message again: its record, not the next send.
-      expect((await a.addEvent(status('rcs-a', 'delivered', { channel: 'rcs' })))?.campaign_id).toBe(
-        'camp-1',
-      );
-      const second = await a.addEvent(status('rcs-b', 'sent', { channel: 'rcs', recipient: '9876543210' }));
+      expect((await add(a, status('rcs-a', 'delivered', { channel: 'rcs' })))?.campaign_id).toBe('camp-1');
+      const second = await add(a, status('rcs-b', 'sent', { channel: 'rcs', recipient: '9876543210' }));
       expect(second).toMatchObject({ message_id: 'rcs-b', campaign_id: 'camp-2', session_id: 'call-2' });
       // No send left for that number: held as an orphan.
       expect(
-        await a.addEvent(status('rcs-c', 'sent', { channel: 'rcs', recipient: '9876543210' })),
+        await add(a, status('rcs-c', 'sent', { channel: 'rcs', recipient: '9876543210' })),
       ).toBeUndefined();
       expect((await a.get('default', 'rcs-a'))?.status).toBe('delivered');
     });
@@ -137,14 +188,99 @@ function sharedCases(name: string, make: () => Promise<{ a: MessageStore; b: Mes
     it('an RCS event that outruns the launcher answer is adopted, one from before the launch is not', async () => {
       const { a, b } = await make();
       const before = Date.now() - 5_000;
-      await a.addEvent(status('rcs-late', 'delivered', { channel: 'rcs', recipient: '1112223334' }));
+      await add(a, status('rcs-late', 'sent', { channel: 'rcs', recipient: '1112223334' }));
+      await add(a, status('rcs-late', 'delivered', { channel: 'rcs', recipient: '1112223334' }));
       const rec = await b.recordPendingRcs(pending('1112223334', 'camp-3', { requested_at_ms: before }));
       expect(rec).toMatchObject({ message_id: 'rcs-late', campaign_id: 'camp-3', status: 'delivered' });
-      await a.addEvent(status('rcs-old', 'sent', { channel: 'rcs', recipient: '5556667778' }));
+      expect(rec?.events).toHaveLength(2);
+      // Arrived (and stamped) more than the clock skew before the launch was asked for: not this send's.
+      await add(a, status('rcs-old', 'sent', { channel: 'rcs', recipient: '5556667778' }));
       const later = await b.recordPendingRcs(
-        pending('5556667778', 'camp-4', { requested_at_ms: Date.now() + 1_000 }),
+        pending('5556667778', 'camp-4', { requested_at_ms: Date.now() + CLOCK_SKEW_MS + 1_000 }),
       );
       expect(later).toBeUndefined();
+      // A held delivered (its sent never came) is no first event: no send adopts it.
+      await add(a, status('rcs-mid', 'delivered', { channel: 'rcs', recipient: '5556667779' }));
+      expect(
+        await b.recordPendingRcs(pending('5556667779', 'camp-5', { requested_at_ms: before })),
+      ).toBeUndefined();
+    });
+
+    it("tenant B's RCS send to a number tenant A's send is waiting on is refused; A's events stay A's", async () => {
+      const { a, b } = await make();
+      const mobile = '9876543211';
+      const ra = await a.reserveRcs(mobile);
+      expect(ra).toEqual(expect.any(String));
+      // Being launched: held for A.
+      expect(await b.reserveRcs(mobile)).toBeUndefined();
+      expect(
+        await a.recordPendingRcs(pending(mobile, 'camp-a', { tenant: 'tenant-a', session_id: 'call-a' }), ra),
+      ).toBeUndefined();
+      // Waiting for its first event: still held, for any tenant.
+      expect(await b.reserveRcs(mobile)).toBeUndefined();
+      // A button tap of some other message to the number is no first event: held, A's send not taken.
+      expect(await add(b, button('rcs-other', `91${mobile}`))).toBeUndefined();
+      const first = await add(b, status('rcs-a', 'sent', { channel: 'rcs', recipient: `+91${mobile}` }));
+      expect(first).toMatchObject({ tenant: 'tenant-a', session_id: 'call-a', campaign_id: 'camp-a' });
+      // A's send has its message: the number is free again.
+      const rb = await b.reserveRcs(mobile);
+      expect(rb).toEqual(expect.any(String));
+      // A launch that failed gives its reservation back; another's id ends nothing.
+      await b.releaseRcs(mobile, 'not-the-id');
+      expect(await a.reserveRcs(mobile)).toBeUndefined();
+      await b.releaseRcs(mobile, rb!);
+      expect(await a.reserveRcs(mobile)).toEqual(expect.any(String));
+      // A campaign's send to a number does not hold it.
+      await a.recordCampaign(campaign('cmp-n', ['9876543212'], { channel: 'rcs' }));
+      expect(await b.reserveRcs('9876543212')).toEqual(expect.any(String));
+    });
+
+    it('only a first event (sent) stamped no earlier than the send adopts it; later ones join it', async () => {
+      const { a, b } = await make();
+      const mobile = '9876543213';
+      const asked = Date.now();
+      await a.recordPendingRcs(pending(mobile, 'camp-f', { requested_at_ms: asked }));
+      // A delivered or a button tap before any sent: never adopted.
+      expect(
+        await add(b, status('rcs-f', 'delivered', { channel: 'rcs', recipient: mobile })),
+      ).toBeUndefined();
+      expect(await add(b, button('rcs-g', mobile))).toBeUndefined();
+      expect(await add(a, status('rcs-g', 'read', { channel: 'rcs', recipient: mobile }))).toBeUndefined();
+      // A sent stamped before the send was asked for (beyond the skew): another message.
+      expect(
+        await add(
+          a,
+          status('rcs-e', 'sent', { channel: 'rcs', recipient: mobile, at: asked - CLOCK_SKEW_MS - 1_000 }),
+        ),
+      ).toBeUndefined();
+      // Its sent, stamped within the skew: adopted, with its delivered that came first.
+      const got = await addEvent(
+        b,
+        status('rcs-f', 'sent', { channel: 'rcs', recipient: mobile, at: asked - CLOCK_SKEW_MS + 1_000 }),
+      );
+      expect(got.record).toMatchObject({ message_id: 'rcs-f', campaign_id: 'camp-f', status: 'delivered' });
+      expect(got.added.map((e) => (e.kind === 'status' ? e.status : e.kind))).toEqual(['delivered', 'sent']);
+      expect(await a.get('default', 'rcs-g')).toBeUndefined();
+      expect(await a.get('default', 'rcs-e')).toBeUndefined();
+    });
+
+    it('a pending send expires after PENDING_TTL_MS: a sent that comes later adopts nothing', async () => {
+      const { a, b } = await make();
+      vi.useFakeTimers({ toFake: ['Date'] });
+      try {
+        const t0 = Date.now();
+        await a.recordPendingRcs(pending('9876543214', 'camp-x', { requested_at_ms: t0 }));
+        await a.recordCampaign(campaign('cmp-x', ['14155550901'], { requested_at_ms: t0 }));
+        vi.setSystemTime(t0 + PENDING_TTL_MS + 2_000);
+        expect(
+          await add(b, status('rcs-x', 'sent', { channel: 'rcs', recipient: '9876543214' })),
+        ).toBeUndefined();
+        expect(await add(b, status('wamid.x', 'sent', { recipient: '14155550901' }))).toBeUndefined();
+        // Nor does the number stay held.
+        expect(await b.reserveRcs('9876543214')).toEqual(expect.any(String));
+      } finally {
+        vi.useRealTimers();
+      }
     });
 
     it('a campaign records a send per recipient: events adopt them by channel and recipient, oldest first', async () => {
@@ -153,9 +289,9 @@ function sharedCases(name: string, make: () => Promise<{ a: MessageStore; b: Mes
       expect(await b.recordCampaign(campaign('cmp-2', ['14155550101']))).toEqual([]);
       // The same digits on RCS are another recipient.
       expect(
-        await b.addEvent(status('rcs-z', 'sent', { channel: 'rcs', recipient: '14155550101' })),
+        await add(b, status('rcs-z', 'sent', { channel: 'rcs', recipient: '14155550101' })),
       ).toBeUndefined();
-      const first = await b.addEvent(status('wamid.1', 'sent', { recipient: '14155550101' }));
+      const first = await add(b, status('wamid.1', 'sent', { recipient: '14155550101' }));
       expect(first).toEqual({
         message_id: 'wamid.1',
         tenant: 'acme',
@@ -167,31 +303,43 @@ function sharedCases(name: string, make: () => Promise<{ a: MessageStore; b: Mes
         status: 'sent',
         events: [expect.objectContaining({ message_id: 'wamid.1', status: 'sent' })],
       });
-      expect((await a.addEvent(status('wamid.1', 'delivered', { recipient: '14155550101' })))?.status).toBe(
+      expect((await add(a, status('wamid.1', 'delivered', { recipient: '14155550101' })))?.status).toBe(
         'delivered',
       );
-      expect((await a.addEvent(status('wamid.2', 'sent', { recipient: '14155550101' })))?.campaign_id).toBe(
+      expect((await add(a, status('wamid.2', 'sent', { recipient: '14155550101' })))?.campaign_id).toBe(
         'cmp-2',
       );
-      expect(
-        (await b.addEvent(status('wamid.3', 'delivered', { recipient: '14155550102' })))?.campaign_id,
-      ).toBe('cmp-1');
+      // Its delivered before its sent: held, then adopted with it.
+      expect(await add(b, status('wamid.3', 'delivered', { recipient: '14155550102' }))).toBeUndefined();
+      expect((await add(b, status('wamid.3', 'sent', { recipient: '14155550102' })))?.campaign_id).toBe(
+        'cmp-1',
+      );
       // Every recipient's send has its message: a further one is held as an orphan.
-      expect(await a.addEvent(status('wamid.4', 'sent', { recipient: '14155550101' }))).toBeUndefined();
+      expect(await add(a, status('wamid.4', 'sent', { recipient: '14155550101' }))).toBeUndefined();
       expect(await a.get('acme', 'wamid.1')).toMatchObject({ status: 'delivered', kind: 'campaign' });
       expect(await a.get('default', 'wamid.1')).toBeUndefined();
-      // RCS campaigns match the 10 digits, whatever the webhook adds before them.
-      await a.recordCampaign(campaign('cmp-r', ['9876500001'], { channel: 'rcs' }));
+      expect(await a.get('acme', 'wamid.3')).toMatchObject({ status: 'delivered', kind: 'campaign' });
+      // RCS campaigns match the 10-digit mobile, with the country code or without.
+      await a.recordCampaign(campaign('cmp-r', ['9876500001', '5123456789'], { channel: 'rcs' }));
       expect(
-        await b.addEvent(status('rcs-1', 'delivered', { channel: 'rcs', recipient: '+919876500001' })),
-      ).toMatchObject({ channel: 'rcs', campaign_id: 'cmp-r', to: '9876500001', status: 'delivered' });
+        await add(b, status('rcs-1', 'sent', { channel: 'rcs', recipient: '+919876500001' })),
+      ).toMatchObject({ channel: 'rcs', campaign_id: 'cmp-r', to: '9876500001', status: 'sent' });
+      // A number of another country is not the mobile its last 10 digits spell.
+      expect(
+        await add(b, status('rcs-2', 'sent', { channel: 'rcs', recipient: '+49 151 23456789' })),
+      ).toBeUndefined();
+      expect(
+        await add(b, status('rcs-3', 'sent', { channel: 'rcs', recipient: '5123456789' })),
+      ).toMatchObject({
+        to: '5123456789',
+      });
     });
 
     it('an event that outruns the launch answer is adopted by the campaign, one from before the launch is not', async () => {
       const { a, b } = await make();
       const before = Date.now() - 5_000;
-      await a.addEvent(status('wamid.early', 'sent', { recipient: '14155550201' }));
-      await a.addEvent(status('wamid.early', 'delivered', { recipient: '14155550201' }));
+      await add(a, status('wamid.early', 'sent', { recipient: '14155550201' }));
+      await add(a, status('wamid.early', 'delivered', { recipient: '14155550201' }));
       const adopted = await b.recordCampaign(
         campaign('cmp-e', ['14155550201', '14155550202'], { requested_at_ms: before }),
       );
@@ -203,23 +351,25 @@ function sharedCases(name: string, make: () => Promise<{ a: MessageStore; b: Mes
         status: 'delivered',
       });
       expect(adopted[0]?.events).toHaveLength(2);
-      await a.addEvent(status('wamid.old', 'sent', { recipient: '14155550203' }));
+      await add(a, status('wamid.old', 'sent', { recipient: '14155550203' }));
       expect(
-        await b.recordCampaign(campaign('cmp-l', ['14155550203'], { requested_at_ms: Date.now() + 1_000 })),
+        await b.recordCampaign(
+          campaign('cmp-l', ['14155550203'], { requested_at_ms: Date.now() + CLOCK_SKEW_MS + 1_000 }),
+        ),
       ).toEqual([]);
       // The other recipient's send still waits for its event.
-      expect(
-        (await a.addEvent(status('wamid.next', 'sent', { recipient: '14155550202' })))?.campaign_id,
-      ).toBe('cmp-e');
+      expect((await add(a, status('wamid.next', 'sent', { recipient: '14155550202' })))?.campaign_id).toBe(
+        'cmp-e',
+      );
     });
 
     it("a call's chat message whose first event a campaign send took is the call's once its answer names it", async () => {
       const { a, b } = await make();
       await a.recordCampaign(campaign('cmp-race', ['14155550801'], { tenant: 'default' }));
       // The call's message's event outruns the sender's answer and is taken for the campaign's.
-      expect(
-        (await b.addEvent(status('wamid.call', 'sent', { recipient: '14155550801' })))?.campaign_id,
-      ).toBe('cmp-race');
+      expect((await add(b, status('wamid.call', 'sent', { recipient: '14155550801' })))?.campaign_id).toBe(
+        'cmp-race',
+      );
       const rec = await a.recordSent(sent('wamid.call', { to: '14155550801', session_id: 'call-7' }));
       expect(rec).toMatchObject({
         message_id: 'wamid.call',
@@ -230,24 +380,27 @@ function sharedCases(name: string, make: () => Promise<{ a: MessageStore; b: Mes
       expect(rec.campaign_id).toBeUndefined();
       expect(rec.events).toHaveLength(1);
       // The campaign's own message then finds its send waiting.
-      expect(await b.addEvent(status('wamid.camp', 'delivered', { recipient: '14155550801' }))).toMatchObject(
-        { campaign_id: 'cmp-race', kind: 'campaign', status: 'delivered' },
-      );
+      expect(await add(b, status('wamid.camp', 'sent', { recipient: '14155550801' }))).toMatchObject({
+        campaign_id: 'cmp-race',
+        kind: 'campaign',
+        status: 'sent',
+      });
       expect((await b.get('default', 'wamid.call'))?.session_id).toBe('call-7');
     });
 
     it('a saved campaign records nothing until it is launched, and is launched once', async () => {
       const { a, b } = await make();
       await a.saveCampaign(campaign('cmp-s', ['14155550301', '14155550302']));
-      expect(await b.addEvent(status('wamid.s0', 'sent', { recipient: '14155550301' }))).toBeUndefined();
+      expect(await add(b, status('wamid.s0', 'sent', { recipient: '14155550301' }))).toBeUndefined();
       expect(await b.launchSavedCampaign('nope', Date.now(), new Date().toISOString())).toBeUndefined();
-      const at = Date.now() + 5;
+      // Launched later than the clock skew after the event held: the event is not its.
+      const at = Date.now() + CLOCK_SKEW_MS + 1_000;
       expect(await b.launchSavedCampaign('cmp-s', at, new Date(at).toISOString())).toEqual([]);
       expect(await a.launchSavedCampaign('cmp-s', Date.now(), new Date().toISOString())).toBeUndefined();
-      const r1 = await a.addEvent(status('wamid.s1', 'sent', { recipient: '14155550301' }));
+      const r1 = await add(a, status('wamid.s1', 'sent', { recipient: '14155550301', at }));
       expect(r1).toMatchObject({ tenant: 'acme', campaign_id: 'cmp-s', kind: 'campaign' });
       expect(r1?.sent_at).toBe(new Date(at).toISOString());
-      expect((await b.addEvent(status('wamid.s2', 'sent', { recipient: '14155550302' })))?.campaign_id).toBe(
+      expect((await add(b, status('wamid.s2', 'sent', { recipient: '14155550302', at })))?.campaign_id).toBe(
         'cmp-s',
       );
     });
@@ -255,9 +408,14 @@ function sharedCases(name: string, make: () => Promise<{ a: MessageStore; b: Mes
 }
 
 describe('message stores: helpers', () => {
-  it('rcsMobile keeps the last 10 digits; nextStatus ranks', () => {
-    expect(rcsMobile('+91 98765-43210')).toBe('9876543210');
-    expect(rcsMobile('12345')).toBeUndefined();
+  it('rcsMobile: 10 digits, or a number of the country code with a 10-digit national number; nextStatus ranks', () => {
+    expect(rcsMobile('+91 98765-43210', '91')).toBe('9876543210');
+    expect(rcsMobile('9876543210', '91')).toBe('9876543210');
+    expect(rcsMobile('12345', '91')).toBeUndefined();
+    // Never the last 10 digits of another country's number.
+    expect(rcsMobile('+49 151 23456789', '91')).toBeUndefined();
+    expect(rcsMobile('+1 415 555 0123', '91')).toBeUndefined();
+    expect(rcsMobile('+1 415 555 0123', '1')).toBe('4155550123');
     expect(nextStatus('delivered', status('x', 'sent'))).toBe('delivered');
     expect(nextStatus('read', status('x', 'failed'))).toBe('failed');
   });
@@ -279,52 +437,60 @@ describe('memory message store: bounds', () => {
     expect(await s.get('default', 'm-4')).toBeDefined();
   });
 
-  it('forgets records, dedupe keys and pending sends after the retention', async () => {
+  it('forgets records and dedupe keys after the retention, pending sends after PENDING_TTL_MS', async () => {
     let now = 1_000_000;
     const s = new MemoryMessageStore(HOUR, { now: () => now });
     await s.recordSent(sent('m-r'));
-    expect(await s.markSeen('k')).toBe(true);
-    await s.recordPendingRcs(pending('9998887776', 'camp-r'));
-    now += HOUR - 1;
+    const ev = status('m-r', 'delivered', { at: now });
+    expect((await addEvent(s, ev)).fresh).toBe(true);
+    await s.recordPendingRcs(pending('9998887776', 'camp-r', { requested_at_ms: now }));
+    now += PENDING_TTL_MS + 1;
+    expect(
+      await add(s, status('rcs-x', 'sent', { channel: 'rcs', recipient: '9998887776', at: now })),
+    ).toBeUndefined();
+    now = 1_000_000 + HOUR - 1;
     expect(await s.get('default', 'm-r')).toBeDefined();
-    expect(await s.markSeen('k')).toBe(false);
+    expect((await addEvent(s, ev)).fresh).toBe(false);
     now += 2;
     expect(await s.get('default', 'm-r')).toBeUndefined();
-    expect(await s.markSeen('k')).toBe(true);
-    expect(
-      await s.addEvent(status('rcs-x', 'sent', { channel: 'rcs', recipient: '9998887776' })),
-    ).toBeUndefined();
+    expect((await addEvent(s, ev)).fresh).toBe(true);
     expect(s.size).toBe(0);
   });
 
   it('keeps at most maxPending pending sends and saved recipients, oldest out', async () => {
     const s = new MemoryMessageStore(HOUR, { maxPending: 3 });
     await s.recordCampaign(campaign('cmp-big', ['14155550401', '14155550402', '14155550403', '14155550404']));
-    expect(await s.addEvent(status('w-1', 'sent', { recipient: '14155550401' }))).toBeUndefined();
-    expect((await s.addEvent(status('w-4', 'sent', { recipient: '14155550404' })))?.campaign_id).toBe(
-      'cmp-big',
-    );
+    expect(await add(s, status('w-1', 'sent', { recipient: '14155550401' }))).toBeUndefined();
+    expect((await add(s, status('w-4', 'sent', { recipient: '14155550404' })))?.campaign_id).toBe('cmp-big');
     await s.saveCampaign(campaign('cmp-s1', ['14155550501', '14155550502']));
     await s.saveCampaign(campaign('cmp-s2', ['14155550503', '14155550504']));
     expect(await s.launchSavedCampaign('cmp-s1', Date.now(), new Date().toISOString())).toBeUndefined();
     expect(await s.launchSavedCampaign('cmp-s2', Date.now(), new Date().toISOString())).toEqual([]);
   });
 
-  it('forgets saved campaigns and campaign sends after the retention', async () => {
+  it('forgets saved campaigns after the retention; campaign sends wait PENDING_TTL_MS after the campaign is sent', async () => {
     let now = 1_000_000;
     const s = new MemoryMessageStore(HOUR, { now: () => now });
     await s.saveCampaign(campaign('cmp-x', ['14155550601']));
-    await s.recordCampaign(campaign('cmp-y', ['14155550602'], { requested_at_ms: now }));
-    now += HOUR + 1;
+    // 800 recipients at 80 a second: the last is sent 10 s after the first.
+    const many = Array.from({ length: 800 }, (_, i) => `1415556${String(i).padStart(4, '0')}`);
+    await s.recordCampaign(campaign('cmp-y', many, { requested_at_ms: now }));
+    now += PENDING_TTL_MS + 9_000;
+    expect((await add(s, status('w-y1', 'sent', { recipient: many[0]!, at: now })))?.campaign_id).toBe(
+      'cmp-y',
+    );
+    now += 2_000;
+    expect(await add(s, status('w-y2', 'sent', { recipient: many[1]!, at: now }))).toBeUndefined();
+    now = 1_000_000 + HOUR + 1;
     expect(await s.launchSavedCampaign('cmp-x', now, new Date(now).toISOString())).toBeUndefined();
-    expect(await s.addEvent(status('w-y', 'sent', { recipient: '14155550602' }))).toBeUndefined();
   });
 
   it('keeps at most maxSeenKeys dedupe keys, oldest out', async () => {
     const s = new MemoryMessageStore(HOUR, { maxSeenKeys: 2 });
-    for (const k of ['a', 'b', 'c']) expect(await s.markSeen(k)).toBe(true);
-    expect(await s.markSeen('c')).toBe(false);
-    expect(await s.markSeen('a')).toBe(true);
+    const [a, b, c] = ['a', 'b', 'c'].map((id) => status(id, 'read'));
+    for (const ev of [a!, b!, c!]) expect((await addEvent(s, ev)).fresh).toBe(true);
+    expect((await addEvent(s, c!)).fresh).toBe(false);
+    expect((await addEvent(s, a!)).fresh).toBe(true);
   });
 });
 
@@ -358,25 +524,26 @@ describe.skipIf(skip !== undefined)('Redis message store', () => {
     };
   });
 
-  it('every key expires: records and dedupe keys after the retention', async () => {
+  it('every key expires: records and dedupe keys after the retention, pending sends after PENDING_TTL_MS', async () => {
     const prefix = `messages-ttl-${process.pid}:`;
     const store = new RedisMessageStore(await link(prefix), HOUR);
     await store.recordSent(sent('m-ttl'));
-    await store.addEvent(status('m-ttl', 'delivered'));
-    await store.markSeen('st:chat:m-ttl:delivered');
-    await store.addEvent(status('m-orphan', 'sent'));
+    await add(store, status('m-ttl', 'delivered'));
+    await add(store, status('m-orphan', 'sent'));
+    await store.reserveRcs('4445556668');
     await store.recordPendingRcs(pending('4445556667', 'camp-ttl'));
     await store.recordCampaign(campaign('cmp-ttl', ['14155550701', '14155550702']));
     await store.saveCampaign(campaign('cmp-saved', ['14155550703']));
     const client = new Redis(redis.url);
     try {
       const keys = await client.keys(`${prefix}*`);
-      // m, me, seen, mo and mom of the orphan, 3 pending lists, the saved campaign.
-      expect(keys.length).toBe(9);
+      // m, me, 2 seen, mo and mom of the orphan, a reservation, 3 pending lists, the saved campaign.
+      expect(keys.length).toBe(11);
       for (const k of keys) {
         const ttl = await client.pttl(k);
         expect(ttl, k).toBeGreaterThan(0);
         expect(ttl, k).toBeLessThanOrEqual(HOUR);
+        if (/:(mp|mr):/.test(k)) expect(ttl, k).toBeLessThanOrEqual(PENDING_TTL_MS + 1_000);
       }
       expect(await client.pttl(`${prefix}mo:m-orphan`)).toBeLessThanOrEqual(60_000);
     } finally {
