@@ -167,6 +167,8 @@ function registerSend(scope: FastifyInstance, ctx: BridgeContext, verify: RestVe
         tags: ['messaging'],
         summary:
           "Send a chat message or template, or an RCS template, to the live call's customer_phone; its events reach the call's bot",
+        description:
+          "The number is the session's customer_phone (from its session_start): 422 unusable_customer_phone when it cannot be messaged (RCS: only numbers of MESSAGING_RCS_COUNTRY_CODE with a 10-digit national number). RCS answers message_id null: the message's first webhook event (sent) names it; while it waits, another call's RCS send to the same number is 409 conflict.",
         security: BEARER,
         params: SESSION_ID_PARAMS,
         body: SEND_BODY,
@@ -285,6 +287,9 @@ async function sendRcs(
   body: SendBody,
 ) {
   const mobile = customerMobile(session, ctx.config.messagingRcsCountryCode);
+  // Asked for from now on (a first event stamped before this is another message's).
+  const requestedAt = Date.now();
+  const campaign = rcsCampaign(body, mobile, requestedAt, session.session_id);
   // The launcher answers with no message id: the send takes the id of the first event for the number.
   // Two calls' sends waiting on one number at once could take each other's (any tenant's): refused.
   const reservation = await ctx.messages.reserveRcs(mobile);
@@ -294,8 +299,6 @@ async function sendRcs(
       'another RCS message to this caller is still waiting for its first delivery event (it names the message); try again shortly, or send chat',
     );
   }
-  const requestedAt = Date.now();
-  const campaign = rcsCampaign(body, mobile, requestedAt, session.session_id);
   const result = await client.launchRcsCampaign(campaign).catch(async (err: unknown) => {
     await ctx.messages.releaseRcs(mobile, reservation).catch(() => undefined);
     return logFailure(req, session, 'rcs')(err);

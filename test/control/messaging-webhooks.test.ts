@@ -11,6 +11,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { type Bridge, createBridge } from '../../src/app.js';
 import { mintToken } from '../../src/auth/jwt.js';
 import { loadConfig } from '../../src/config.js';
+import { BridgeError } from '../../src/errors.js';
 import { createLogger } from '../../src/log.js';
 import type { MessagingClient, RcsCampaignRequest } from '../../src/provider/messaging/types.js';
 import { type BotConnection, TestBot } from '../helpers/bot.js';
@@ -370,6 +371,21 @@ describe('messaging webhooks', () => {
     expect((await call(rig.http, 'GET', '/v1/messages/rcs-b-msg', { token: tokenB })).status).toBe(404);
     expect((await send('call-b', tokenB)).status).toBe(200);
     expect(notices(b.conn, 'message_status')).toHaveLength(0);
+  });
+
+  it('an RCS launch that fails holds the number for nobody: the next send goes out', async () => {
+    const { rig, token, messaging } = await rigWithCall({}, RCS_PHONE);
+    const launch = messaging.launchRcsCampaign.bind(messaging);
+    messaging.launchRcsCampaign = async () => {
+      throw new BridgeError('upstream_unavailable', 'provider rcs launch failed');
+    };
+    const body = { channel: 'rcs', template_name: 'order_update' };
+    const failed = await call(rig.http, 'POST', '/v1/sessions/call-1/message', { token, body });
+    expect(failed.status).toBe(503);
+    messaging.launchRcsCampaign = launch;
+    const next = await call(rig.http, 'POST', '/v1/sessions/call-1/message', { token, body });
+    expect(next.status).toBe(200);
+    expect(messaging.campaigns).toHaveLength(1);
   });
 
   it('422 naming customer_phone for an RCS send to a number of another country; the number is not echoed', async () => {
