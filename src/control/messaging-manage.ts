@@ -51,6 +51,14 @@ const OPERATOR_ONLY =
 const ANY_OBJECT = { type: 'object', description: 'see the provider document', additionalProperties: true };
 const ANY_ANSWER = { type: 'object', additionalProperties: true };
 
+/**
+ * Largest campaign body: about 30,000 audience rows of a phone and two short values. Above the general
+ * BODY_LIMIT_BYTES (64 KB, some 1,000 rows) because an audience list is data, not a person's request;
+ * bounded because the body is parsed on the thread that paces every call's audio (1 MiB of JSON takes
+ * milliseconds). Larger audiences go as several campaigns.
+ */
+export const CAMPAIGN_BODY_LIMIT_BYTES = 2 * 1024 * 1024;
+
 export function messagingOf(ctx: BridgeContext): MessagingClient {
   if (ctx.messaging === undefined) {
     throw new BridgeError(
@@ -147,11 +155,14 @@ export function registerManagement(scope: FastifyInstance, ctx: BridgeContext, v
 
   scope.post(
     '/v1/messaging/chat/campaigns',
-    opts(
-      'Send an approved template to an audience list; 207 when saved but not launched',
-      { body: ANY_OBJECT },
-      { 207: ANY_ANSWER },
-    ),
+    {
+      ...opts(
+        'Send an approved template to an audience list; 207 when saved but not launched',
+        { body: ANY_OBJECT },
+        { 207: ANY_ANSWER },
+      ),
+      bodyLimit: Math.max(ctx.config.bodyLimitBytes, CAMPAIGN_BODY_LIMIT_BYTES),
+    },
     async (req, reply) => {
       const request = validateChatCampaignRequest(req.body);
       const requestedAt = Date.now();
@@ -208,7 +219,10 @@ export function registerManagement(scope: FastifyInstance, ctx: BridgeContext, v
 
   scope.post(
     '/v1/messaging/rcs/campaigns',
-    opts('Launch an RCS template to a contact list (10-digit mobiles)', { body: ANY_OBJECT }),
+    {
+      ...opts('Launch an RCS template to a contact list (10-digit mobiles)', { body: ANY_OBJECT }),
+      bodyLimit: Math.max(ctx.config.bodyLimitBytes, CAMPAIGN_BODY_LIMIT_BYTES),
+    },
     async (req) => {
       const request = validateRcsCampaignRequest(req.body);
       const requestedAt = Date.now();
