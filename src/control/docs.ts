@@ -29,7 +29,7 @@ export async function registerDocs(app: FastifyInstance, version = '0.1.0'): Pro
         {
           name: 'messaging',
           description:
-            "chat and RCS: a live call's message (calls:control), records (messages:read), templates and campaigns (messages:manage), and the provider's webhook (its own secret)",
+            "chat and RCS: a live call's message (calls:control), records (messages:read), templates and campaigns (messages:manage), and the provider's webhook (its own secret). The management routes (scope messages:manage) are an operator scope: they act on the bridge's one provider messaging account, which every tenant's sends share.",
         },
       ],
     },

@@ -453,26 +453,19 @@ function chatButton(m: Obj, p: string): MessagingEvent | undefined {
   const from = str(m.from, `${p}.from`);
   const timestamp = time(m.timestamp, `${p}.timestamp`);
   const message_id = str(obj(m.context, `${p}.context`).id, `${p}.context.id`);
-  if (m.type === 'interactive') {
-    const r = obj((m.interactive as Obj).button_reply, `${p}.interactive.button_reply`);
-    return {
-      kind: 'button',
-      channel: 'chat',
-      message_id,
-      from,
-      timestamp,
-      button_id: str(r.id, `${p}.interactive.button_reply.id`),
-      button_text: str(r.title, `${p}.interactive.button_reply.title`),
-    };
-  }
-  const b = obj(m.button, `${p}.button`);
+  // The reply button's id and title, or the quick reply's payload and text.
+  const [at, button, id, text]: [string, unknown, string, string] =
+    m.type === 'interactive'
+      ? [`${p}.interactive.button_reply`, (m.interactive as Obj).button_reply, 'id', 'title']
+      : [`${p}.button`, m.button, 'payload', 'text'];
+  const b = obj(button, at);
   return {
     kind: 'button',
     channel: 'chat',
     message_id,
     from,
     timestamp,
-    button_id: str(b.payload, `${p}.button.payload`),
-    button_text: str(b.text, `${p}.button.text`),
+    button_id: str(b[id], `${at}.${id}`),
+    button_text: str(b[text], `${at}.${text}`),
   };
 }

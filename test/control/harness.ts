@@ -10,6 +10,7 @@ import { type Config, loadConfig } from '../../src/config.js';
 import { parseDialPlan } from '../../src/emulator/dial-plan.js';
 import { createEmulator, type Emulator } from '../../src/emulator/server.js';
 import { createLogger } from '../../src/log.js';
+import { call as httpCall, type JsonAnswer } from '../helpers/http-call.js';
 
 export const AUTH_SECRET = 'control-test-auth-secret';
 export const EMULATOR_SECRET = 'control-test-emulator-secret';
@@ -112,36 +113,16 @@ export async function holdSession(bridge: Bridge, id: string, tenant = 'default'
   });
 }
 
-export interface JsonAnswer {
-  readonly status: number;
-  readonly body: Record<string, unknown>;
-  readonly text: string;
-  readonly ms: number;
-}
+export type { JsonAnswer };
 
-/** One real HTTP request over loopback. */
-export async function call(
+/** One real HTTP request over loopback, bounded at 60 s. */
+export function call(
   base: string,
   method: string,
   path: string,
   o: { token?: string; body?: unknown } = {},
 ): Promise<JsonAnswer> {
-  const started = performance.now();
-  const res = await fetch(`${base}${path}`, {
-    method,
-    headers: {
-      ...(o.token !== undefined ? { authorization: `Bearer ${o.token}` } : {}),
-      ...(o.body !== undefined ? { 'content-type': 'application/json' } : {}),
-    },
-    ...(o.body !== undefined ? { body: JSON.stringify(o.body) } : {}),
-    signal: AbortSignal.timeout(60_000),
-  });
-  const text = await res.text();
-  let body: Record<string, unknown> = {};
-  try {
-    body = JSON.parse(text);
-  } catch {}
-  return { status: res.status, body, text, ms: performance.now() - started };
+  return httpCall(base, method, path, { timeoutMs: 60_000, ...o });
 }
 
 /** A tiny real HTTP server answering every request with `handler` (given the request body); counts requests. */

@@ -5,8 +5,7 @@
  * back to the bridge.
  */
 import { afterEach, describe, expect, it } from 'vitest';
-import { mintToken } from '../../src/auth/jwt.js';
-import { AUTH_SECRET, type MessagingRig, startMessagingRig } from '../helpers/messaging.js';
+import { type MessagingRig, restToken, startMessagingRig } from '../helpers/messaging.js';
 import { waitFor } from '../helpers/wait.js';
 import { call } from './harness.js';
 
@@ -18,8 +17,33 @@ const startRig = (o: { readDelayMs?: number } = {}) =>
     messaging: { deliveryDelayMs: 20, readDelayMs: o.readDelayMs ?? 40, reviewDelayMs: 50 },
   });
 
-const restToken = (scopes: string[], tenant?: string) =>
-  mintToken({ secret: AUTH_SECRET, scopes, ...(tenant !== undefined ? { tenant } : {}) });
+/** Creates a UTILITY chat template in en_US whose body is `text` (one variable, sample "Ada"). */
+const chatTemplate = (rig: Rig, token: string, name: string, text: string) =>
+  call(rig.http, 'POST', '/v1/messaging/chat/templates', {
+    token,
+    body: {
+      name,
+      category: 'UTILITY',
+      language: 'en_US',
+      components: [{ type: 'BODY', text }],
+      sample_values: { '1': 'Ada' },
+    },
+  });
+
+const chatCampaign = (
+  rig: Rig,
+  token: string,
+  campaign_name: string,
+  template_name: string,
+  audience_rows: Record<string, string>[],
+) =>
+  call(rig.http, 'POST', '/v1/messaging/chat/campaigns', {
+    token,
+    body: { campaign_name, template_name, audience_rows },
+  });
+
+const relaunchChatCampaign = (rig: Rig, token: string, id: string) =>
+  call(rig.http, 'POST', `/v1/messaging/chat/campaigns/${id}/launch`, { token });
 
 describe('template and campaign management', () => {
   const open: { close(): unknown }[] = [];
@@ -70,31 +94,19 @@ describe('template and campaign management', () => {
       404,
     );
 
-    const campaign = await call(rig.http, 'POST', '/v1/messaging/chat/campaigns', {
-      token,
-      body: {
-        campaign_name: 'spring_visits',
-        template_name: 'visit_reminder',
-        audience_rows: [{ phone: '14155550111', BODY_1: 'Ada' }],
-      },
-    });
+    const campaign = await chatCampaign(rig, token, 'spring_visits', 'visit_reminder', [
+      { phone: '14155550111', BODY_1: 'Ada' },
+    ]);
     expect(campaign.status).toBe(200);
     expect(campaign.body).toMatchObject({ launched: true, campaign: { template_name: 'visit_reminder' } });
 
     rig.emulator.messaging.failNextLaunch(1);
-    const saved = await call(rig.http, 'POST', '/v1/messaging/chat/campaigns', {
-      token,
-      body: {
-        campaign_name: 'autumn_visits',
-        template_name: 'visit_reminder',
-        audience_rows: [{ phone: '14155550112', BODY_1: 'Bo' }],
-      },
-    });
+    const saved = await chatCampaign(rig, token, 'autumn_visits', 'visit_reminder', [
+      { phone: '14155550112', BODY_1: 'Bo' },
+    ]);
     expect(saved.status).toBe(207);
     const campaignId = (saved.body.campaign as { id: string }).id;
-    const relaunch = await call(rig.http, 'POST', `/v1/messaging/chat/campaigns/${campaignId}/launch`, {
-      token,
-    });
+    const relaunch = await relaunchChatCampaign(rig, token, campaignId);
     expect(relaunch.status).toBe(200);
     expect(relaunch.body.launched).toBe(true);
 
@@ -112,8 +124,9 @@ describe('campaign records', () => {
     for (const o of open.splice(0).reverse()) await o.close();
   });
 
-  /** Polls GET /v1/messages/{id} until every id shows `status`; answers the records. */
-  async function recordsOf(rig: Rig, token: string, ids: string[], status: string) {
+  /** Polls GET /v1/messages/{id} until every send's message shows `status`; answers the records. */
+  async function recordsOf(rig: Rig, token: string, sends: { message_id: string }[], status: string) {
+    const ids = sends.map((x) => x.message_id);
     const records = new Map<string, Record<string, unknown>>();
     const deadline = Date.now() + 10_000;
     while (records.size < ids.length) {
@@ -138,40 +151,25 @@ describe('campaign records', () => {
     const rig = await startRig({ readDelayMs: -1 });
     open.push(rig);
     const token = await restToken(['messages:manage', 'messages:read'], 'acme');
-    const created = await call(rig.http, 'POST', '/v1/messaging/chat/templates', {
-      token,
-      body: {
-        name: 'visit_reminder',
-        category: 'UTILITY',
-        language: 'en_US',
-        components: [{ type: 'BODY', text: 'Hello {{1}}, see you soon' }],
-        sample_values: { '1': 'Ada' },
-      },
-    });
+    const created = await chatTemplate(rig, token, 'visit_reminder', 'Hello {{1}}, see you soon');
     expect(created.status).toBe(201);
     rig.emulator.messaging.review('default', 'visit_reminder', 'APPROVED');
 
     const phones = Array.from({ length: 20 }, (_, i) => `1415555${String(1000 + i)}`);
-    const launched = await call(rig.http, 'POST', '/v1/messaging/chat/campaigns', {
+    const launched = await chatCampaign(
+      rig,
       token,
-      body: {
-        campaign_name: 'spring_visits',
-        template_name: 'visit_reminder',
-        audience_rows: phones.map((phone, i) => ({ phone, BODY_1: `Guest ${i}` })),
-      },
-    });
+      'spring_visits',
+      'visit_reminder',
+      phones.map((phone, i) => ({ phone, BODY_1: `Guest ${i}` })),
+    );
     expect(launched.status).toBe(200);
     const campaignId = (launched.body.campaign as { id: string }).id;
     await waitFor(() => campaignSends(rig, campaignId).length === 20, 10_000, 'the 20 sends');
     const sends = campaignSends(rig, campaignId);
     expect(new Set(sends.map((x) => x.to))).toEqual(new Set(phones));
 
-    const records = await recordsOf(
-      rig,
-      token,
-      sends.map((x) => x.message_id),
-      'delivered',
-    );
+    const records = await recordsOf(rig, token, sends, 'delivered');
     for (const x of sends) {
       expect(records.get(x.message_id)).toMatchObject({
         message_id: x.message_id,
@@ -195,43 +193,20 @@ describe('campaign records', () => {
     const rig = await startRig({ readDelayMs: -1 });
     open.push(rig);
     const token = await restToken(['messages:manage', 'messages:read']);
-    await call(rig.http, 'POST', '/v1/messaging/chat/templates', {
-      token,
-      body: {
-        name: 'autumn_note',
-        category: 'UTILITY',
-        language: 'en_US',
-        components: [{ type: 'BODY', text: 'Hello {{1}}' }],
-        sample_values: { '1': 'Ada' },
-      },
-    });
+    await chatTemplate(rig, token, 'autumn_note', 'Hello {{1}}');
     rig.emulator.messaging.review('default', 'autumn_note', 'APPROVED');
     rig.emulator.messaging.failNextLaunch(1);
-    const saved = await call(rig.http, 'POST', '/v1/messaging/chat/campaigns', {
-      token,
-      body: {
-        campaign_name: 'autumn_visits',
-        template_name: 'autumn_note',
-        audience_rows: [
-          { phone: '14155550301', BODY_1: 'Bo' },
-          { phone: '14155550302', BODY_1: 'Cy' },
-        ],
-      },
-    });
+    const saved = await chatCampaign(rig, token, 'autumn_visits', 'autumn_note', [
+      { phone: '14155550301', BODY_1: 'Bo' },
+      { phone: '14155550302', BODY_1: 'Cy' },
+    ]);
     expect(saved.status).toBe(207);
     const campaignId = (saved.body.campaign as { id: string }).id;
     expect(campaignSends(rig, campaignId)).toHaveLength(0);
-    const relaunch = await call(rig.http, 'POST', `/v1/messaging/chat/campaigns/${campaignId}/launch`, {
-      token,
-    });
+    const relaunch = await relaunchChatCampaign(rig, token, campaignId);
     expect(relaunch.status).toBe(200);
     await waitFor(() => campaignSends(rig, campaignId).length === 2, 5_000, 'the 2 sends');
-    const chat = await recordsOf(
-      rig,
-      token,
-      campaignSends(rig, campaignId).map((x) => x.message_id),
-      'delivered',
-    );
+    const chat = await recordsOf(rig, token, campaignSends(rig, campaignId), 'delivered');
     for (const r of chat.values()) expect(r).toMatchObject({ kind: 'campaign', campaign_id: campaignId });
 
     const tpl = await call(rig.http, 'POST', '/v1/messaging/rcs/templates', {
@@ -252,12 +227,7 @@ describe('campaign records', () => {
     const rcsId = rcs.body.campaign_id as string;
     await waitFor(() => campaignSends(rig, rcsId).length === 3, 5_000, 'the 3 RCS sends');
     const sends = campaignSends(rig, rcsId);
-    const records = await recordsOf(
-      rig,
-      token,
-      sends.map((x) => x.message_id),
-      'delivered',
-    );
+    const records = await recordsOf(rig, token, sends, 'delivered');
     for (const x of sends) {
       expect(records.get(x.message_id)).toMatchObject({
         channel: 'rcs',

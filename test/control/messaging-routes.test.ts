@@ -26,6 +26,18 @@ const WEBHOOK_SECRET = 'messaging-routes-webhook-secret-42';
 const PHONE = '+14155550123';
 const CHAT_TO = '14155550123';
 
+/** The bridge's settings in these tests, its ws bot at `botUrl`. */
+const bridgeEnv = (botUrl: string) => ({
+  PORT: '0',
+  HOST: '127.0.0.1',
+  LOG_LEVEL: 'silent',
+  DSP_WORKERS: '0',
+  AUTH_JWT_SECRET: AUTH_SECRET,
+  MEDIA_SECRET,
+  MESSAGING_WEBHOOK_SECRET: WEBHOOK_SECRET,
+  BOT_URL: botUrl,
+});
+
 interface Rig {
   readonly bridge: Bridge;
   readonly http: string;
@@ -49,18 +61,7 @@ async function startRig(
     const url = await emulator.listen(0, '127.0.0.1');
     env = { MESSAGING_BASE_URL: `${url}/v1`, MESSAGING_TOKEN: emulator.messaging.defaultApiKey };
   }
-  const config = loadConfig({
-    PORT: '0',
-    HOST: '127.0.0.1',
-    LOG_LEVEL: 'silent',
-    DSP_WORKERS: '0',
-    AUTH_JWT_SECRET: AUTH_SECRET,
-    MEDIA_SECRET,
-    MESSAGING_WEBHOOK_SECRET: WEBHOOK_SECRET,
-    BOT_URL: bot.url,
-    ...env,
-    ...o.env,
-  });
+  const config = loadConfig({ ...bridgeEnv(bot.url), ...env, ...o.env });
   const bridge = await createBridge(config);
   const http = await bridge.listen();
   emulator?.messaging.setWebhook(`${http}/v1/webhooks/messaging`, WEBHOOK_SECRET);
@@ -356,16 +357,7 @@ describe('npm start without MESSAGING_BASE_URL: the in-process emulator serves m
   it('the client points at the emulator, its webhooks come back to the bridge with the secret as a bearer token, the bot hears', async () => {
     const bot = await TestBot.start({ echo: false });
     open.push(bot);
-    const base = loadConfig({
-      PORT: '0',
-      HOST: '127.0.0.1',
-      LOG_LEVEL: 'silent',
-      DSP_WORKERS: '0',
-      AUTH_JWT_SECRET: AUTH_SECRET,
-      MEDIA_SECRET,
-      MESSAGING_WEBHOOK_SECRET: WEBHOOK_SECRET,
-      BOT_URL: bot.url,
-    });
+    const base = loadConfig(bridgeEnv(bot.url));
     let bridge: Bridge | undefined;
     const inProcess = await startInProcessProvider(base, createLogger('silent'), async (tenant, id) =>
       bridge?.ctx.sessions.get(tenant, id),

@@ -1,37 +1,15 @@
-import { type ChildProcess, spawn } from 'node:child_process';
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { mintToken } from '../../src/auth/jwt.js';
 import { call } from '../control/harness.js';
+import { useEmulatorCli } from '../helpers/emulator-cli.js';
 
-let child: ChildProcess | undefined;
-afterEach(() => {
-  child?.kill('SIGTERM');
-  child = undefined;
-});
+const start = useEmulatorCli();
 
 /** Starts `npm run emulator`'s entry point and resolves with the URL it prints. */
-function startEmulator(args: string[]): Promise<string> {
-  return new Promise((resolve, reject) => {
-    child = spawn(process.execPath, ['--import', 'tsx', 'src/cli/emulator.ts', ...args], { stdio: 'pipe' });
-    let out = '';
-    const timer = setTimeout(() => reject(new Error(`emulator did not start: ${out}`)), 20_000);
-    child.stdout?.on('data', (d) => {
-      out += String(d);
-      const m = /listening on (http:\/\/\S+)/.exec(out);
-      if (m) {
-        clearTimeout(timer);
-        resolve(m[1]!);
-      }
-    });
-    child.stderr?.on('data', (d) => {
-      out += String(d);
-    });
-    child.on('exit', (code) => reject(new Error(`emulator exited with ${code}: ${out}`)));
-  });
-}
+const startEmulator = (args: string[]) => start(args, (out) => /listening on (http:\/\/\S+)/.exec(out)?.[1]);
 
 describe('npm run emulator', () => {
   it('serves the voice API with the given secret and dial plan', async () => {

@@ -1,21 +1,14 @@
-import Fastify, { type FastifyInstance } from 'fastify';
-import { afterEach, describe, expect, it } from 'vitest';
-import { createEmulator, type Emulator } from '../../src/emulator/server.js';
-import { createLogger } from '../../src/log.js';
+import Fastify from 'fastify';
+import { describe, expect, it } from 'vitest';
 import type { ChatStatusItem, ChatWebhookPayload } from '../../src/provider/messaging/types.js';
 import { call } from '../helpers/http-call.js';
+import { useMessagingEmulator } from '../helpers/messaging-emulator.js';
 import { waitFor } from '../helpers/wait.js';
 
 const SECRET = 'messaging-campaigns-secret';
 
-let emu: Emulator | undefined;
-let receiver: FastifyInstance | undefined;
-afterEach(async () => {
-  await emu?.close();
-  await receiver?.close();
-  emu = undefined;
-  receiver = undefined;
-});
+const rig = useMessagingEmulator(SECRET, { reviewDelayMs: -1 });
+const start = rig.start;
 
 interface Receiver {
   readonly url: string;
@@ -31,8 +24,8 @@ interface Receiver {
 async function startReceiver(answer: (n: number) => number = () => 200): Promise<Receiver> {
   const accepted: ChatStatusItem[] = [];
   const attempts = new Map<string, number>();
-  receiver = Fastify();
-  receiver.post('/hook', async (req, reply) => {
+  const app = Fastify();
+  app.post('/hook', async (req, reply) => {
     const key = JSON.stringify(req.body);
     const n = (attempts.get(key) ?? 0) + 1;
     attempts.set(key, n);
@@ -44,40 +37,21 @@ async function startReceiver(answer: (n: number) => number = () => 200): Promise
     return reply.code(code).send({ n });
   });
   let connections = 0;
-  receiver.server.on('connection', () => {
+  app.server.on('connection', () => {
     connections++;
   });
-  await receiver.listen({ port: 0, host: '127.0.0.1' });
-  const { port } = receiver.server.address() as { port: number };
-  return { url: `http://127.0.0.1:${port}/hook`, accepted, attempts, connections: () => connections };
+  const url = await rig.listen(app, '/hook');
+  return { url, accepted, attempts, connections: () => connections };
 }
 
-async function start(messaging: Record<string, unknown> = {}): Promise<{ url: string; key: string }> {
-  emu = await createEmulator({
-    jwtSecret: SECRET,
-    log: createLogger('silent'),
-    messaging: { reviewDelayMs: -1, ...messaging },
+const approvedTemplate = (url: string, key: string, name: string) =>
+  rig.approvedChatTemplate(url, key, {
+    name,
+    category: 'MARKETING',
+    language: 'en_US',
+    components: [{ type: 'BODY', text: 'Hi {{1}}, {{2}} is on sale' }],
+    sample_values: { '1': 'Ann', '2': 'tea' },
   });
-  return { url: await emu.listen(0), key: emu.messaging.defaultApiKey };
-}
-
-async function approvedTemplate(url: string, key: string, name: string): Promise<void> {
-  const r = await call(url, 'POST', '/v1/chat_template_manager', {
-    token: key,
-    body: {
-      action: 'create',
-      templateData: {
-        name,
-        category: 'MARKETING',
-        language: 'en_US',
-        components: [{ type: 'BODY', text: 'Hi {{1}}, {{2}} is on sale' }],
-        sample_values: { '1': 'Ann', '2': 'tea' },
-      },
-    },
-  });
-  expect(r.status).toBe(200);
-  emu!.messaging.review('default', name, 'APPROVED');
-}
 
 const phone = (i: number) => `1415555${String(i).padStart(4, '0')}`;
 const rows = (n: number) =>
@@ -117,7 +91,7 @@ describe('messaging emulator: POST /chat_campaign_creator', () => {
       '300 delivered statuses',
       20,
     );
-    const sends = emu!.messaging.stats('default').sends.filter((s) => s.campaign_id === campaign.id);
+    const sends = rig.emu!.messaging.stats('default').sends.filter((s) => s.campaign_id === campaign.id);
     expect(sends).toHaveLength(300);
     expect(new Set(sends.map((s) => s.to)).size).toBe(300);
     expect(new Set(sends.map((s) => s.message_id)).size).toBe(300);
@@ -131,7 +105,7 @@ describe('messaging emulator: POST /chat_campaign_creator', () => {
     expect(span).toBeLessThan(4_500);
     // Per-recipient values: the message sent to each row carries that row's BODY values.
     for (const [i, s] of sends.entries()) {
-      const m = emu!.messaging.state.messages.get(s.message_id)!.message!;
+      const m = rig.emu!.messaging.state.messages.get(s.message_id)!.message!;
       const row = Number(s.to.slice(-4));
       expect(m, `send ${i}`).toEqual({
         type: 'template',
@@ -173,7 +147,7 @@ describe('messaging emulator: POST /chat_campaign_creator', () => {
     await waitFor(() => hook.accepted.length === 2000, 15_000, '2,000 accepted posts', 20);
     expect(hook.connections()).toBeLessThanOrEqual(16);
     expect(new Set(hook.accepted.map((s) => `${s.id}/${s.status}`)).size).toBe(2000);
-    const sends = emu!.messaging.stats('default').sends;
+    const sends = rig.emu!.messaging.stats('default').sends;
     expect(new Set(sends.map((s) => s.to)).size).toBe(1000);
     for (let i = 0; i + 1000 < sends.length; i++) {
       expect(sends[i + 1000]!.at - sends[i]!.at).toBeGreaterThanOrEqual(999.999);
@@ -222,10 +196,10 @@ describe('messaging emulator: POST /chat_campaign_creator', () => {
     expect(missingBody.status).toBe(400);
     expect(missingBody.body.error).toMatch(/audience_rows\[1\]/);
 
-    emu!.messaging.setAccount('default', { credits: 1 });
+    rig.emu!.messaging.setAccount('default', { credits: 1 });
     const poor = await create(ok);
     expect(poor.status).toBe(402);
-    emu!.messaging.setAccount('default', { credits: null });
+    rig.emu!.messaging.setAccount('default', { credits: null });
     expect((await create(ok)).status).toBe(200);
     const dup = await create(ok);
     expect(dup.status).toBe(409);
@@ -247,7 +221,7 @@ describe('messaging emulator: POST /chat_campaign_creator', () => {
     const campaign = saved.body.campaign as { id: string; status: string };
     expect(campaign.status).toBe('saved');
     await new Promise((r) => setTimeout(r, 100));
-    expect(emu!.messaging.stats('default').sends).toHaveLength(0);
+    expect(rig.emu!.messaging.stats('default').sends).toHaveLength(0);
 
     const launched = await call(url, 'POST', '/v1/chat_campaign_creator', {
       token: key,
@@ -264,7 +238,7 @@ describe('messaging emulator: POST /chat_campaign_creator', () => {
       body: { campaign_id: campaign.id },
     });
     expect(again.status).toBe(409);
-    const other = emu!.messaging.createWorkspace(1);
+    const other = rig.emu!.messaging.createWorkspace(1);
     const foreign = await call(url, 'POST', '/v1/chat_campaign_creator', {
       token: other.api_key,
       body: { campaign_id: campaign.id },
@@ -275,7 +249,7 @@ describe('messaging emulator: POST /chat_campaign_creator', () => {
       3_000,
       'five delivered',
     );
-    expect(emu!.messaging.stats('default').sends).toHaveLength(5);
+    expect(rig.emu!.messaging.stats('default').sends).toHaveLength(5);
   });
 
   it('webhook retries: 500 twice then 200 is accepted once per post; a receiver that always fails is dropped after 5', async () => {
@@ -292,7 +266,7 @@ describe('messaging emulator: POST /chat_campaign_creator', () => {
       body: { campaign_name: 'retry_run', template_name: 'retry_check', audience_rows: rows(10) },
     });
     await waitFor(() => hook.accepted.length === 20, 5_000, '20 accepted posts (sent and delivered of 10)');
-    await waitFor(() => emu!.messaging.pending === 0, 3_000, 'nothing pending');
+    await waitFor(() => rig.emu!.messaging.pending === 0, 3_000, 'nothing pending');
     expect([...hook.attempts.values()].every((n) => n === 3)).toBe(true);
     const keys = hook.accepted.map((s) => `${s.id}/${s.status}`);
     expect(new Set(keys).size).toBe(20);
@@ -300,17 +274,17 @@ describe('messaging emulator: POST /chat_campaign_creator', () => {
     expect(stats).toEqual({ attempted: 60, succeeded: 20, failed: 40, dropped: 0, pending: 0 });
 
     // Now a receiver that never succeeds: 5 attempts (20, 40, 80, 160 ms apart), then dropped.
-    await receiver!.close();
+    await rig.receiver!.close();
     const down = await startReceiver(() => 503);
     await call(url, 'PUT', '/emulator/messaging/webhook', { body: { url: down.url } });
     expect((await call(url, 'GET', '/emulator/messaging/webhook')).body).toEqual({
       url: down.url,
       token_set: false,
     });
-    emu!.messaging.inbound('default', phone(1));
-    await waitFor(() => emu!.messaging.state.webhook.dropped === 1, 5_000, 'the post dropped');
+    rig.emu!.messaging.inbound('default', phone(1));
+    await waitFor(() => rig.emu!.messaging.state.webhook.dropped === 1, 5_000, 'the post dropped');
     expect([...down.attempts.values()]).toEqual([5]);
-    expect(emu!.messaging.state.webhook).toMatchObject({
+    expect(rig.emu!.messaging.state.webhook).toMatchObject({
       attempted: 65,
       succeeded: 20,
       failed: 45,
@@ -326,13 +300,13 @@ describe('messaging emulator: POST /chat_campaign_creator', () => {
       body: { campaign_name: 'slow_run', template_name: 'slow_one', audience_rows: rows(50) },
     });
     await new Promise((r) => setTimeout(r, 150));
-    const before = emu!.messaging.state.sends.length;
+    const before = rig.emu!.messaging.state.sends.length;
     expect(before).toBeGreaterThan(0);
     expect(before).toBeLessThan(50);
-    await emu!.close();
-    const after = emu!.messaging.state.sends.length;
+    await rig.emu!.close();
+    const after = rig.emu!.messaging.state.sends.length;
     await new Promise((r) => setTimeout(r, 300));
-    expect(emu!.messaging.state.sends.length).toBe(after);
-    emu = undefined;
+    expect(rig.emu!.messaging.state.sends.length).toBe(after);
+    rig.emu = undefined;
   });
 });

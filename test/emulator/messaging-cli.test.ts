@@ -1,34 +1,11 @@
-import { type ChildProcess, spawn } from 'node:child_process';
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
+import { useEmulatorCli } from '../helpers/emulator-cli.js';
 
-let child: ChildProcess | undefined;
-afterEach(() => {
-  child?.kill('SIGTERM');
-  child = undefined;
-});
+const start = useEmulatorCli();
 
 /** Starts `npm run emulator`'s entry point and resolves with what it printed once it has started. */
-function startEmulator(args: string[]): Promise<string> {
-  return new Promise((resolve, reject) => {
-    child = spawn(process.execPath, ['--import', 'tsx', 'src/cli/emulator.ts', ...args], { stdio: 'pipe' });
-    let out = '';
-    const timer = setTimeout(() => reject(new Error(`emulator did not start: ${out}`)), 20_000);
-    child.stdout?.on('data', (d) => {
-      out += String(d);
-      if (out.includes('messaging control API')) {
-        clearTimeout(timer);
-        resolve(out);
-      }
-    });
-    child.stderr?.on('data', (d) => {
-      out += String(d);
-    });
-    child.on('exit', (code) => {
-      clearTimeout(timer);
-      reject(new Error(`emulator exited with ${code}: ${out}`));
-    });
-  });
-}
+const startEmulator = (args: string[]) =>
+  start(args, (out) => (out.includes('messaging control API') ? out : undefined));
 
 const KEY = `vbk_${'0123456789abcdef'.repeat(2)}`;
 

@@ -1,39 +1,26 @@
-import Fastify, { type FastifyInstance } from 'fastify';
-import { afterEach, describe, expect, it } from 'vitest';
-import { createEmulator, type Emulator } from '../../src/emulator/server.js';
-import { createLogger } from '../../src/log.js';
+import Fastify from 'fastify';
+import { describe, expect, it } from 'vitest';
 import type { RcsButtonClickEvent, RcsDeliveryStatusEvent } from '../../src/provider/messaging/types.js';
 import { call } from '../helpers/http-call.js';
+import { useMessagingEmulator } from '../helpers/messaging-emulator.js';
 import { waitFor } from '../helpers/wait.js';
 
 const SECRET = 'messaging-rcs-secret';
 
-let emu: Emulator | undefined;
-let receiver: FastifyInstance | undefined;
-afterEach(async () => {
-  await emu?.close();
-  await receiver?.close();
-  emu = undefined;
-  receiver = undefined;
-});
+const rig = useMessagingEmulator(SECRET);
+const start = rig.start;
 
 type Event = RcsDeliveryStatusEvent | RcsButtonClickEvent;
 
 async function startReceiver(): Promise<{ url: string; events: Event[] }> {
   const events: Event[] = [];
-  receiver = Fastify();
-  receiver.post('/rcs', async (req) => {
+  const app = Fastify();
+  app.post('/rcs', async (req) => {
     events.push(req.body as Event);
     return { ok: true };
   });
-  await receiver.listen({ port: 0, host: '127.0.0.1' });
-  const { port } = receiver.server.address() as { port: number };
-  return { url: `http://127.0.0.1:${port}/rcs`, events };
-}
-
-async function start(messaging: Record<string, unknown> = {}): Promise<{ url: string; key: string }> {
-  emu = await createEmulator({ jwtSecret: SECRET, log: createLogger('silent'), messaging });
-  return { url: await emu.listen(0), key: emu.messaging.defaultApiKey };
+  const url = await rig.listen(app, '/rcs');
+  return { url, events };
 }
 
 const TEXT = {
@@ -104,7 +91,7 @@ describe('messaging emulator: RCS templates and campaigns', () => {
       mobile: `98765${String(i).padStart(5, '0')}`,
       params: { name: `n${i}`, order: `o${i}` },
     }));
-    emu!.messaging.setUndeliverable([contacts[3]!.mobile]);
+    rig.emu!.messaging.setUndeliverable([contacts[3]!.mobile]);
 
     const unknown = await launch({ template_name: 'Order_Ready', campaign_name: 'c1', contacts });
     expect(unknown.status).toBe(400);
@@ -153,7 +140,7 @@ describe('messaging emulator: RCS templates and campaigns', () => {
         expect(list[1]!.status_details?.delivered_at).toMatch(/Z$/);
       }
     }
-    const sends = emu!.messaging.stats('default').sends;
+    const sends = rig.emu!.messaging.stats('default').sends;
     expect(sends.map((s) => s.to).sort()).toEqual(contacts.map((c) => c.mobile).sort());
     expect(sends.every((s) => s.channel === 'rcs' && s.campaign_id === r.body.campaign_id)).toBe(true);
 
@@ -179,14 +166,14 @@ describe('messaging emulator: RCS templates and campaigns', () => {
     const { url, key } = await start();
     await call(url, 'POST', '/v1/rcs_template_manager', { token: key, body: CAROUSEL });
     const contacts = Array.from({ length: 5 }, (_v, i) => ({ mobile: `900000000${i}` }));
-    emu!.messaging.setAccount('default', { credits: 4 });
+    rig.emu!.messaging.setAccount('default', { credits: 4 });
     const poor = await call(url, 'POST', '/v1/rcs_campaign_launcher', {
       token: key,
       body: { template_name: 'three_picks', campaign_name: 'picks', contacts },
     });
     expect(poor.status).toBe(402);
-    emu!.messaging.setAccount('default', { credits: null, tier: 1 });
-    const a = emu!.messaging.state.accounts.get('default')!;
+    rig.emu!.messaging.setAccount('default', { credits: null, tier: 1 });
+    const a = rig.emu!.messaging.state.accounts.get('default')!;
     for (let i = 0; i < 998; i++) a.dayLog.push(Date.now());
     const over = await call(url, 'POST', '/v1/rcs_campaign_launcher', {
       token: key,

@@ -1,23 +1,17 @@
-import Fastify, { type FastifyInstance } from 'fastify';
-import { afterEach, describe, expect, it } from 'vitest';
-import { createEmulator, type Emulator } from '../../src/emulator/server.js';
-import { createLogger } from '../../src/log.js';
+import Fastify from 'fastify';
+import { describe, expect, it } from 'vitest';
 import type { ChatWebhookPayload } from '../../src/provider/messaging/types.js';
 import { call } from '../helpers/http-call.js';
+import { useMessagingEmulator } from '../helpers/messaging-emulator.js';
 import { waitFor } from '../helpers/wait.js';
+import { maxInWindow } from '../helpers/window.js';
 
 const SECRET = 'messaging-sender-secret';
 const CUSTOMER = '14155550142';
 const HOUR = 3600 * 1000;
 
-let emu: Emulator | undefined;
-let receiver: FastifyInstance | undefined;
-afterEach(async () => {
-  await emu?.close();
-  await receiver?.close();
-  emu = undefined;
-  receiver = undefined;
-});
+const rig = useMessagingEmulator(SECRET, { reviewDelayMs: -1 });
+const start = rig.start;
 
 /** A webhook receiver on 127.0.0.1 that keeps every post's body, query token and Authorization. */
 async function startReceiver(): Promise<{
@@ -25,8 +19,8 @@ async function startReceiver(): Promise<{
   posts: { body: ChatWebhookPayload; token: unknown; authorization: string | undefined }[];
 }> {
   const posts: { body: ChatWebhookPayload; token: unknown; authorization: string | undefined }[] = [];
-  receiver = Fastify();
-  receiver.post('/hook', async (req) => {
+  const app = Fastify();
+  app.post('/hook', async (req) => {
     posts.push({
       body: req.body as ChatWebhookPayload,
       token: (req.query as { token?: string }).token,
@@ -34,55 +28,23 @@ async function startReceiver(): Promise<{
     });
     return { ok: true };
   });
-  await receiver.listen({ port: 0, host: '127.0.0.1' });
-  const { port } = receiver.server.address() as { port: number };
-  return { url: `http://127.0.0.1:${port}/hook`, posts };
-}
-
-async function start(messaging: Record<string, unknown> = {}): Promise<{ url: string; key: string }> {
-  emu = await createEmulator({
-    jwtSecret: SECRET,
-    log: createLogger('silent'),
-    messaging: { reviewDelayMs: -1, ...messaging },
-  });
-  return { url: await emu.listen(0), key: emu.messaging.defaultApiKey };
-}
-
-/** The most of `times` in any window [t, t + windowMs), t one of them. */
-function maxInWindow(times: readonly number[], windowMs: number): number {
-  const sorted = [...times].sort((a, b) => a - b);
-  let best = 0;
-  let j = 0;
-  for (let i = 0; i < sorted.length; i++) {
-    j = Math.max(j, i);
-    while (j < sorted.length && sorted[j]! < sorted[i]! + windowMs) j++;
-    best = Math.max(best, j - i);
-  }
-  return best;
+  const url = await rig.listen(app, '/hook');
+  return { url, posts };
 }
 
 const text = (to = CUSTOMER) => ({ to, message: { type: 'text', text: { body: 'hello' } } });
 
-async function approvedTemplate(url: string, key: string, name: string): Promise<void> {
-  const r = await call(url, 'POST', '/v1/chat_template_manager', {
-    token: key,
-    body: {
-      action: 'create',
-      templateData: {
-        name,
-        category: 'UTILITY',
-        language: 'en_US',
-        components: [
-          { type: 'BODY', text: 'Hi {{1}}, your code is {{2}}' },
-          { type: 'BUTTONS', buttons: [{ type: 'QUICK_REPLY', text: 'Stop' }] },
-        ],
-        sample_values: { '1': 'Ann', '2': '1234' },
-      },
-    },
+const approvedTemplate = (url: string, key: string, name: string) =>
+  rig.approvedChatTemplate(url, key, {
+    name,
+    category: 'UTILITY',
+    language: 'en_US',
+    components: [
+      { type: 'BODY', text: 'Hi {{1}}, your code is {{2}}' },
+      { type: 'BUTTONS', buttons: [{ type: 'QUICK_REPLY', text: 'Stop' }] },
+    ],
+    sample_values: { '1': 'Ann', '2': '1234' },
   });
-  expect(r.status).toBe(200);
-  emu!.messaging.review('default', name, 'APPROVED');
-}
 
 const statuses = (posts: { body: ChatWebhookPayload }[], id: string) =>
   posts.flatMap((p) => p.body.entry[0]!.changes[0]!.value.statuses ?? []).filter((s) => s.id === id);
@@ -91,7 +53,7 @@ describe('messaging emulator: POST /chat_message_sender', () => {
   it('answers the documented shape; webhooks post sent, delivered and read in order', async () => {
     const hook = await startReceiver();
     const { url, key } = await start({ webhookUrl: `${hook.url}?token=hook-secret` });
-    emu!.messaging.inbound('default', CUSTOMER, 'hi there');
+    rig.emu!.messaging.inbound('default', CUSTOMER, 'hi there');
     const r = await call(url, 'POST', '/v1/chat_message_sender', { token: key, body: text() });
     expect(r.status).toBe(200);
     const data = r.body.data as { message_id: string; wa_id: string; status: string };
@@ -119,7 +81,7 @@ describe('messaging emulator: POST /chat_message_sender', () => {
     });
     const shown = await call(url, 'GET', '/emulator/messaging/webhook');
     expect(shown.body).toEqual({ url: `${hook.url}?token=****&v=2`, token_set: true });
-    emu!.messaging.inbound('default', CUSTOMER, 'hi');
+    rig.emu!.messaging.inbound('default', CUSTOMER, 'hi');
     await waitFor(() => hook.posts.length === 1, 3_000, 'the inbound posted');
     expect(hook.posts[0]).toMatchObject({ authorization: 'Bearer tok-1', token: 'url-secret' });
 
@@ -151,10 +113,10 @@ describe('messaging emulator: POST /chat_message_sender', () => {
     expect(bad.status).toBe(400);
 
     // The same as a method.
-    emu!.messaging.setWebhook(`${hook.url}?token=x`, 'tok-3');
-    expect(emu!.messaging.webhookView).toEqual({ url: `${hook.url}?token=****`, token_set: true });
-    emu!.messaging.setWebhook(undefined);
-    expect(emu!.messaging.webhookView).toEqual({ url: null, token_set: false });
+    rig.emu!.messaging.setWebhook(`${hook.url}?token=x`, 'tok-3');
+    expect(rig.emu!.messaging.webhookView).toEqual({ url: `${hook.url}?token=****`, token_set: true });
+    rig.emu!.messaging.setWebhook(undefined);
+    expect(rig.emu!.messaging.webhookView).toEqual({ url: null, token_set: false });
   });
 
   it('the 24-hour window: free-form refused with 131047 after 24 h, a template is fine, inbound reopens', async () => {
@@ -167,7 +129,7 @@ describe('messaging emulator: POST /chat_message_sender', () => {
     expect(never.body.error_data).toMatchObject({ code: 131047 });
     expect(never.body.error).toMatch(/^Re-engagement required/);
 
-    emu!.messaging.inbound('default', CUSTOMER, 'old', 25 * HOUR);
+    rig.emu!.messaging.inbound('default', CUSTOMER, 'old', 25 * HOUR);
     const stale = await send(text());
     expect(stale.status).toBe(400);
     expect(stale.body.error_data).toMatchObject({ code: 131047 });
@@ -208,7 +170,7 @@ describe('messaging emulator: POST /chat_message_sender', () => {
     });
     // The reply opened the window again: free-form is fine now; back-date it for the checks below.
     expect((await send(text())).status).toBe(200);
-    emu!.messaging.state.accounts.get('default')!.lastInbound.set(CUSTOMER, Date.now() - 25 * HOUR);
+    rig.emu!.messaging.state.accounts.get('default')!.lastInbound.set(CUSTOMER, Date.now() - 25 * HOUR);
     expect((await send(text())).status).toBe(400);
     const wrongCount = await send({
       to: CUSTOMER,
@@ -239,7 +201,7 @@ describe('messaging emulator: POST /chat_message_sender', () => {
 
   it('80 requests per second per account: a burst of 200 sees 130429 past the 80th', async () => {
     const { url, key } = await start();
-    emu!.messaging.inbound('default', CUSTOMER);
+    rig.emu!.messaging.inbound('default', CUSTOMER);
     const started = performance.now();
     // All 200 at once: far faster than 80 per second, however slow the machine.
     const answers = await Promise.all(
@@ -255,14 +217,14 @@ describe('messaging emulator: POST /chat_message_sender', () => {
     expect(limited.length).toBeGreaterThanOrEqual(1);
     // The sends the emulator admitted, at their admission times (each send is recorded at the time its
     // sliding window counted): no rolling second holds more than 80, however long the burst took.
-    const admitted = emu!.messaging.stats('default').sends.map((r) => r.at);
+    const admitted = rig.emu!.messaging.stats('default').sends.map((r) => r.at);
     expect(admitted).toHaveLength(ok.length);
     expect(maxInWindow(admitted, 1_000)).toBeLessThanOrEqual(80);
     // Arriving within `spanMs`, at most 80 per started second of it were admitted.
     expect(ok.length).toBeLessThanOrEqual(80 * (Math.floor(spanMs / 1_000) + 1));
     // Another account is not affected.
-    const ws = emu!.messaging.createWorkspace(1);
-    emu!.messaging.inbound(ws.accounts[0]!.account_id, CUSTOMER);
+    const ws = rig.emu!.messaging.createWorkspace(1);
+    rig.emu!.messaging.inbound(ws.accounts[0]!.account_id, CUSTOMER);
     expect(
       (await call(url, 'POST', '/v1/chat_message_sender', { token: ws.api_key, body: text() })).status,
     ).toBe(200);
@@ -270,9 +232,9 @@ describe('messaging emulator: POST /chat_message_sender', () => {
 
   it('tier limit per 24 h (429 with 133000) and credits (402), campaign sends counted too', async () => {
     const { url } = await start();
-    const ws = emu!.messaging.createWorkspace(1);
+    const ws = rig.emu!.messaging.createWorkspace(1);
     const id = ws.accounts[0]!.account_id;
-    emu!.messaging.inbound(id, CUSTOMER);
+    rig.emu!.messaging.inbound(id, CUSTOMER);
     const send = () => call(url, 'POST', '/v1/chat_message_sender', { token: ws.api_key, body: text() });
 
     const patched = await call(url, 'PATCH', `/emulator/messaging/accounts/${id}`, { body: { credits: 3 } });
@@ -281,11 +243,11 @@ describe('messaging emulator: POST /chat_message_sender', () => {
     const broke = await send();
     expect(broke.status).toBe(402);
     expect(broke.body.success).toBe(false);
-    expect(emu!.messaging.accountView(id).credits).toBe(0);
+    expect(rig.emu!.messaging.accountView(id).credits).toBe(0);
 
-    emu!.messaging.setAccount(id, { credits: null, tier: 1 });
+    rig.emu!.messaging.setAccount(id, { credits: null, tier: 1 });
     // Tier 1 allows 1,000 per 24 h: 3 are used; fill the log to 999, then one more passes and the next fails.
-    const a = emu!.messaging.state.accounts.get(id)!;
+    const a = rig.emu!.messaging.state.accounts.get(id)!;
     const now = Date.now();
     for (let i = 0; i < 996; i++) a.dayLog.push(now);
     expect((await send()).status).toBe(200);
@@ -296,7 +258,7 @@ describe('messaging emulator: POST /chat_message_sender', () => {
     expect(
       (await call(url, 'PATCH', `/emulator/messaging/accounts/${id}`, { body: { tier: 5 } })).status,
     ).toBe(400);
-    emu!.messaging.setAccount(id, { tier: 4 });
+    rig.emu!.messaging.setAccount(id, { tier: 4 });
     expect((await send()).status).toBe(200);
   });
 
@@ -307,8 +269,8 @@ describe('messaging emulator: POST /chat_message_sender', () => {
     expect(
       (await call(url, 'POST', '/emulator/messaging/undeliverable', { body: { numbers: [BAD] } })).body,
     ).toEqual({ undeliverable: [BAD] });
-    emu!.messaging.inbound('default', BAD);
-    emu!.messaging.inbound('default', CUSTOMER);
+    rig.emu!.messaging.inbound('default', BAD);
+    rig.emu!.messaging.inbound('default', CUSTOMER);
     const bad = await call(url, 'POST', '/v1/chat_message_sender', { token: key, body: text(BAD) });
     expect(bad.status).toBe(200);
     const badId = (bad.body.data as { message_id: string }).message_id;

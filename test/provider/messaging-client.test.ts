@@ -10,6 +10,7 @@ import {
 import type { ChatSendRequest, MessagingClient } from '../../src/provider/messaging/types.js';
 import { closedPort } from '../control/harness.js';
 import { captureLog } from '../helpers/log-capture.js';
+import { maxInWindow } from '../helpers/window.js';
 
 /** What every line of the bridge's logger carries, whatever was logged. */
 const BASE_LOG_KEYS = new Set(['level', 'time', 'pid', 'hostname', 'msg', 'name', 'service']);
@@ -91,19 +92,6 @@ function client(baseUrl: string, extra: Partial<MessagingClientOptions> = {}): M
   });
   cleanups.push(() => c.close());
   return c;
-}
-
-/** The most of `times` in any window of `windowMs` ([t, t + windowMs), t one of them). */
-function maxInWindow(times: readonly number[], windowMs: number): number {
-  const sorted = [...times].sort((a, b) => a - b);
-  let best = 0;
-  let j = 0;
-  for (let i = 0; i < sorted.length; i++) {
-    j = Math.max(j, i);
-    while (j < sorted.length && sorted[j]! < sorted[i]! + windowMs) j++;
-    best = Math.max(best, j - i);
-  }
-  return best;
 }
 
 async function failure(p: Promise<unknown>): Promise<BridgeError> {

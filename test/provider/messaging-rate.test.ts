@@ -1,22 +1,6 @@
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { backoffMs, delay, SendSlots, type Slot } from '../../src/provider/messaging/rate.js';
-
-/**
- * The most times (arrivals) in any window of `windowMs`, over every window start (the worst window
- * starts at one of the times, so only those are tried). Half-open windows [t, t + windowMs): a time
- * exactly one window later is in the next window, as the provider's sliding check counts it.
- */
-function maxInWindow(times: readonly number[], windowMs: number): number {
-  const sorted = [...times].sort((a, b) => a - b);
-  let best = 0;
-  let j = 0;
-  for (let i = 0; i < sorted.length; i++) {
-    j = Math.max(j, i);
-    while (j < sorted.length && sorted[j]! < sorted[i]! + windowMs) j++;
-    best = Math.max(best, j - i);
-  }
-  return best;
-}
+import { maxInWindow } from '../helpers/window.js';
 
 describe('send slots', () => {
   beforeEach(() => {
