@@ -36,11 +36,6 @@ export const LIMITS = {
 
 export const TEMPLATE_NAME = /^[a-z]+(_[a-z]+)*$/;
 export const LOCALE = /^[a-z]{2,3}_[A-Z]{2}$/;
-/**
- * Digits only, country code first: 11 to 15 digits. Only the shape: a number of a small country may be
- * shorter (Norway: 47 and 8 digits); `chatPhoneProblem` is the check.
- */
-export const CHAT_PHONE = /^[1-9][0-9]{10,14}$/;
 export const E164 = /^\+[1-9][0-9]{6,14}$/;
 export const RCS_MOBILE = /^[0-9]{10}$/;
 

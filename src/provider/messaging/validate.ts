@@ -7,7 +7,6 @@
  */
 export * from './validate-chat.js';
 export {
-  CHAT_PHONE,
   chatPhoneProblem,
   E164,
   LIMITS,
