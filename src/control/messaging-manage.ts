@@ -242,7 +242,14 @@ export function registerManagement(scope: FastifyInstance, ctx: BridgeContext, v
 
 /** The campaign was launched (or saved): a store that cannot record it costs its records, not the launch. */
 async function record(messages: MessageStore, log: FastifyBaseLogger, campaign: CampaignSends) {
-  await messages.recordCampaign(campaign).catch(logStoreFailure(log, campaign.campaign_id));
+  const outcome = await messages.recordCampaign(campaign).catch(logStoreFailure(log, campaign.campaign_id));
+  if (outcome !== undefined && outcome.skipped > 0) {
+    // How many, never which numbers.
+    log.info(
+      { campaign_id: campaign.campaign_id, skipped: outcome.skipped },
+      "campaign recipients not recorded: a call's RCS send to them waits for its first event",
+    );
+  }
 }
 
 function logStoreFailure(log: FastifyBaseLogger, campaignId: string) {

@@ -17,6 +17,7 @@ import { randomBytes } from 'node:crypto';
 import type { MessageStatus, MessagingEvent } from '../provider/messaging/types.js';
 import { rcsMobileFrom } from '../provider/messaging/validate-fields.js';
 import type {
+  CampaignOutcome,
   CampaignSends,
   EventOutcome,
   MessageRecord,
@@ -242,7 +243,7 @@ export class MemoryMessageStore implements MessageStore {
     if (held !== undefined && held.expiresAt > now) return undefined;
     for (const seq of this.#pendingByKey.get(keyOf('rcs', mobile)) ?? []) {
       const p = this.#pending.get(seq);
-      if (p !== undefined && p.expiresAt > now && p.send.kind !== 'campaign') return undefined;
+      if (p !== undefined && p.expiresAt > now) return undefined;
     }
     const id = reservationId();
     this.#reserved.set(mobile, { id, expiresAt: now + PENDING_TTL_MS });
@@ -260,16 +261,32 @@ export class MemoryMessageStore implements MessageStore {
     return this.#recordPending({ ...send, channel: 'rcs' }, now, now + PENDING_TTL_MS);
   }
 
-  async recordCampaign(campaign: CampaignSends): Promise<MessageRecord[]> {
+  async recordCampaign(campaign: CampaignSends): Promise<CampaignOutcome> {
     const now = this.#now();
     this.#sweep(now);
     const expiresAt = now + pendingTtlMs(campaign.recipients.length);
     const adoptedNow: MessageRecord[] = [];
+    let skipped = 0;
     for (const send of campaignSends(campaign)) {
+      if (send.channel === 'rcs' && this.#heldForCall(send.to, now)) {
+        skipped++;
+        continue;
+      }
       const record = this.#recordPending(send, now, expiresAt);
       if (record !== undefined) adoptedNow.push(record);
     }
-    return adoptedNow;
+    return { adopted: adoptedNow, skipped };
+  }
+
+  /** True while a call's RCS send to `mobile` is being launched (reserved) or waits for its first event. */
+  #heldForCall(mobile: string, now: number): boolean {
+    const r = this.#reserved.get(mobile);
+    if (r !== undefined && r.expiresAt > now) return true;
+    for (const seq of this.#pendingByKey.get(keyOf('rcs', mobile)) ?? []) {
+      const p = this.#pending.get(seq);
+      if (p !== undefined && p.expiresAt > now && p.send.kind !== 'campaign') return true;
+    }
+    return false;
   }
 
   async saveCampaign(campaign: CampaignSends): Promise<void> {
@@ -287,7 +304,7 @@ export class MemoryMessageStore implements MessageStore {
     campaignId: string,
     requestedAtMs: number,
     sentAt: string,
-  ): Promise<MessageRecord[] | undefined> {
+  ): Promise<CampaignOutcome | undefined> {
     const now = this.#now();
     this.#sweep(now);
     const saved = this.#saved.get(campaignId);

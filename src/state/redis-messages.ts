@@ -31,6 +31,7 @@ import {
 } from './messages.js';
 import type { RedisLink } from './redis-link.js';
 import type {
+  CampaignOutcome,
   CampaignSends,
   EventOutcome,
   MessageRecord,
@@ -195,13 +196,12 @@ return pend(KEYS[1], KEYS[2], ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3]), ton
 
 /**
  * Reserves an RCS recipient for a call's send: KEYS mp, mr; ARGV now, reservation, ttl. Refused (0)
- * while a reservation holds it or a live pending send of a call (not a campaign's) waits for it.
+ * while a reservation holds it or any live pending send (a call's or a campaign's) waits for it.
  */
 const RESERVE = `if redis.call('exists', KEYS[2]) == 1 then return 0 end
 local now = tonumber(ARGV[1])
 for _, p in ipairs(redis.call('lrange', KEYS[1], 0, -1)) do
-  local d = cjson.decode(p)
-  if d.kind ~= 'campaign' and tonumber(d.exp) > now then return 0 end
+  if tonumber(cjson.decode(p).exp) > now then return 0 end
 end
 redis.call('set', KEYS[2], ARGV[2], 'PX', ARGV[3])
 return 1`;
@@ -211,19 +211,32 @@ const RELEASE = `if redis.call('get', KEYS[1]) == ARGV[1] then redis.call('del',
 return 1`;
 
 /**
- * A campaign's recipients: KEYS mp, mom for each in turn; ARGV the pending send without `to` (JSON with
- * exp), now, pending ttl, since (asked for, less the skew), prefix, max events, retention, then the
- * recipients. Answers the records adopted at once.
+ * A campaign's recipients: KEYS mp, mom, mr for each in turn; ARGV the pending send without `to` (JSON
+ * with exp), now, pending ttl, since (asked for, less the skew), prefix, max events, retention, RCS
+ * ('1': a recipient a call's send holds, reserved or waiting, is skipped), then the recipients. Answers
+ * the number skipped, then the records adopted at once.
  */
 const CAMPAIGN = `${COMMON}
 local now = tonumber(ARGV[2])
 local send = cjson.decode(ARGV[1])
-local out = {}
-for i = 8, #ARGV do
+local out = {0}
+local function held_for_call(mp, mr)
+  if redis.call('exists', mr) == 1 then return true end
+  for _, p in ipairs(redis.call('lrange', mp, 0, -1)) do
+    local d = cjson.decode(p)
+    if d.kind ~= 'campaign' and tonumber(d.exp) > now then return true end
+  end
+  return false
+end
+for i = 9, #ARGV do
   send.to = ARGV[i]
-  local j = (i - 8) * 2
-  local a = pend(KEYS[j + 1], KEYS[j + 2], cjson.encode(send), now, tonumber(ARGV[3]), tonumber(ARGV[4]), ARGV[5], tonumber(ARGV[6]), ARGV[7])
-  if a then out[#out + 1] = a end
+  local j = (i - 9) * 3
+  if ARGV[8] == '1' and held_for_call(KEYS[j + 1], KEYS[j + 3]) then
+    out[1] = out[1] + 1
+  else
+    local a = pend(KEYS[j + 1], KEYS[j + 2], cjson.encode(send), now, tonumber(ARGV[3]), tonumber(ARGV[4]), ARGV[5], tonumber(ARGV[6]), ARGV[7])
+    if a then out[#out + 1] = a end
+  end
 end
 return out`;
 
@@ -309,10 +322,11 @@ export class RedisMessageStore implements MessageStore {
     return parseAnswer(res);
   }
 
-  async recordCampaign(campaign: CampaignSends): Promise<MessageRecord[]> {
+  async recordCampaign(campaign: CampaignSends): Promise<CampaignOutcome> {
     const { recipients, ...rest } = campaign;
     const ttl = pendingTtlMs(recipients.length);
     const out: MessageRecord[] = [];
+    let skipped = 0;
     for (let i = 0; i < recipients.length; i += CAMPAIGN_BATCH) {
       const batch = recipients.slice(i, i + CAMPAIGN_BATCH);
       const now = Date.now();
@@ -328,6 +342,7 @@ export class RedisMessageStore implements MessageStore {
       const keys = batch.flatMap((to) => [
         this.#recipientKey('mp', rest.channel, to),
         this.#recipientKey('mom', rest.channel, to),
+        this.#key('mr', enc(to)),
       ]);
       const res = (await this.#link.run('record_message', (r) =>
         r.eval(
@@ -341,15 +356,18 @@ export class RedisMessageStore implements MessageStore {
           this.#link.prefix,
           MAX_EVENTS_PER_MESSAGE,
           this.#retentionMs,
+          rest.channel === 'rcs' ? '1' : '0',
           ...batch,
         ),
-      )) as Answer[] | null;
-      for (const a of res ?? []) {
+      )) as [number, ...Answer[]] | null;
+      const [n, ...answers] = res ?? [0];
+      skipped += n;
+      for (const a of answers) {
         const record = parseAnswer(a);
         if (record !== undefined) out.push(record);
       }
     }
-    return out;
+    return { adopted: out, skipped };
   }
 
   async saveCampaign(campaign: CampaignSends): Promise<void> {
@@ -362,7 +380,7 @@ export class RedisMessageStore implements MessageStore {
     campaignId: string,
     requestedAtMs: number,
     sentAt: string,
-  ): Promise<MessageRecord[] | undefined> {
+  ): Promise<CampaignOutcome | undefined> {
     const saved = (await this.#link.run('record_message', (r) =>
       r.eval(TAKE, 1, this.#key('mc', enc(campaignId))),
     )) as string | null;

@@ -126,6 +126,17 @@ export interface CampaignSends {
   readonly requested_at_ms: number;
 }
 
+/** What recording a campaign did. */
+export interface CampaignOutcome {
+  /** The records of sends that adopted, at once, events that had arrived first. */
+  readonly adopted: MessageRecord[];
+  /**
+   * RCS recipients not recorded: a call's RCS send to the number is being launched or waits for its
+   * first event, and the two sends could take each other's message.
+   */
+  readonly skipped: number;
+}
+
 /** What adding a webhook event did. */
 export interface EventOutcome {
   /** False when the event was seen before within the retention: nothing changed, nothing to forward. */
@@ -147,8 +158,8 @@ export interface MessageStore {
   recordSent(message: SentMessage): Promise<MessageRecord>;
   /**
    * Reserves the RCS recipient `mobile` for a call's send, before the launch is asked for: undefined
-   * (nothing reserved) when another call's RCS send to it, of any tenant, is still waiting for its first
-   * event or is being launched; its adoption would be ambiguous. Else the reservation's id, given back
+   * (nothing reserved) when another RCS send to it (a call's or a campaign's, of any tenant) is still
+   * waiting for its first event, or a call's is being launched; its adoption would be ambiguous. Else the reservation's id, given back
    * to recordPendingRcs or releaseRcs; a reservation not given back lapses after PENDING_TTL_MS.
    */
   reserveRcs(mobile: string): Promise<string | undefined>;
@@ -164,9 +175,10 @@ export interface MessageStore {
    * Records a launched campaign's sends, one pending send per recipient (kind `campaign`), each adopted
    * by the first event (`sent`) of a message of its channel to its recipient, oldest send first. Events
    * that arrived after the launch was asked for and before this are adopted at once: their records are
-   * returned.
+   * returned. An RCS recipient that a call's send holds (reserved, or waiting for its first event) is
+   * skipped, and counted.
    */
-  recordCampaign(campaign: CampaignSends): Promise<MessageRecord[]>;
+  recordCampaign(campaign: CampaignSends): Promise<CampaignOutcome>;
   /** Holds a campaign saved but not launched (HTTP 207): nothing is recorded until it is launched. */
   saveCampaign(campaign: CampaignSends): Promise<void>;
   /**
@@ -177,7 +189,7 @@ export interface MessageStore {
     campaignId: string,
     requestedAtMs: number,
     sentAt: string,
-  ): Promise<MessageRecord[] | undefined>;
+  ): Promise<CampaignOutcome | undefined>;
   /**
    * Adds a webhook event, once: the event's dedupe key (dedupeKey in messages.ts) is set and the event
    * recorded in one atomic step, so an event is counted seen only once it is stored, across instances.

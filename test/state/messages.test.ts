@@ -28,6 +28,8 @@ const skip = redisSkipReason();
 if (skip !== undefined) console.warn(`state/messages.test.ts: ${skip}`);
 
 const HOUR = 3_600_000;
+/** A campaign recorded with nothing adopted at once and nothing skipped. */
+const NONE = { adopted: [], skipped: 0 };
 
 const sent = (id: string, o: Partial<SentMessage> = {}): SentMessage => ({
   message_id: id,
@@ -230,9 +232,37 @@ function sharedCases(name: string, make: () => Promise<{ a: MessageStore; b: Mes
       expect(await a.reserveRcs(mobile)).toBeUndefined();
       await b.releaseRcs(mobile, rb!);
       expect(await a.reserveRcs(mobile)).toEqual(expect.any(String));
-      // A campaign's send to a number does not hold it.
+    });
+
+    it("an RCS campaign's send and a call's never wait on one number together", async () => {
+      const { a, b } = await make();
+      // A campaign's send waiting for a number holds it against a call's (of any tenant).
       await a.recordCampaign(campaign('cmp-n', ['9876543212'], { channel: 'rcs' }));
-      expect(await b.reserveRcs('9876543212')).toEqual(expect.any(String));
+      expect(await b.reserveRcs('9876543212')).toBeUndefined();
+      // A chat campaign to the same digits does not.
+      await a.recordCampaign(campaign('cmp-c', ['9876543219']));
+      expect(await b.reserveRcs('9876543219')).toEqual(expect.any(String));
+      // A campaign skips (and counts) the numbers a call's send holds: reserved, or waiting.
+      const r = await b.reserveRcs('9876543216');
+      expect(r).toEqual(expect.any(String));
+      await b.recordPendingRcs(pending('9876543217', 'camp-call', { tenant: 'tenant-a' }));
+      const out = await a.recordCampaign(
+        campaign('cmp-k', ['9876543215', '9876543216', '9876543217', '9876543218'], { channel: 'rcs' }),
+      );
+      expect(out).toEqual({ adopted: [], skipped: 2 });
+      // The call's send takes its message; the campaign's send to the number is none.
+      expect(
+        await add(b, status('rcs-k7', 'sent', { channel: 'rcs', recipient: '9876543217' })),
+      ).toMatchObject({
+        tenant: 'tenant-a',
+        campaign_id: 'camp-call',
+      });
+      expect(
+        await add(b, status('rcs-k7b', 'sent', { channel: 'rcs', recipient: '9876543217' })),
+      ).toBeUndefined();
+      expect(
+        (await add(a, status('rcs-k8', 'sent', { channel: 'rcs', recipient: '9876543218' })))?.campaign_id,
+      ).toBe('cmp-k');
     });
 
     it('only a first event (sent) stamped no earlier than the send adopts it; later ones join it', async () => {
@@ -285,8 +315,8 @@ function sharedCases(name: string, make: () => Promise<{ a: MessageStore; b: Mes
 
     it('a campaign records a send per recipient: events adopt them by channel and recipient, oldest first', async () => {
       const { a, b } = await make();
-      expect(await a.recordCampaign(campaign('cmp-1', ['14155550101', '14155550102']))).toEqual([]);
-      expect(await b.recordCampaign(campaign('cmp-2', ['14155550101']))).toEqual([]);
+      expect(await a.recordCampaign(campaign('cmp-1', ['14155550101', '14155550102']))).toEqual(NONE);
+      expect(await b.recordCampaign(campaign('cmp-2', ['14155550101']))).toEqual(NONE);
       // The same digits on RCS are another recipient.
       expect(
         await add(b, status('rcs-z', 'sent', { channel: 'rcs', recipient: '14155550101' })),
@@ -340,7 +370,7 @@ function sharedCases(name: string, make: () => Promise<{ a: MessageStore; b: Mes
       const before = Date.now() - 5_000;
       await add(a, status('wamid.early', 'sent', { recipient: '14155550201' }));
       await add(a, status('wamid.early', 'delivered', { recipient: '14155550201' }));
-      const adopted = await b.recordCampaign(
+      const { adopted } = await b.recordCampaign(
         campaign('cmp-e', ['14155550201', '14155550202'], { requested_at_ms: before }),
       );
       expect(adopted).toHaveLength(1);
@@ -356,7 +386,7 @@ function sharedCases(name: string, make: () => Promise<{ a: MessageStore; b: Mes
         await b.recordCampaign(
           campaign('cmp-l', ['14155550203'], { requested_at_ms: Date.now() + CLOCK_SKEW_MS + 1_000 }),
         ),
-      ).toEqual([]);
+      ).toEqual(NONE);
       // The other recipient's send still waits for its event.
       expect((await add(a, status('wamid.next', 'sent', { recipient: '14155550202' })))?.campaign_id).toBe(
         'cmp-e',
@@ -395,7 +425,7 @@ function sharedCases(name: string, make: () => Promise<{ a: MessageStore; b: Mes
       expect(await b.launchSavedCampaign('nope', Date.now(), new Date().toISOString())).toBeUndefined();
       // Launched later than the clock skew after the event held: the event is not its.
       const at = Date.now() + CLOCK_SKEW_MS + 1_000;
-      expect(await b.launchSavedCampaign('cmp-s', at, new Date(at).toISOString())).toEqual([]);
+      expect(await b.launchSavedCampaign('cmp-s', at, new Date(at).toISOString())).toEqual(NONE);
       expect(await a.launchSavedCampaign('cmp-s', Date.now(), new Date().toISOString())).toBeUndefined();
       const r1 = await add(a, status('wamid.s1', 'sent', { recipient: '14155550301', at }));
       expect(r1).toMatchObject({ tenant: 'acme', campaign_id: 'cmp-s', kind: 'campaign' });
@@ -465,7 +495,7 @@ describe('memory message store: bounds', () => {
     await s.saveCampaign(campaign('cmp-s1', ['14155550501', '14155550502']));
     await s.saveCampaign(campaign('cmp-s2', ['14155550503', '14155550504']));
     expect(await s.launchSavedCampaign('cmp-s1', Date.now(), new Date().toISOString())).toBeUndefined();
-    expect(await s.launchSavedCampaign('cmp-s2', Date.now(), new Date().toISOString())).toEqual([]);
+    expect(await s.launchSavedCampaign('cmp-s2', Date.now(), new Date().toISOString())).toEqual(NONE);
   });
 
   it('forgets saved campaigns after the retention; campaign sends wait PENDING_TTL_MS after the campaign is sent', async () => {
