@@ -65,7 +65,12 @@ export async function exchange(
   bounds: HttpBounds,
   req: ExchangeRequest,
 ): Promise<Exchange> {
-  const remaining = Math.max(1, Math.round(req.deadline - performance.now()));
+  const remaining = Math.round(req.deadline - performance.now());
+  // A request sent with no time left would be aborted as it went out, perhaps after reaching the
+  // provider: it is not sent at all. (Callers leave each attempt a working minimum of the bound.)
+  if (remaining < 1) {
+    throw transportError(callName, new DOMException('no time left for the request', 'TimeoutError'), bounds);
+  }
   const headers: Record<string, string> = { accept: 'application/json' };
   if (req.token !== undefined) headers.authorization = `Bearer ${req.token}`;
   if (req.body !== undefined) headers['content-type'] = 'application/json';

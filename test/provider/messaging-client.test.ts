@@ -5,6 +5,7 @@ import { createMetrics } from '../../src/metrics.js';
 import {
   createMessagingClient,
   type MessagingClientOptions,
+  MIN_ATTEMPT_MS,
   retryAfterMs,
 } from '../../src/provider/messaging/client.js';
 import type { ChatSendRequest, MessagingClient } from '../../src/provider/messaging/types.js';
@@ -604,5 +605,108 @@ describe('messaging client: pacing', () => {
     expect(e.code).toBe('too_many_requests');
     expect(e.message).toMatch(/paced at 2 per second/);
     expect(p.seen).toHaveLength(2);
+  });
+});
+
+describe('messaging client: time left to each attempt', () => {
+  it('a send is not admitted when its slot would leave it less than the minimum of the bound', async () => {
+    const p = await provider(answer(200, SENT));
+    // Bound 1.5 s, 600 ms kept for the attempt: the second send's slot, free a second after the first
+    // answer, would leave it less than 600 ms, so it is refused at once instead of sent late.
+    const c = client(p.url, { sendsPerSecond: 1, readTimeoutMs: 1_500, minAttemptMs: 600 });
+    const started = performance.now();
+    const results = await Promise.allSettled([c.sendChatMessage(TEXT), c.sendChatMessage(TEXT)]);
+    expect(results.map((r) => r.status)).toEqual(['fulfilled', 'rejected']);
+    const e = (results[1] as PromiseRejectedResult).reason as BridgeError;
+    expect(e.code).toBe('too_many_requests');
+    expect(performance.now() - started).toBeLessThan(500);
+    expect(p.seen).toHaveLength(1);
+  });
+
+  it('a retry is not paused for when the pause would leave the next attempt less than the minimum', async () => {
+    expect(MIN_ATTEMPT_MS).toBe(2_000);
+    const p = await provider((_req, reply) =>
+      answer(503, { error: 'busy' })(_req, reply.header('retry-after', '2')),
+    );
+    // Bound 3 s, half of it kept for an attempt: 2 s of pause leaves too little, so no retry.
+    const c = client(p.url, { readTimeoutMs: 3_000 });
+    const started = performance.now();
+    const e = await failure(c.sendChatMessage(TEXT));
+    expect(e.code).toBe('upstream_unavailable');
+    expect(e.message).toMatch(/retry after 2 s$/);
+    expect(performance.now() - started).toBeLessThan(1_000);
+    expect(p.seen).toHaveLength(1);
+  });
+
+  it('a send that got no answer in time keeps its slot a further window', async () => {
+    const p = await provider((req, reply, n) =>
+      n === 0 ? new Promise(() => {}) : answer(200, SENT)(req, reply),
+    );
+    const c = client(p.url, { sendsPerSecond: 1, readTimeoutMs: 1_600, minAttemptMs: 100 });
+    expect((await failure(c.sendChatMessage(TEXT))).code).toBe('upstream_timeout');
+    const timedOut = performance.now();
+    // Free 2 s after the timeout, not 1 s: past this send's 1.5 s of waiting, so refused at once.
+    const e = await failure(c.sendChatMessage(TEXT));
+    expect(e.code).toBe('too_many_requests');
+    expect(p.seen).toHaveLength(1);
+    await new Promise((r) => setTimeout(r, 2_000 - (performance.now() - timedOut)));
+    await c.sendChatMessage(TEXT);
+    expect(p.seen).toHaveLength(2);
+  }, 10_000);
+
+  it('a failing onSendAdmitted fails its send and gives its slot back', async () => {
+    const p = await provider(answer(200, SENT));
+    let calls = 0;
+    const c = client(p.url, {
+      sendsPerSecond: 1,
+      onSendAdmitted: () => {
+        calls++;
+        if (calls === 1) throw new Error('observer failed');
+      },
+    });
+    await expect(c.sendChatMessage(TEXT)).rejects.toThrow('observer failed');
+    expect(p.seen).toHaveLength(0);
+    // The slot is free a second after the failure; held for ever, this send would be refused.
+    await expect(c.sendChatMessage(TEXT)).resolves.toMatchObject({ success: true });
+    expect(calls).toBe(2);
+    expect(p.seen).toHaveLength(1);
+  });
+});
+
+describe('messaging client: close', () => {
+  it('a send waiting for its slot is refused at once when the client closes', async () => {
+    const p = await provider(answer(200, SENT));
+    const c = client(p.url, { sendsPerSecond: 1 });
+    await c.sendChatMessage(TEXT);
+    const waiting = failure(c.sendChatMessage(TEXT));
+    await new Promise((r) => setTimeout(r, 50));
+    const closedAt = performance.now();
+    await c.close();
+    const e = await waiting;
+    expect([e.code, e.message]).toEqual(['upstream_unavailable', 'the messaging client is closed']);
+    expect(performance.now() - closedAt).toBeLessThan(200);
+    expect(p.seen).toHaveLength(1);
+    expect((await failure(c.sendChatMessage(TEXT))).code).toBe('upstream_unavailable');
+  });
+
+  it('a pause between attempts ends when the client closes, and no timer of the client is left', async () => {
+    const p = await provider((_req, reply) =>
+      answer(503, { error: 'busy' })(_req, reply.header('retry-after', '3')),
+    );
+    const c = client(p.url, { readTimeoutMs: 10_000 });
+    const timers = () => process.getActiveResourcesInfo().filter((r) => r === 'Timeout').length;
+    const pausing = failure(c.getChatTemplateStatus('order_update'));
+    while (p.seen.length === 0) await new Promise((r) => setTimeout(r, 10));
+    await new Promise((r) => setTimeout(r, 50));
+    // The pause's timer is running.
+    const during = timers();
+    expect(during).toBeGreaterThan(0);
+    const closedAt = performance.now();
+    await c.close();
+    const e = await pausing;
+    expect([e.code, e.message]).toEqual(['upstream_unavailable', 'the messaging client is closed']);
+    expect(performance.now() - closedAt).toBeLessThan(200);
+    expect(p.seen).toHaveLength(1);
+    expect(timers()).toBeLessThan(during);
   });
 });

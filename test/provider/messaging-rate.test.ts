@@ -164,6 +164,43 @@ describe('send slots', () => {
     await expect(delay(1, AbortSignal.abort(new Error('before')))).rejects.toThrow('before');
   });
 
+  it('a release with a hold keeps the slot that much longer than windowMs', async () => {
+    const slots = new SendSlots({ limit: 1, windowMs: 1_000, now: clock });
+    const slot = await granted(slots.acquire(0));
+    const releasedAt = Date.now();
+    slot.release(1_000);
+    const next = slots.acquire(5_000);
+    await vi.advanceTimersByTimeAsync(1_999);
+    expect(slots.waiting).toBe(1);
+    await vi.advanceTimersByTimeAsync(1);
+    expect((await granted(next)).admittedAt).toBe(releasedAt + 2_000);
+  });
+
+  it('close clears the release timers and rejects the waiters at once, and every later acquire', async () => {
+    const slots = new SendSlots({ limit: 2, windowMs: 1_000, now: clock });
+    const [a, b] = await Promise.all([granted(slots.acquire(0)), granted(slots.acquire(0))]);
+    a.release();
+    b.release(5_000);
+    const waiting = [slots.acquire(10_000), slots.acquire(10_000)];
+    expect(slots.waiting).toBe(2);
+    expect(vi.getTimerCount()).toBe(4);
+    const reason = new Error('closing');
+    slots.close(reason);
+    expect(slots.closed).toBe(true);
+    for (const w of waiting) await expect(w).rejects.toBe(reason);
+    expect(slots.waiting).toBe(0);
+    expect(slots.held).toBe(0);
+    expect(vi.getTimerCount()).toBe(0);
+    await expect(slots.acquire(10_000)).rejects.toBe(reason);
+    // A send still in flight at the close answers afterwards: its release sets no timer.
+    const late = new SendSlots({ limit: 1, windowMs: 1_000, now: clock });
+    const inFlight = await granted(late.acquire(0));
+    late.close();
+    inFlight.release();
+    expect(vi.getTimerCount()).toBe(0);
+    await expect(late.acquire(0)).rejects.toThrow('send slots closed');
+  });
+
   it('refuses nonsense options', () => {
     expect(() => new SendSlots({ limit: 0 })).toThrow(RangeError);
     expect(() => new SendSlots({ limit: 1.5 })).toThrow(RangeError);

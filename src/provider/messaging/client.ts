@@ -6,7 +6,10 @@
  * Sends are paced by slots (./rate.ts): a send holds one from its admission until a second after its
  * answer, at most the sender's 80 at once, so the provider never sees more than 80 arrive in a rolling
  * second. The whole call, its waits for a send slot and its retries included, is bounded by
- * `readTimeoutMs`.
+ * `readTimeoutMs`, and every attempt is left `minAttemptMs` of it at least: a send is not admitted, and
+ * a retry not paused for, when less would remain (the request would be aborted as it went out, its
+ * outcome unknown). A send that gets no answer in time keeps its slot a further second: the request
+ * may still reach the provider. `close()` ends the waits for slots and the pauses between attempts.
  *
  * Failure mapping, each message naming the provider call that failed:
  * - network code 130429 (in `error_data.code`, whatever the status), or HTTP 429 -> retried with
@@ -28,6 +31,7 @@
  * Failures are logged with the call, the outcome, the HTTP status and the network code only: the
  * provider's `error` text may quote phone numbers.
  */
+import { setMaxListeners } from 'node:events';
 import { BridgeError, invalidField } from '../../errors.js';
 import type { Logger } from '../../log.js';
 import type { Metrics } from '../../metrics.js';
@@ -78,6 +82,11 @@ export interface MessagingClientOptions {
    * will see 130429 together.
    */
   readonly sendsPerSecond?: number;
+  /**
+   * Time left to each attempt at least (MIN_ATTEMPT_MS, at most half of `readTimeoutMs`): a send is
+   * not admitted to its slot, nor a retry paused for, when less of the bound would remain after.
+   */
+  readonly minAttemptMs?: number;
   /** Retries of a rate-limited call (130429, 429) before too_many_requests (5); 133000 is retried once. */
   readonly maxRateRetries?: number;
   /** Retries of a provider 503 before upstream_unavailable (2). */
@@ -122,6 +131,14 @@ interface MessagingCall {
   readonly uncertain?: string;
 }
 
+/**
+ * Time left to each attempt at least. A request sent with a few milliseconds left is aborted as it
+ * goes out: it may still reach the provider and take effect while the caller is told 504, and a send's
+ * slot would free while the request is still on its way. Two seconds covers a connection and an answer
+ * to a send (a few hundred milliseconds) with room to spare.
+ */
+export const MIN_ATTEMPT_MS = 2_000;
+
 /** chat.md's sender limit, which 133000 names on a send. */
 const PROVIDER_SENDS_PER_SECOND = 80;
 
@@ -147,8 +164,15 @@ export function createMessagingClient(options: MessagingClientOptions): Messagin
   const retryBaseMs = options.retryBaseMs ?? 250;
   const retryCapMs = options.retryCapMs ?? 8_000;
   const random = options.random ?? Math.random;
+  // Half the bound at most: a short bound still leaves its first attempt room to wait for a slot.
+  const minAttemptMs = Math.min(options.minAttemptMs ?? MIN_ATTEMPT_MS, options.readTimeoutMs / 2);
   const slots = new SendSlots({ limit: perSecond, windowMs: 1_000 });
   const agent = createAgent(options);
+  /** Aborted by `close()`: ends the pauses between attempts and the waits for send slots. */
+  const closing = new AbortController();
+  // Every waiting send and every pause listens for the close: any number of them at once, by design.
+  setMaxListeners(0, closing.signal);
+  let closed: Promise<void> | undefined;
 
   function call(
     c: MessagingCall,
@@ -171,27 +195,31 @@ export function createMessagingClient(options: MessagingClientOptions): Messagin
     let tierRetries = 0;
     let unavailableRetries = 0;
     let serverFailures = 0;
-    /** Waits `ms` before the next attempt if the bound leaves time for it; false when it does not. */
+    /**
+     * Waits `ms` before the next attempt if the bound leaves the attempt `minAttemptMs` after it; false
+     * when it does not. Rejects with the client's closed error when the client is closed meanwhile.
+     */
     const pause = async (ms: number, why: string): Promise<boolean> => {
-      if (performance.now() + ms >= deadline) return false;
+      if (!(performance.now() + ms + minAttemptMs < deadline)) return false;
       options.log?.info({ call: c.name, why, waitMs: Math.round(ms) }, 'provider call retried');
-      await delay(ms);
+      await delay(ms, closing.signal);
       return true;
     };
     for (;;) {
       let slot: Slot | undefined;
       if (c.paced) {
-        slot = await slots.acquire(deadline - performance.now());
+        slot = await slots.acquire(deadline - performance.now() - minAttemptMs, closing.signal);
         if (slot === undefined) {
           throw new BridgeError(
             'too_many_requests',
-            `provider ${c.name} not sent: sends are paced at ${perSecond} per second and this one would wait past the ${options.readTimeoutMs} ms bound`,
+            `provider ${c.name} not sent: sends are paced at ${perSecond} per second and this one's slot would come with less than ${Math.round(minAttemptMs)} ms of the ${options.readTimeoutMs} ms bound left`,
           );
         }
-        options.onSendAdmitted?.(slot.admittedAt);
       }
       let res: Exchange;
+      let unanswered = false;
       try {
+        if (slot !== undefined) options.onSendAdmitted?.(slot.admittedAt);
         res = await exchange(agent, c.name, options, {
           method,
           url: `${base}${path}`,
@@ -199,10 +227,13 @@ export function createMessagingClient(options: MessagingClientOptions): Messagin
           body,
           deadline,
         });
+      } catch (err) {
+        unanswered = err instanceof BridgeError && err.code === 'upstream_timeout';
+        throw err;
       } finally {
-        // The answer (or the failure) is in: the slot frees a second from now. (A request given up at
-        // the deadline may still be on its way, and arrive up to one trip later: the one case not covered.)
-        slot?.release();
+        // The answer (or the failure) is in: the slot frees a second from now. A request given up at
+        // the deadline may still be on its way and arrive later: its slot is held a further window.
+        slot?.release(unanswered ? slots.windowMs : 0);
       }
       const a = classify(c, res, trace);
       switch (a.kind) {
@@ -432,7 +463,15 @@ export function createMessagingClient(options: MessagingClientOptions): Messagin
       );
       return value as RcsCampaignResult;
     },
-    close: () => agent.close(),
+    close() {
+      closed ??= (async () => {
+        const reason = new BridgeError('upstream_unavailable', 'the messaging client is closed');
+        closing.abort(reason);
+        slots.close(reason);
+        await agent.close();
+      })();
+      return closed;
+    },
   };
 }
 

@@ -3,6 +3,7 @@
  * at most `limit` at once, and full-jitter backoff for the retries of a rate-limited or unavailable
  * provider. The clock is injectable; releases and waits run on timers.
  */
+import { setMaxListeners } from 'node:events';
 
 export interface SendSlotsOptions {
   /** Slots held at once: chat.md's sender allows 80 requests per second. */
@@ -17,8 +18,11 @@ export interface SendSlotsOptions {
 export interface Slot {
   /** When the slot was granted, on the slots' clock: the send may go at once. */
   readonly admittedAt: number;
-  /** The answer (or failure) has arrived: the slot is free `windowMs` from now. Later calls do nothing. */
-  release(): void;
+  /**
+   * The answer (or failure) has arrived: the slot is free `holdMs` (0) plus `windowMs` from now. Later
+   * calls do nothing.
+   */
+  release(holdMs?: number): void;
 }
 
 interface Held {
@@ -29,6 +33,8 @@ interface Held {
 interface Waiter {
   /** Hands the waiter its slot, or undefined when it gives up at its deadline. */
   readonly settle: (slot: Slot | undefined) => void;
+  /** Ends the wait with an error: the slots are closed. */
+  readonly fail: (err: unknown) => void;
 }
 
 /**
@@ -45,6 +51,8 @@ export class SendSlots {
   readonly #now: () => number;
   readonly #held = new Set<Held>();
   readonly #waiters: Waiter[] = [];
+  /** Aborted by `close()`: ends the release timers. */
+  readonly #closing = new AbortController();
 
   constructor(options: SendSlotsOptions = {}) {
     this.limit = options.limit ?? 80;
@@ -55,11 +63,30 @@ export class SendSlots {
       );
     }
     this.#now = options.now ?? (() => performance.now());
+    // Every release timer listens for the close: up to `limit` of them at once, by design.
+    setMaxListeners(0, this.#closing.signal);
   }
 
   /** Slots held now: sends in flight, and answered ones within `windowMs` of their answer. */
   get held(): number {
     return this.#held.size;
+  }
+
+  /** True once `close()` has been called. */
+  get closed(): boolean {
+    return this.#closing.signal.aborted;
+  }
+
+  /**
+   * Ends the slots: clears the release timers, rejects every waiter and every later acquire with
+   * `reason` (by default an error saying the slots are closed). Slots released afterwards free at
+   * once. Calling it again does nothing.
+   */
+  close(reason: unknown = new Error('send slots closed: no slot will be granted')): void {
+    if (this.closed) return;
+    this.#closing.abort(reason);
+    this.#held.clear();
+    for (const w of this.#waiters.slice()) w.fail(reason);
   }
 
   /** Callers waiting for a slot. */
@@ -72,9 +99,10 @@ export class SendSlots {
    * Resolves undefined without waiting when the slot could not come within `maxWaitMs` even if every
    * send in flight were answered now (the callers ahead taking the slots first, each held `windowMs`
    * at least), and undefined at `maxWaitMs` when it has not come by then. Rejects with the signal's
-   * reason when it aborts first.
+   * reason when it aborts first, and with the reason given to `close()` once the slots are closed.
    */
   acquire(maxWaitMs: number, signal?: AbortSignal): Promise<Slot | undefined> {
+    if (this.closed) return Promise.reject(this.#closing.signal.reason);
     if (signal?.aborted) return Promise.reject(signal.reason);
     if (!(maxWaitMs >= 0)) return Promise.resolve(undefined);
     if (this.#waiters.length === 0 && this.#held.size < this.limit) return Promise.resolve(this.#grant());
@@ -90,6 +118,10 @@ export class SendSlots {
         settle: (slot) => {
           leave();
           resolve(slot);
+        },
+        fail: (err) => {
+          leave();
+          reject(err);
         },
       };
       const onAbort = () => {
@@ -122,11 +154,19 @@ export class SendSlots {
     this.#held.add(held);
     return {
       admittedAt: this.#now(),
-      release: () => {
+      release: (holdMs = 0) => {
         if (held.freeAt !== undefined) return;
-        held.freeAt = this.#now() + this.windowMs;
+        held.freeAt = this.#now() + Math.max(0, holdMs) + this.windowMs;
+        if (this.closed) {
+          this.#held.delete(held);
+          return;
+        }
         // Checked against the clock on wake: a timer firing a millisecond early must not free it early.
-        void delayUntil(held.freeAt, this.#now).then(() => this.#free(held));
+        // Closing ends the wait (the rejection is expected, and nothing waits for a slot any more).
+        delayUntil(held.freeAt, this.#now, this.#closing.signal).then(
+          () => this.#free(held),
+          () => {},
+        );
       },
     };
   }
