@@ -15,7 +15,7 @@
 import type { FastifyBaseLogger, FastifyInstance, RouteShorthandOptions } from 'fastify';
 import type { RestVerifier } from '../auth/jwt.js';
 import type { BridgeContext } from '../context.js';
-import { BridgeError } from '../errors.js';
+import { BridgeError, invalidField } from '../errors.js';
 import { type MessagingClient, TEMPLATE_CATEGORIES, TEMPLATE_STATUSES } from '../provider/messaging/types.js';
 import {
   validateChatCampaignRequest,
@@ -165,6 +165,7 @@ export function registerManagement(scope: FastifyInstance, ctx: BridgeContext, v
     },
     async (req, reply) => {
       const request = validateChatCampaignRequest(req.body);
+      checkRecipients(ctx.messages, 'audience_rows', request.audience_rows.length);
       const requestedAt = Date.now();
       const result = await client().createChatCampaign(request);
       const campaign: CampaignSends = {
@@ -225,6 +226,7 @@ export function registerManagement(scope: FastifyInstance, ctx: BridgeContext, v
     },
     async (req) => {
       const request = validateRcsCampaignRequest(req.body);
+      checkRecipients(ctx.messages, 'contacts', request.contacts.length);
       const requestedAt = Date.now();
       const result = await client().launchRcsCampaign(request);
       await record(ctx.messages, req.log, {
@@ -238,6 +240,22 @@ export function registerManagement(scope: FastifyInstance, ctx: BridgeContext, v
       return result;
     },
   );
+}
+
+/**
+ * A campaign of more recipients than the store holds pending sends for is refused (400) before the
+ * provider is asked: its records, or a call's RCS send waiting, would be dropped. Larger audiences go as
+ * several campaigns.
+ */
+function checkRecipients(messages: MessageStore, field: string, count: number): void {
+  const max = messages.maxCampaignRecipients;
+  if (count > max) {
+    throw invalidField(
+      field,
+      `at most ${max.toLocaleString('en-US')} recipients per campaign (send a larger audience as several campaigns)`,
+      `${count.toLocaleString('en-US')} recipients`,
+    );
+  }
 }
 
 /** The campaign was launched (or saved): a store that cannot record it costs its records, not the launch. */

@@ -49,14 +49,27 @@ export const CAMPAIGN_SENDS_PER_SEC = 80;
  * for), and one instance's behind another's: 5 s, well above NTP-kept clocks' drift.
  */
 export const CLOCK_SKEW_MS = 5_000;
+/**
+ * Recipients a campaign launched through the bridge may have (more is refused before the provider is
+ * asked): each is a pending send, and a store must hold all of a campaign's and still have room for
+ * calls' sends. The memory store holds DEFAULT_MAX_PENDING; Redis keeps the same limit.
+ */
+export const MAX_CAMPAIGN_RECIPIENTS = 10_000;
+/** Pending sends (and saved campaigns' recipients) the memory store holds: several full campaigns. */
+export const DEFAULT_MAX_PENDING = 50_000;
 
 export interface MemoryMessageLimits {
   /** Records kept (oldest out): 100,000 records of ~1 KB is ~100 MB at worst. */
   readonly maxRecords?: number;
   /** Dedupe keys kept: a message has up to four statuses, plus buttons. */
   readonly maxSeenKeys?: number;
-  /** Pending sends kept, and recipients held in saved (unlaunched) campaigns. */
+  /**
+   * Pending sends kept, and recipients held in saved (unlaunched) campaigns: campaigns' sends go out
+   * first, a call's only to make room for another call's.
+   */
   readonly maxPending?: number;
+  /** Recipients a campaign may have (MAX_CAMPAIGN_RECIPIENTS). */
+  readonly maxCampaignRecipients?: number;
   readonly maxOrphans?: number;
   /** The clock (ms since the epoch), for tests. */
   readonly now?: () => number;
@@ -146,6 +159,8 @@ interface HeldRecord {
   status: MessageStatus;
   events: MessagingEvent[];
   expiresAt: number;
+  /** A pending send's record: when its launch was asked for (a campaign's send requeued keeps it). */
+  requestedAtMs?: number;
 }
 
 interface Pending {
@@ -178,6 +193,7 @@ interface Reservation {
 const keyOf = (channel: 'chat' | 'rcs', recipient: string) => `${channel}:${recipient}`;
 
 export class MemoryMessageStore implements MessageStore {
+  readonly maxCampaignRecipients: number;
   readonly #retentionMs: number;
   readonly #maxRecords: number;
   readonly #maxSeen: number;
@@ -204,7 +220,8 @@ export class MemoryMessageStore implements MessageStore {
     this.#retentionMs = retentionMs;
     this.#maxRecords = limits.maxRecords ?? 100_000;
     this.#maxSeen = limits.maxSeenKeys ?? 500_000;
-    this.#maxPending = limits.maxPending ?? 10_000;
+    this.#maxPending = limits.maxPending ?? DEFAULT_MAX_PENDING;
+    this.maxCampaignRecipients = limits.maxCampaignRecipients ?? MAX_CAMPAIGN_RECIPIENTS;
     this.#maxOrphans = limits.maxOrphans ?? 10_000;
     this.#now = limits.now ?? (() => Date.now());
   }
@@ -221,9 +238,13 @@ export class MemoryMessageStore implements MessageStore {
     if (existing !== undefined) {
       if (existing.sent.kind === 'campaign' && message.kind !== 'campaign') {
         // A campaign's pending send to the same number took this message's first event before the
-        // sender's answer named it: the message is this send's, and the campaign's send waits again.
-        this.#requeue(existing.sent, now + PENDING_TTL_MS);
+        // sender's answer named it: the message is this send's, and the campaign's send waits again
+        // (or takes its own message's first event, held meanwhile).
+        const campaignSent = existing.sent;
+        const requestedAtMs = existing.requestedAtMs ?? now;
         existing.sent = message;
+        existing.requestedAtMs = undefined;
+        this.#requeue(campaignSent, requestedAtMs, now);
       }
       return view(existing);
     }
@@ -323,7 +344,7 @@ export class MemoryMessageStore implements MessageStore {
     if (held === undefined && recipient !== undefined && sentAt !== undefined) {
       const send = this.#takePending(keyOf(event.channel, recipient), now, sentAt);
       if (send !== undefined) {
-        held = this.#insert(adopted(send, event.message_id), now + this.#retentionMs);
+        held = this.#insert(adopted(send, event.message_id), now + this.#retentionMs, send.requested_at_ms);
         // The message's later events that came first (a post retried, posts overtaking) join it.
         const orphan = this.#orphans.get(event.message_id);
         if (orphan !== undefined) {
@@ -364,8 +385,9 @@ export class MemoryMessageStore implements MessageStore {
     return true;
   }
 
-  #insert(sent: SentMessage, expiresAt: number): HeldRecord {
+  #insert(sent: SentMessage, expiresAt: number, requestedAtMs?: number): HeldRecord {
     const held: HeldRecord = { sent, status: 'sent', events: [], expiresAt };
+    if (requestedAtMs !== undefined) held.requestedAtMs = requestedAtMs;
     this.#records.set(sent.message_id, held);
     while (this.#records.size > this.#maxRecords) {
       const oldest = this.#records.keys().next().value as string;
@@ -378,7 +400,12 @@ export class MemoryMessageStore implements MessageStore {
    * A pending send, adopting at once the oldest first event held for its recipient that was sent and
    * arrived after its launch was asked for.
    */
-  #recordPending(send: PendingSend, now: number, expiresAt: number): MessageRecord | undefined {
+  #recordPending(
+    send: PendingSend,
+    now: number,
+    expiresAt: number,
+    first = false,
+  ): MessageRecord | undefined {
     const key = keyOf(send.channel, send.to);
     const since = send.requested_at_ms - CLOCK_SKEW_MS;
     for (const id of this.#orphansByKey.get(key) ?? []) {
@@ -386,23 +413,27 @@ export class MemoryMessageStore implements MessageStore {
       const first = orphan.first!;
       if (first.arrivedAt < since || first.sentAt < since || this.#records.has(id)) continue;
       this.#dropOrphan(id);
-      const held = this.#insert(adopted(send, id), now + this.#retentionMs);
+      const held = this.#insert(adopted(send, id), now + this.#retentionMs, send.requested_at_ms);
       for (const ev of orphan.events) append(held, ev);
       return view(held);
     }
-    this.#enqueue(send, key, expiresAt, false);
+    this.#enqueue(send, key, expiresAt, first);
     return undefined;
   }
 
-  /** A campaign send given back its place at the head of its recipient's queue. */
-  #requeue(sent: SentMessage, expiresAt: number): void {
+  /**
+   * A campaign send given back: it adopts its own message's first event if one is held (as when it was
+   * first recorded, by the time its launch was asked for), else it waits at the head of its recipient's
+   * queue.
+   */
+  #requeue(sent: SentMessage, requestedAtMs: number, now: number): void {
     const { message_id: _id, ...rest } = sent;
     const send: PendingSend = {
       ...rest,
       campaign_id: sent.campaign_id ?? '',
-      requested_at_ms: Date.parse(sent.sent_at),
+      requested_at_ms: requestedAtMs,
     };
-    this.#enqueue(send, keyOf(send.channel, send.to), expiresAt, true);
+    this.#recordPending(send, now, now + PENDING_TTL_MS, true);
   }
 
   #enqueue(send: PendingSend, key: string, expiresAt: number, first: boolean): void {
@@ -412,7 +443,18 @@ export class MemoryMessageStore implements MessageStore {
     if (list === undefined) this.#pendingByKey.set(key, [seq]);
     else if (first) list.unshift(seq);
     else list.push(seq);
-    while (this.#pending.size > this.#maxPending) this.#dropOldestPending();
+    while (this.#pending.size > this.#maxPending) this.#dropForRoom();
+  }
+
+  /** Drops the oldest campaign send; a call's send (the oldest) only when no campaign's is held. */
+  #dropForRoom(): void {
+    for (const [seq, p] of this.#pending) {
+      if (p.send.kind === 'campaign') {
+        this.#dropPending(seq, p);
+        return;
+      }
+    }
+    this.#dropOldestPending();
   }
 
   /** The oldest live send to `key` asked for no later than `sentAt` (less the skew), taken; expired ones dropped. */
@@ -438,6 +480,10 @@ export class MemoryMessageStore implements MessageStore {
 
   #dropOldestPending(): void {
     const [seq, p] = this.#pending.entries().next().value as [number, Pending];
+    this.#dropPending(seq, p);
+  }
+
+  #dropPending(seq: number, p: Pending): void {
     this.#pending.delete(seq);
     const list = this.#pendingByKey.get(p.key);
     if (list === undefined) return;

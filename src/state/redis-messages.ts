@@ -3,7 +3,8 @@
  * another made, and a duplicate delivery is counted once whichever instances the two copies reach.
  *
  * Layout (prefix P, ids and numbers URI-encoded; <ch> is chat or rcs), every key expiring:
- *   P m:<id>           hash {rec (the send, JSON), status}         retention from the send
+ *   P m:<id>           hash {rec (the send, JSON), status, req     retention from the send
+ *                      (a pending send's: when it was asked for)}
  *   P me:<id>          list of event JSON, oldest first           as its m:<id>
  *   P seen:<key>       "1", set with the event it marks            retention
  *   P mp:<ch>:<to>     list of pending sends (JSON with `exp`)     PENDING_TTL_MS (a campaign's longer)
@@ -22,6 +23,7 @@ import {
   CLOCK_SKEW_MS,
   dedupeKey,
   firstEventTime,
+  MAX_CAMPAIGN_RECIPIENTS,
   MAX_EVENTS_PER_MESSAGE,
   MAX_ORPHAN_EVENTS,
   ORPHAN_TTL_MS,
@@ -64,10 +66,11 @@ local function answer(m, me)
 end
 local function adopt(m, pending, id, retention)
   local p = cjson.decode(pending)
+  local req = p.requested_at_ms
   p.exp = nil
   p.requested_at_ms = nil
   p.message_id = id
-  redis.call('hset', m, 'rec', cjson.encode(p), 'status', 'sent')
+  redis.call('hset', m, 'rec', cjson.encode(p), 'status', 'sent', 'req', req)
   redis.call('pexpire', m, retention)
 end
 -- Keeps a list's expiry at least ttl.
@@ -76,8 +79,9 @@ local function keep_for(key, ttl)
 end
 -- A pending send: a first event held for its recipient that was sent and arrived after the launch was
 -- asked for (less the skew) is adopted (its record answered); else the send is queued for the first
--- event to come. Entries of orphans adopted or gone are dropped on the way.
-local function pend(mp, mom, pending, now, ttl, since, prefix, max, retention)
+-- event to come (at the head of the queue when head). Entries of orphans adopted or gone are dropped on
+-- the way.
+local function pend(mp, mom, pending, now, ttl, since, prefix, max, retention, head)
   for _, o in ipairs(redis.call('lrange', mom, 0, -1)) do
     local d = cjson.decode(o)
     local m = prefix .. 'm:' .. d.k
@@ -93,17 +97,19 @@ local function pend(mp, mom, pending, now, ttl, since, prefix, max, retention)
       return answer(m, me)
     end
   end
-  redis.call('rpush', mp, pending)
+  if head then redis.call('lpush', mp, pending) else redis.call('rpush', mp, pending) end
   keep_for(mp, ttl)
   return false
 end
 `;
 
 /**
- * A chat send: KEYS m, me, mo; ARGV rec, retention, max events, now, prefix, pending ttl. Events that
- * came first are adopted. A record a campaign's pending send made of this message's first event (a
- * race: the webhook outran the sender's answer) becomes this send's, and the campaign's send goes back
- * to the head of its recipient's queue (campaign recipients are digits: the key needs no encoding).
+ * A chat send: KEYS m, me, mo; ARGV rec, retention, max events, now, prefix, pending ttl, clock skew.
+ * Events that came first are adopted. A record a campaign's pending send made of this message's first
+ * event (a race: the webhook outran the sender's answer) becomes this send's, and the campaign's send,
+ * with the time its launch was asked for (the record's req), is pended again: it adopts its own
+ * message's first event if one is held, else waits at the head of its recipient's queue (campaign
+ * recipients are digits: the keys need no encoding).
  */
 const RECORD = `${COMMON}
 if redis.call('exists', KEYS[1]) == 0 then
@@ -114,14 +120,16 @@ if redis.call('exists', KEYS[1]) == 0 then
 else
   local old = cjson.decode(redis.call('hget', KEYS[1], 'rec'))
   if old.kind == 'campaign' and cjson.decode(ARGV[1]).kind ~= 'campaign' then
+    local now = tonumber(ARGV[4])
     local ttl = tonumber(ARGV[6])
-    local mp = ARGV[5] .. 'mp:' .. old.channel .. ':' .. old.to
-    old.message_id = nil
-    old.exp = tonumber(ARGV[4]) + ttl
-    old.requested_at_ms = 0
-    redis.call('lpush', mp, cjson.encode(old))
-    keep_for(mp, ttl)
+    local req = tonumber(redis.call('hget', KEYS[1], 'req')) or now
     redis.call('hset', KEYS[1], 'rec', ARGV[1])
+    redis.call('hdel', KEYS[1], 'req')
+    old.message_id = nil
+    old.exp = now + ttl
+    old.requested_at_ms = req
+    pend(ARGV[5] .. 'mp:' .. old.channel .. ':' .. old.to, ARGV[5] .. 'mom:' .. old.channel .. ':' .. old.to,
+      cjson.encode(old), now, ttl, req - tonumber(ARGV[7]), ARGV[5], tonumber(ARGV[3]), ARGV[2], true)
   end
 end
 return answer(KEYS[1], KEYS[2])`;
@@ -249,6 +257,8 @@ type Answer = [string, string, string[]] | null;
 type EventAnswer = [0] | [1] | [2, string, string, string[], string[]];
 
 export class RedisMessageStore implements MessageStore {
+  /** The memory store's limit, kept here too: a campaign accepted by one store is by the other. */
+  readonly maxCampaignRecipients = MAX_CAMPAIGN_RECIPIENTS;
   readonly #link: RedisLink;
   readonly #retentionMs: number;
 
@@ -272,6 +282,7 @@ export class RedisMessageStore implements MessageStore {
         Date.now(),
         this.#link.prefix,
         PENDING_TTL_MS,
+        CLOCK_SKEW_MS,
       ),
     )) as Answer;
     return parseAnswer(res) ?? { ...message, status: 'sent', events: [] };

@@ -152,6 +152,11 @@ export interface EventOutcome {
 
 export interface MessageStore {
   /**
+   * Recipients a campaign may have: the campaign routes refuse a larger one (400) before the provider
+   * is asked, so that every recipient's send is held.
+   */
+  readonly maxCampaignRecipients: number;
+  /**
    * Records a chat send. Events for it that arrived first (the webhook outran the sender's answer) are
    * added to it now; the record is returned with them.
    */

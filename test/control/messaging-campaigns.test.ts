@@ -5,6 +5,7 @@
  * back to the bridge.
  */
 import { afterEach, describe, expect, it } from 'vitest';
+import { MAX_CAMPAIGN_RECIPIENTS } from '../../src/state/messages.js';
 import { type MessagingRig, restToken, startMessagingRig } from '../helpers/messaging.js';
 import { waitFor } from '../helpers/wait.js';
 import { call } from './harness.js';
@@ -115,6 +116,38 @@ describe('template and campaign management', () => {
       body: { template_name: 'nope', campaign_name: 'x', contacts: [{ mobile: '4155550111' }] },
     });
     expect(rcs.status).toBe(400);
+  });
+});
+
+describe('campaign size', () => {
+  it('a campaign of more recipients than the message store holds is refused (400) before the provider is asked', async () => {
+    const rig = await startRig();
+    try {
+      const token = await restToken(['messages:manage']);
+      const max = MAX_CAMPAIGN_RECIPIENTS;
+      const upstreamBefore = rig.upstream.length;
+      const rows = Array.from({ length: max + 1 }, (_, i) => ({
+        phone: String(14150000000 + i),
+        BODY_1: 'A',
+      }));
+      const chat = await chatCampaign(rig, token, 'too_big', 'any_template', rows);
+      expect(chat.status).toBe(400);
+      expect(chat.body.error).toBe('invalid_field');
+      expect(chat.body.message).toMatch(/^audience_rows must be at most 10,000 recipients/);
+      const rcs = await call(rig.http, 'POST', '/v1/messaging/rcs/campaigns', {
+        token,
+        body: {
+          template_name: 'any_template',
+          campaign_name: 'too_big',
+          contacts: Array.from({ length: max + 1 }, (_, i) => ({ mobile: String(7000000000 + i) })),
+        },
+      });
+      expect(rcs.status).toBe(400);
+      expect(rcs.body.message).toMatch(/^contacts must be at most 10,000 recipients/);
+      expect(rig.upstream.length).toBe(upstreamBefore);
+    } finally {
+      await rig.close();
+    }
   });
 });
 

@@ -418,6 +418,46 @@ function sharedCases(name: string, make: () => Promise<{ a: MessageStore; b: Mes
       expect((await b.get('default', 'wamid.call'))?.session_id).toBe('call-7');
     });
 
+    it("a campaign send given back by a call's chat message adopts its own message held meanwhile, not a later one", async () => {
+      const { a, b } = await make();
+      const to = '14155550802';
+      const asked = Date.now();
+      await a.recordCampaign(campaign('cmp-back', [to], { tenant: 'tenant-b', requested_at_ms: asked }));
+      // The call's message's first event is taken for the campaign's send; the campaign's own first
+      // event, with no send waiting, is held.
+      expect(
+        (await add(b, status('wamid.c1', 'sent', { recipient: to, at: asked + 100 })))?.campaign_id,
+      ).toBe('cmp-back');
+      expect(await add(b, status('wamid.k1', 'sent', { recipient: to, at: asked + 200 }))).toBeUndefined();
+      await a.recordSent(sent('wamid.c1', { tenant: 'tenant-a', to, session_id: 'call-8' }));
+      // The campaign's send took its own message at once.
+      expect(await b.get('tenant-b', 'wamid.k1')).toMatchObject({
+        campaign_id: 'cmp-back',
+        kind: 'campaign',
+      });
+      expect((await b.get('tenant-a', 'wamid.c1'))?.session_id).toBe('call-8');
+      // Nothing is left waiting: a later message to the number is no one's.
+      expect(await add(b, status('wamid.z1', 'sent', { recipient: to, at: asked + 300 }))).toBeUndefined();
+    });
+
+    it('a campaign send given back keeps the time its launch was asked for', async () => {
+      const { a, b } = await make();
+      const to = '14155550803';
+      const asked = Date.now();
+      await a.recordCampaign(campaign('cmp-age', [to], { tenant: 'tenant-b', requested_at_ms: asked }));
+      expect((await add(b, status('wamid.c2', 'sent', { recipient: to, at: asked })))?.campaign_id).toBe(
+        'cmp-age',
+      );
+      await a.recordSent(sent('wamid.c2', { tenant: 'tenant-a', to }));
+      // A message stamped well before the launch is not the campaign's.
+      expect(
+        await add(b, status('wamid.old2', 'sent', { recipient: to, at: asked - CLOCK_SKEW_MS - 60_000 })),
+      ).toBeUndefined();
+      expect((await add(b, status('wamid.k2', 'sent', { recipient: to, at: asked + 50 })))?.campaign_id).toBe(
+        'cmp-age',
+      );
+    });
+
     it('a saved campaign records nothing until it is launched, and is launched once', async () => {
       const { a, b } = await make();
       await a.saveCampaign(campaign('cmp-s', ['14155550301', '14155550302']));
@@ -487,6 +527,30 @@ describe('memory message store: bounds', () => {
     expect(s.size).toBe(0);
   });
 
+  it("makes room for campaign sends by dropping campaigns' sends, never a call's", async () => {
+    const s = new MemoryMessageStore(HOUR, { maxPending: 3 });
+    expect(s.maxCampaignRecipients).toBe(10_000);
+    await s.recordPendingRcs(pending('9876543290', 'camp-call'));
+    await s.recordCampaign(
+      campaign('cmp-over', ['9876543291', '9876543292', '9876543293'], { channel: 'rcs' }),
+    );
+    // The call's send still holds its number, and takes its message.
+    expect(await s.reserveRcs('9876543290')).toBeUndefined();
+    expect(
+      await add(s, status('rcs-call', 'sent', { channel: 'rcs', recipient: '9876543290' })),
+    ).toMatchObject({
+      session_id: 'call-1',
+      campaign_id: 'camp-call',
+    });
+    // The campaign's oldest send made room.
+    expect(
+      await add(s, status('rcs-91', 'sent', { channel: 'rcs', recipient: '9876543291' })),
+    ).toBeUndefined();
+    expect(
+      (await add(s, status('rcs-93', 'sent', { channel: 'rcs', recipient: '9876543293' })))?.campaign_id,
+    ).toBe('cmp-over');
+  });
+
   it('keeps at most maxPending pending sends and saved recipients, oldest out', async () => {
     const s = new MemoryMessageStore(HOUR, { maxPending: 3 });
     await s.recordCampaign(campaign('cmp-big', ['14155550401', '14155550402', '14155550403', '14155550404']));
@@ -552,6 +616,11 @@ describe.skipIf(skip !== undefined)('Redis message store', () => {
       a: new RedisMessageStore(await link(prefix), 48 * HOUR),
       b: new RedisMessageStore(await link(prefix), 48 * HOUR),
     };
+  });
+
+  it('holds campaigns of as many recipients as the memory store', async () => {
+    const store = new RedisMessageStore(await link(`messages-max-${process.pid}:`), HOUR);
+    expect(store.maxCampaignRecipients).toBe(new MemoryMessageStore(HOUR).maxCampaignRecipients);
   });
 
   it('every key expires: records and dedupe keys after the retention, pending sends after PENDING_TTL_MS', async () => {
