@@ -9,9 +9,10 @@
  * the message id) is still on its way when the webhook arrives.
  *
  * Adoption: a pending send names no message id, so the first event of a message to its recipient names
- * it. Only a message's first event counts (status `sent`), stamped no earlier than the send was asked for
- * (less CLOCK_SKEW_MS): a later event (delivered, read, a button) of a message whose `sent` was never
- * matched is some other message's, and so is one stamped before the send.
+ * it. Only a message's first event counts (status `sent`, or a `failed` when nothing else of the message
+ * came before it), stamped no earlier than the send was asked for (less CLOCK_SKEW_MS): a later event
+ * (delivered, read, a button) of a message whose `sent` was never matched is some other message's, and so
+ * is one stamped before the send.
  */
 import { randomBytes } from 'node:crypto';
 import type { MessageStatus, MessagingEvent } from '../provider/messaging/types.js';
@@ -122,13 +123,25 @@ export function dedupeKey(ev: MessagingEvent): string {
 }
 
 /**
- * When a message's first event says it was sent (ms since the epoch, the provider's clock), or
- * undefined when `event` is not a first event (not status `sent`) and may adopt no pending send.
+ * When a message's first event was stamped (ms since the epoch, the provider's clock), or undefined
+ * when `event` cannot be a first event and may adopt no pending send: only status `sent`, or `failed`
+ * (a message refused at once, e.g. INVALID_NUMBER, may have no other event). A `failed` counts as the
+ * first only when nothing else of its message has been seen (the stores check: earlierStatusKeys).
  */
 export function firstEventTime(event: MessagingEvent): number | undefined {
-  if (event.kind !== 'status' || event.status !== 'sent') return undefined;
+  if (event.kind !== 'status' || (event.status !== 'sent' && event.status !== 'failed')) return undefined;
   const t = Date.parse(event.timestamp);
   return Number.isFinite(t) ? t : undefined;
+}
+
+/**
+ * The dedupe keys of the statuses a message has before a `failed` (sent, delivered, read): a `failed`
+ * whose message has any of them seen is not its first event.
+ */
+export function earlierStatusKeys(event: MessagingEvent): string[] {
+  return (['sent', 'delivered', 'read'] as const).map((s) =>
+    dedupeKey({ ...event, kind: 'status', status: s } as MessagingEvent),
+  );
 }
 
 /** How long the pending sends of a campaign of `recipients` wait: PENDING_TTL_MS after its last is sent. */
@@ -340,7 +353,15 @@ export class MemoryMessageStore implements MessageStore {
     if (!this.#markSeen(dedupeKey(event), now)) return { fresh: false, record: undefined, added: [] };
     const added: MessagingEvent[] = [];
     let held = this.#records.get(event.message_id);
-    const sentAt = firstEventTime(event);
+    let sentAt = firstEventTime(event);
+    if (sentAt !== undefined && event.kind === 'status' && event.status === 'failed') {
+      // A failed is a first event only when nothing else of its message came before it.
+      const orphan = this.#orphans.get(event.message_id);
+      const seenBefore =
+        (orphan !== undefined && orphan.expiresAt > now && orphan.events.length > 0) ||
+        earlierStatusKeys(event).some((k) => (this.#seen.get(k) ?? 0) > now);
+      if (seenBefore) sentAt = undefined;
+    }
     if (held === undefined && recipient !== undefined && sentAt !== undefined) {
       const send = this.#takePending(keyOf(event.channel, recipient), now, sentAt);
       if (send !== undefined) {
@@ -357,7 +378,7 @@ export class MemoryMessageStore implements MessageStore {
       }
     }
     if (held === undefined) {
-      this.#holdOrphan(event, recipient, now);
+      this.#holdOrphan(event, recipient, sentAt, now);
       return { fresh: true, record: undefined, added: [] };
     }
     append(held, event);
@@ -499,7 +520,12 @@ export class MemoryMessageStore implements MessageStore {
     this.#savedRecipients -= saved.campaign.recipients.length;
   }
 
-  #holdOrphan(event: MessagingEvent, recipient: string | undefined, now: number): void {
+  #holdOrphan(
+    event: MessagingEvent,
+    recipient: string | undefined,
+    sentAt: number | undefined,
+    now: number,
+  ): void {
     let orphan = this.#orphans.get(event.message_id);
     if (orphan === undefined || orphan.expiresAt <= now) {
       this.#dropOrphan(event.message_id);
@@ -510,7 +536,6 @@ export class MemoryMessageStore implements MessageStore {
       }
     }
     if (orphan.events.length < MAX_ORPHAN_EVENTS) orphan.events.push(event);
-    const sentAt = firstEventTime(event);
     if (orphan.first === undefined && recipient !== undefined && sentAt !== undefined) {
       const key = keyOf(event.channel, recipient);
       orphan.first = { key, sentAt, arrivedAt: now };

@@ -22,6 +22,7 @@ import type { MessagingEvent } from '../provider/messaging/types.js';
 import {
   CLOCK_SKEW_MS,
   dedupeKey,
+  earlierStatusKeys,
   firstEventTime,
   MAX_CAMPAIGN_RECIPIENTS,
   MAX_EVENTS_PER_MESSAGE,
@@ -135,20 +136,27 @@ end
 return answer(KEYS[1], KEYS[2])`;
 
 /**
- * An event: KEYS m, me, mo, mp, mom, seen; ARGV event, now, max events, orphan ttl, max orphan events,
- * id, encoded id, names a recipient ('1'), its time when it is a first event (status sent; '' when
- * not), clock skew, retention. Answers {0} for a duplicate, {1} when held as an orphan, else {2, rec,
- * status, events, the events added}. The dedupe key is set in the same step as the event is stored.
- * Unknown message: a first event adopts the oldest live pending send of its channel to its recipient
- * asked for no later than it was sent (less the skew); else the event is held as an orphan.
+ * An event: KEYS m, me, mo, mp, mom, seen, then the seen keys of the message's sent, delivered and
+ * read; ARGV event, now, max events, orphan ttl, max orphan events, id, encoded id, names a recipient
+ * ('1'), its time when it may be a first event (status sent or failed; '' when not), clock skew,
+ * retention, a failed ('1': a first event only when nothing else of its message was seen). Answers {0}
+ * for a duplicate, {1} when held as an orphan, else {2, rec, status, events, the events added}. The
+ * dedupe key is set as the last step, once the event is stored (a script that fails partway leaves the
+ * event unseen, and the provider's retry brings it). Unknown message: a first event adopts the oldest
+ * live pending send of its channel to its recipient asked for no later than it was sent (less the
+ * skew); else the event is held as an orphan.
  */
 const ADD_EVENT = `${COMMON}
 local now = tonumber(ARGV[2])
-if not redis.call('set', KEYS[6], '1', 'PX', ARGV[11], 'NX') then return {0} end
+if redis.call('exists', KEYS[6]) == 1 then return {0} end
 local added = {}
+local first = ARGV[8] == '1' and ARGV[9] ~= ''
+if first and ARGV[12] == '1' and (redis.call('exists', KEYS[3]) == 1 or redis.call('exists', KEYS[7], KEYS[8], KEYS[9]) > 0) then
+  first = false
+end
 if redis.call('exists', KEYS[1]) == 0 then
   local taken = false
-  if ARGV[8] == '1' and ARGV[9] ~= '' then
+  if first then
     local latest = tonumber(ARGV[9]) + tonumber(ARGV[10])
     local rest = {}
     local longest = 0
@@ -175,10 +183,11 @@ if redis.call('exists', KEYS[1]) == 0 then
     local n = redis.call('llen', KEYS[3])
     if n < tonumber(ARGV[5]) then redis.call('rpush', KEYS[3], ARGV[1]) end
     if n == 0 then redis.call('pexpire', KEYS[3], ARGV[4]) end
-    if ARGV[8] == '1' and ARGV[9] ~= '' then
+    if first then
       redis.call('rpush', KEYS[5], cjson.encode({id = ARGV[6], k = ARGV[7], at = now, ts = tonumber(ARGV[9])}))
       redis.call('pexpire', KEYS[5], ARGV[4])
     end
+    redis.call('set', KEYS[6], '1', 'PX', ARGV[11])
     return {1}
   end
   adopt(KEYS[1], taken, ARGV[6], ARGV[11])
@@ -192,6 +201,7 @@ end
 append(KEYS[1], KEYS[2], ARGV[1], tonumber(ARGV[3]))
 added[#added + 1] = ARGV[1]
 local a = answer(KEYS[1], KEYS[2])
+redis.call('set', KEYS[6], '1', 'PX', ARGV[11])
 return {2, a[1], a[2], a[3], added}`;
 
 /**
@@ -397,7 +407,12 @@ export class RedisMessageStore implements MessageStore {
     )) as string | null;
     if (saved === null || saved === undefined) return undefined;
     const campaign = JSON.parse(saved) as CampaignSends;
-    return this.recordCampaign({ ...campaign, requested_at_ms: requestedAtMs, sent_at: sentAt });
+    try {
+      return await this.recordCampaign({ ...campaign, requested_at_ms: requestedAtMs, sent_at: sentAt });
+    } catch (err) {
+      // Taken but not (wholly) recorded: the caller logs it with the campaign id; nothing is held to retry.
+      throw new Error(`saved campaign ${campaignId} taken but not recorded: ${(err as Error).message}`);
+    }
   }
 
   async addEvent(event: MessagingEvent, recipient: string | undefined): Promise<EventOutcome> {
@@ -406,13 +421,14 @@ export class RedisMessageStore implements MessageStore {
     const res = (await this.#link.run('message_event', (r) =>
       r.eval(
         ADD_EVENT,
-        6,
+        9,
         this.#key('m', k),
         this.#key('me', k),
         this.#key('mo', k),
         this.#recipientKey('mp', event.channel, recipient ?? '-'),
         this.#recipientKey('mom', event.channel, recipient ?? '-'),
         this.#key('seen', enc(dedupeKey(event))),
+        ...earlierStatusKeys(event).map((key) => this.#key('seen', enc(key))),
         JSON.stringify(event),
         Date.now(),
         MAX_EVENTS_PER_MESSAGE,
@@ -424,6 +440,7 @@ export class RedisMessageStore implements MessageStore {
         sentAt === undefined ? '' : sentAt,
         CLOCK_SKEW_MS,
         this.#retentionMs,
+        event.kind === 'status' && event.status === 'failed' ? '1' : '0',
       ),
     )) as EventAnswer;
     if (res[0] === 0) return { fresh: false, record: undefined, added: [] };

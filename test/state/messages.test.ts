@@ -294,6 +294,45 @@ function sharedCases(name: string, make: () => Promise<{ a: MessageStore; b: Mes
       expect(await a.get('default', 'rcs-e')).toBeUndefined();
     });
 
+    it('a failed that is the first event of its message adopts a pending send (same time rule); one after another event does not', async () => {
+      const { a, b } = await make();
+      const asked = Date.now();
+      // Refused at once: the message's only event is its failed.
+      await a.recordPendingRcs(pending('9876543240', 'camp-bad', { requested_at_ms: asked }));
+      const got = await add(b, status('rcs-bad', 'failed', { channel: 'rcs', recipient: '9876543240' }));
+      expect(got).toMatchObject({ message_id: 'rcs-bad', campaign_id: 'camp-bad', status: 'failed' });
+      // A failed that outruns the launcher's answer is adopted when the send is recorded.
+      expect(
+        await add(b, status('rcs-early', 'failed', { channel: 'rcs', recipient: '9876543241' })),
+      ).toBeUndefined();
+      expect(
+        await a.recordPendingRcs(pending('9876543241', 'camp-early', { requested_at_ms: asked })),
+      ).toMatchObject({ message_id: 'rcs-early', status: 'failed' });
+      // A failed after its message's delivered (seen, not adopted) is not a first event.
+      await a.recordPendingRcs(pending('9876543242', 'camp-late', { requested_at_ms: asked }));
+      expect(
+        await add(b, status('rcs-late', 'delivered', { channel: 'rcs', recipient: '9876543242' })),
+      ).toBeUndefined();
+      expect(
+        await add(b, status('rcs-late', 'failed', { channel: 'rcs', recipient: '9876543242' })),
+      ).toBeUndefined();
+      // Nor is one stamped before the send was asked for (beyond the skew).
+      expect(
+        await add(
+          a,
+          status('rcs-old', 'failed', {
+            channel: 'rcs',
+            recipient: '9876543242',
+            at: asked - CLOCK_SKEW_MS - 1_000,
+          }),
+        ),
+      ).toBeUndefined();
+      // The send still waits for its own first event.
+      expect(
+        (await add(b, status('rcs-own', 'sent', { channel: 'rcs', recipient: '9876543242' })))?.campaign_id,
+      ).toBe('camp-late');
+    });
+
     it('a pending send expires after PENDING_TTL_MS: a sent that comes later adopts nothing', async () => {
       const { a, b } = await make();
       vi.useFakeTimers({ toFake: ['Date'] });
@@ -616,6 +655,23 @@ describe.skipIf(skip !== undefined)('Redis message store', () => {
       a: new RedisMessageStore(await link(prefix), 48 * HOUR),
       b: new RedisMessageStore(await link(prefix), 48 * HOUR),
     };
+  });
+
+  it('an event whose script fails partway is not marked seen: the retry is recorded', async () => {
+    const prefix = `messages-partial-${process.pid}:`;
+    const store = new RedisMessageStore(await link(prefix), HOUR);
+    const client = new Redis(redis.url);
+    try {
+      // A pending list of the wrong type makes the script fail after it has begun.
+      await client.set(`${prefix}mp:rcs:9876543250`, 'x');
+      const ev = status('rcs-partial', 'sent', { channel: 'rcs', recipient: '9876543250' });
+      await expect(addEvent(store, ev)).rejects.toThrow();
+      await client.del(`${prefix}mp:rcs:9876543250`);
+      expect((await addEvent(store, ev)).fresh).toBe(true);
+      expect((await addEvent(store, ev)).fresh).toBe(false);
+    } finally {
+      client.disconnect();
+    }
   });
 
   it('holds campaigns of as many recipients as the memory store', async () => {
