@@ -201,7 +201,13 @@ export function registerManagement(scope: FastifyInstance, ctx: BridgeContext, v
               req.log.info({ campaign_id: id }, 'campaign launched, but its recipients were not held here');
             }
           },
-          logStoreFailure(req.log, id),
+          (err: unknown) => {
+            // The saved recipients were taken for the launch: a retry has nothing to record.
+            req.log.warn(
+              { campaign_id: id, err: (err as Error).message },
+              'launched campaign not recorded: its held recipients are gone, its messages will have no records',
+            );
+          },
         );
       }
       return reply.code(result.launched ? 200 : 207).send(result);

@@ -320,7 +320,12 @@ async function sendRcs(
       },
       reservation,
     )
-    .catch(logStoreFailure(req.log, session));
+    .catch(async (err: unknown) => {
+      // Not recorded: the number is not held for this send either (else no call could send to it for
+      // PENDING_TTL_MS).
+      await ctx.messages.releaseRcs(mobile, reservation).catch(() => undefined);
+      return logStoreFailure(req.log, session)(err);
+    });
   if (record !== undefined) forwardAll(ctx, req.log, record);
   return {
     channel: 'rcs',

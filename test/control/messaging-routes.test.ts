@@ -6,7 +6,7 @@
  * messaging-campaigns.test.ts.)
  */
 import fc from 'fast-check';
-import { afterEach, describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it, vi } from 'vitest';
 import { type Bridge, createBridge } from '../../src/app.js';
 import { mintToken } from '../../src/auth/jwt.js';
 import { startupBanner } from '../../src/cli/banner.js';
@@ -185,6 +185,28 @@ describe('POST /v1/sessions/{id}/message', () => {
       to: '9876543210',
       kind: 'rcs_template',
     });
+  });
+
+  it("RCS: a send the store cannot record leaves the caller's number free for the next send", async () => {
+    const { rig, token } = await rigWithCall({ phone: '+91 98765-43211' });
+    const tpl = await call(rig.http, 'POST', '/v1/messaging/rcs/templates', {
+      token,
+      body: { template_name: 'order_ready', template_type: 'text', bot_name: 'Shop', text: 'Ready' },
+    });
+    expect(tpl.status).toBe(201);
+    const spy = vi
+      .spyOn(rig.bridge.ctx.messages, 'recordPendingRcs')
+      .mockRejectedValueOnce(new Error('store away'));
+    try {
+      const body = { channel: 'rcs', template_name: 'order_ready' };
+      const first = await call(rig.http, 'POST', '/v1/sessions/call-1/message', { token, body });
+      expect(first.status).toBe(200);
+      expect(first.body).toMatchObject({ channel: 'rcs', message_id: null, status: 'queued' });
+      // Its message's first event may still come and take nothing; the number is not held.
+      expect(await rig.bridge.ctx.messages.reserveRcs('9876543211')).toEqual(expect.any(String));
+    } finally {
+      spy.mockRestore();
+    }
   });
 
   it('400 naming the field', async () => {
