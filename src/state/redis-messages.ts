@@ -71,7 +71,8 @@ local function adopt(m, pending, id, retention)
   p.exp = nil
   p.requested_at_ms = nil
   p.message_id = id
-  redis.call('hset', m, 'rec', cjson.encode(p), 'status', 'sent', 'req', req)
+  redis.call('hset', m, 'rec', cjson.encode(p), 'status', 'sent')
+  if req then redis.call('hset', m, 'req', req) end
   redis.call('pexpire', m, retention)
 end
 -- Keeps a list's expiry at least ttl.
