@@ -2,7 +2,7 @@
  * The provider's voice REST API (shared/provider-api/voice.md) as types, and shape checks for what it
  * answers. The bridge trusts nothing the provider sends until it has passed one of these checks.
  */
-import { isObj, type Obj } from './json.js';
+import { first, isObj, oneOf, str } from './json.js';
 
 export const CALL_STATUSES = ['answered', 'failed', 'timeout'] as const;
 export type CallStatus = (typeof CALL_STATUSES)[number];
@@ -85,14 +85,6 @@ export interface CheckedCall {
   readonly shape: string;
   readonly check: ShapeCheck;
 }
-
-const str = (o: Obj, k: string): string | undefined =>
-  typeof o[k] === 'string' ? undefined : `"${k}" is not a string`;
-const oneOf = (o: Obj, k: string, allowed: readonly string[]): string | undefined =>
-  typeof o[k] === 'string' && allowed.includes(o[k] as string)
-    ? undefined
-    : `"${k}" is not one of ${allowed.join(', ')}`;
-const first = (...checks: (string | undefined)[]): string | undefined => checks.find((c) => c !== undefined);
 
 export const checkConsultResult: ShapeCheck = (v) => {
   if (!isObj(v)) return 'it is not a JSON object';

@@ -36,8 +36,20 @@ import { BridgeError, invalidField } from '../../errors.js';
 import type { Logger } from '../../log.js';
 import type { Metrics } from '../../metrics.js';
 import { type CallTrace, createAgent, type Exchange, exchange, observeCall } from '../http.js';
-import { isObj, type Obj } from '../json.js';
-import type { ShapeCheck } from '../types.js';
+import { isObj } from '../json.js';
+import {
+  CAMPAIGN_CREATE,
+  CAMPAIGN_LAUNCH,
+  CREATE,
+  DELETE,
+  LIST,
+  type MessagingCall,
+  RCS_CAMPAIGN,
+  RCS_TEMPLATE,
+  SEND,
+  STATUS,
+  SYNC,
+} from './calls.js';
 import { backoffMs, delay, SendSlots, type Slot } from './rate.js';
 import {
   type ChatCampaign,
@@ -46,10 +58,8 @@ import {
   type ChatTemplate,
   type ChatTemplateEntry,
   type ChatTemplateStatus,
-  MESSAGE_STATUSES,
   type MessagingClient,
   NETWORK_ERRORS,
-  RCS_TEMPLATE_TYPES,
   type RcsCampaignResult,
   type RcsTemplateCreated,
   TEMPLATE_CATEGORIES,
@@ -109,26 +119,6 @@ export interface MessagingClientOptions {
    * never bodies, tokens or the provider's text.
    */
   readonly log?: Logger;
-}
-
-interface MessagingCall {
-  readonly name: string;
-  readonly shape: string;
-  readonly check: ShapeCheck;
-  /** The answer's shape is not documented: any 2xx, even empty, is success. */
-  readonly anyAnswer?: boolean;
-  /** 207 is an answer (the campaign creator's "saved, launch failed"). */
-  readonly allow207?: boolean;
-  /** Paced by the send slots. */
-  readonly paced?: boolean;
-  /**
-   * A repeat cannot send or create anything twice (a read, or a create the provider refuses as a
-   * duplicate name), so a 500 is retried once. Without it a 500 is final: the first attempt may have
-   * taken effect, and a second could send the message again.
-   */
-  readonly idempotent?: boolean;
-  /** What may have happened when a call that is not idempotent fails with a 500. */
-  readonly uncertain?: string;
 }
 
 /**
@@ -504,194 +494,3 @@ export function retryAfterMs(header: string | string[] | undefined, now = Date.n
   const at = Date.parse(v);
   return Number.isNaN(at) ? undefined : Math.max(0, at - now);
 }
-
-// ---------------------------------------------------------------------------------------------------
-// Answer shapes
-
-const first = (...checks: (string | undefined)[]): string | undefined => checks.find((c) => c !== undefined);
-const str = (o: Obj, k: string, at = ''): string | undefined =>
-  typeof o[k] === 'string' ? undefined : `"${at}${k}" is not a string`;
-const int = (o: Obj, k: string, at = ''): string | undefined =>
-  Number.isInteger(o[k]) ? undefined : `"${at}${k}" is not an integer`;
-const bool = (o: Obj, k: string): string | undefined =>
-  typeof o[k] === 'boolean' ? undefined : `"${k}" is not a boolean`;
-const oneOf = (o: Obj, k: string, allowed: readonly string[], at = ''): string | undefined =>
-  typeof o[k] === 'string' && allowed.includes(o[k] as string)
-    ? undefined
-    : `"${at}${k}" is not one of ${allowed.join(', ')}`;
-/** The object under `k`, checked by `inner`. */
-const nested = (o: Obj, k: string, inner: (v: Obj) => string | undefined): string | undefined => {
-  const v = o[k];
-  return isObj(v) ? inner(v) : `"${k}" is not an object`;
-};
-
-const checkTemplateList: ShapeCheck = (v) => {
-  if (!isObj(v)) return 'it is not a JSON object';
-  return first(
-    bool(v, 'success'),
-    int(v, 'count'),
-    nested(v, 'data', (d) => {
-      if (!Array.isArray(d.templates)) return '"data.templates" is not an array';
-      for (const [i, t] of d.templates.entries()) {
-        const at = `data.templates[${i}].`;
-        if (!isObj(t)) return `"${at.slice(0, -1)}" is not an object`;
-        const why = first(str(t, 'template_name', at), oneOf(t, 'status', TEMPLATE_STATUSES, at));
-        if (why !== undefined) return why;
-      }
-      return undefined;
-    }),
-  );
-};
-
-/** A template manager answer: `success` and a `template` with its id, name and status, and `more`. */
-const templateAnswer =
-  (more: (t: Obj, at: string) => (string | undefined)[]): ShapeCheck =>
-  (v) => {
-    if (!isObj(v)) return 'it is not a JSON object';
-    const at = 'template.';
-    return first(
-      bool(v, 'success'),
-      nested(v, 'template', (t) =>
-        first(
-          str(t, 'id', at),
-          str(t, 'template_name', at),
-          oneOf(t, 'status', TEMPLATE_STATUSES, at),
-          ...more(t, at),
-        ),
-      ),
-    );
-  };
-
-const checkCreated = templateAnswer((t, at) => [
-  oneOf(t, 'category', TEMPLATE_CATEGORIES, at),
-  str(t, 'language', at),
-  str(t, 'created_at', at),
-]);
-
-const checkStatus = templateAnswer((t, at) => [
-  t.rejection_reason === null ? undefined : str(t, 'rejection_reason', at),
-  str(t, 'quality_score', at),
-]);
-
-const checkSend: ShapeCheck = (v) => {
-  if (!isObj(v)) return 'it is not a JSON object';
-  return first(
-    bool(v, 'success'),
-    nested(v, 'data', (d) =>
-      first(
-        str(d, 'message_id', 'data.'),
-        str(d, 'wa_id', 'data.'),
-        oneOf(d, 'status', MESSAGE_STATUSES, 'data.'),
-      ),
-    ),
-    nested(v, 'performance', (p) => int(p, 'total_time_ms', 'performance.')),
-  );
-};
-
-const checkCampaign: ShapeCheck = (v) => {
-  if (!isObj(v)) return 'it is not a JSON object';
-  return first(
-    bool(v, 'success'),
-    nested(v, 'campaign', (c) =>
-      first(
-        str(c, 'id', 'campaign.'),
-        str(c, 'campaign_name', 'campaign.'),
-        str(c, 'template_name', 'campaign.'),
-        str(c, 'status', 'campaign.'),
-        int(c, 'total_recipients', 'campaign.'),
-        str(c, 'queued_at', 'campaign.'),
-      ),
-    ),
-  );
-};
-
-const checkRcsCreated: ShapeCheck = (v) => {
-  if (!isObj(v)) return 'it is not a JSON object';
-  return first(
-    bool(v, 'success'),
-    nested(v, 'template', (t) =>
-      first(
-        str(t, 'template_name', 'template.'),
-        oneOf(t, 'template_type', RCS_TEMPLATE_TYPES, 'template.'),
-        str(t, 'bot_name', 'template.'),
-        str(t, 'created_at', 'template.'),
-      ),
-    ),
-  );
-};
-
-const checkRcsCampaign: ShapeCheck = (v) => {
-  if (!isObj(v)) return 'it is not a JSON object';
-  return first(str(v, 'status'), str(v, 'campaign_id'), int(v, 'messages_queued'));
-};
-
-const ANY: ShapeCheck = () => undefined;
-
-const LIST: MessagingCall = {
-  name: 'chat template list',
-  shape: 'template list',
-  check: checkTemplateList,
-  idempotent: true,
-};
-/** Repeated, a create that took effect is refused as "Template already exists" (409): nothing twice. */
-const CREATE: MessagingCall = {
-  name: 'chat template create',
-  shape: 'created template',
-  check: checkCreated,
-  idempotent: true,
-};
-const STATUS: MessagingCall = {
-  name: 'chat template status',
-  shape: 'template status',
-  check: checkStatus,
-  idempotent: true,
-};
-const SYNC: MessagingCall = {
-  name: 'chat template sync',
-  shape: 'sync answer',
-  check: ANY,
-  anyAnswer: true,
-  idempotent: true,
-};
-/** Not retried: a repeat of a delete that took effect answers 404, hiding that it did. */
-const DELETE: MessagingCall = {
-  name: 'chat template delete',
-  shape: 'delete answer',
-  check: ANY,
-  anyAnswer: true,
-  uncertain: 'the template may or may not have been deleted',
-};
-const SEND: MessagingCall = {
-  name: 'chat send',
-  shape: 'send result',
-  check: checkSend,
-  paced: true,
-  uncertain: 'the message may or may not have been sent',
-};
-/** Repeated, a create that took effect is refused as a duplicate campaign_name (409): sent once. */
-const CAMPAIGN_CREATE: MessagingCall = {
-  name: 'chat campaign create',
-  shape: 'campaign',
-  check: checkCampaign,
-  allow207: true,
-  idempotent: true,
-};
-const CAMPAIGN_LAUNCH: MessagingCall = {
-  name: 'chat campaign launch',
-  shape: 'campaign',
-  check: checkCampaign,
-  allow207: true,
-  uncertain: 'the campaign may or may not have been launched',
-};
-const RCS_TEMPLATE: MessagingCall = {
-  name: 'rcs template create',
-  shape: 'created template',
-  check: checkRcsCreated,
-  uncertain: 'the template may or may not have been created',
-};
-const RCS_CAMPAIGN: MessagingCall = {
-  name: 'rcs campaign launch',
-  shape: 'campaign result',
-  check: checkRcsCampaign,
-  uncertain: 'the campaign may or may not have been queued, and its messages sent',
-};
