@@ -5,7 +5,12 @@
  * no lost markers, >= 98 % audio back and round-trip p99 <= the low-load p50 + 20 ms.
  *
  *   npm run build && npm run bench:capacity -- [--ladder 250,500,750,1000,1250] [--seconds 20]
- *     [--encodings binary,base64] [--targets bridge,echo] [--procs 1] [--stop-after K] [--json FILE]
+ *     [--encodings binary,base64] [--targets bridge,echo[,echo-delayed]] [--procs 1] [--stop-after K]
+ *     [--json FILE]
+ *
+ * `echo-delayed` is the bare echo holding every frame as long as the bridge's echo bot does
+ * (ECHO_DELAY_MS, default 200) on the bridge's pacing loop: the transport's cost of holding audio,
+ * apart from the bridge's own work.
  *
  * The targets take turns rung by rung, so both are measured in the same minutes; `--stop-after K`
  * ends a target's ladder after K failed rungs in a row.
@@ -38,6 +43,11 @@ const seconds = Number(values.seconds);
 const procs = Number(values.procs);
 const encodings = values.encodings.split(',') as ('binary' | 'base64')[];
 const targets = values.targets.split(',');
+for (const t of targets)
+  if (!['bridge', 'echo', 'echo-delayed'].includes(t))
+    throw new Error(`--targets takes bridge, echo and echo-delayed, got ${JSON.stringify(t)}`);
+/** The bridge's echo bot holds audio this long (its ECHO_DELAY_MS); `echo-delayed` holds it as long. */
+const ECHO_DELAY_MS = Number(process.env.ECHO_DELAY_MS ?? 200);
 /** A target's ladder ends after this many failed rungs in a row (0: every rung runs). */
 const stopAfter = Number(values['stop-after']);
 
@@ -77,11 +87,11 @@ async function startBridge(): Promise<Target> {
   };
 }
 
-async function startEcho(): Promise<Target> {
+async function startEcho(delayMs: number): Promise<Target> {
   const child = forkChild();
   const url = await new Promise<string>((resolve) => {
     child.on('message', (m: { type: string; url?: string }) => m.type === 'echo' && resolve(m.url!));
-    child.send({ type: 'echo' });
+    child.send({ type: 'echo', delayMs });
   });
   return {
     url,
@@ -101,7 +111,10 @@ async function rung(
   calls: number,
   secs: number,
 ): Promise<LoadReport> {
-  const t = target === 'bridge' ? await startBridge() : await startEcho();
+  const t =
+    target === 'bridge'
+      ? await startBridge()
+      : await startEcho(target === 'echo-delayed' ? ECHO_DELAY_MS : 0);
   try {
     const idle = await sampleServer(t.url.replace('ws:', 'http:').replace('/v1/media', '/metrics'));
     const options: RunOptions = {
@@ -185,7 +198,7 @@ for (const encoding of encodings) {
       run.rungs.push({ ...r, pass: ok });
       const s = r.server;
       const line =
-        `${run.target.padEnd(6)} ${encoding.padEnd(6)} ${String(calls).padStart(5)} calls: ${ok ? 'pass' : 'FAIL'} ` +
+        `${run.target.padEnd(12)} ${encoding.padEnd(6)} ${String(calls).padStart(5)} calls: ${ok ? 'pass' : 'FAIL'} ` +
         `rtt p50 ${r.roundTripMs.p50} p99 ${r.roundTripMs.p99} ms (low-load p50 ${run.lowP50}), lost ${r.markers.lost}, ` +
         `back ${r.audioReturnedPct}%, failed ${r.failed}, cpu ${s?.cpuPctOfCore ?? '?'}% ` +
         `(${s?.cpuMsPerCallSecond ?? '?'} ms/call-s), rss ${s?.rssPeakMb ?? '?'} MB, gen cpu ${r.generator.cpuPctOfCore}%`;

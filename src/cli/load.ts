@@ -18,7 +18,7 @@ import type { RunOptions } from '../load/runner.js';
 const USAGE = `usage: npm run load -- --url ws://127.0.0.1:8080/v1/media --calls N --seconds S
   [--ramp R] [--rate 8000|16000] [--encoding binary|base64] [--codec slin|pcmu|pcma]
   [--token T | --secret S] [--tenant T] [--audio tone:<hz>|wav:<path>|speech:<text>|silence]
-  [--procs P] [--marker-every-ms 1000] [--json FILE|-] [--against-echo]
+  [--procs P] [--marker-every-ms 1000] [--json FILE|-] [--against-echo [--echo-delay-ms MS]]
 Only loopback targets are accepted unless --allow-remote is given.`;
 
 function fail(message: string): never {
@@ -54,6 +54,7 @@ async function main(): Promise<void> {
       'marker-every-ms': { type: 'string', default: '1000' },
       json: { type: 'string' },
       'against-echo': { type: 'boolean', default: false },
+      'echo-delay-ms': { type: 'string' },
       'allow-remote': { type: 'boolean', default: false },
       help: { type: 'boolean', default: false },
     },
@@ -88,6 +89,9 @@ async function main(): Promise<void> {
   }
   const rampSeconds = positiveInt('ramp', values.ramp, Math.min(10, Math.ceil(calls / 100)), 0, 3600);
   const procs = positiveInt('procs', values.procs, 1, 1, 64);
+  if (values['echo-delay-ms'] !== undefined && !values['against-echo'])
+    fail('--echo-delay-ms sets the bare echo of --against-echo; give --against-echo too');
+  const echoDelayMs = positiveInt('echo-delay-ms', values['echo-delay-ms'], 0, 0, 10_000);
   const secret = values.secret ?? process.env.MEDIA_SECRET ?? DEV_MEDIA_SECRET;
   const token =
     values.token ??
@@ -143,7 +147,7 @@ async function main(): Promise<void> {
         if (m.type === 'echo' && m.url !== undefined) resolve(m.url);
         else if (m.type === 'failed') reject(new Error(m.message));
       });
-      echo.send({ type: 'echo' });
+      echo.send({ type: 'echo', delayMs: echoDelayMs });
     });
     try {
       await runOne('echo', url);

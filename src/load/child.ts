@@ -1,11 +1,12 @@
 /**
  * Entry point of the load generator's child processes: `run` runs a share of the calls and reports
- * progress each second; `echo` serves a bare echo server until told to stop.
+ * progress each second; `echo` serves a bare echo server (frames back at once, or `delayMs` later) until
+ * told to stop.
  */
 import { startEchoServer } from './echo-server.js';
 import { LoadRun, type RunOptions } from './runner.js';
 
-type Command = { type: 'run'; options: RunOptions } | { type: 'echo' } | { type: 'stop' };
+type Command = { type: 'run'; options: RunOptions } | { type: 'echo'; delayMs?: number } | { type: 'stop' };
 
 const send = (msg: unknown) => process.send?.(msg);
 
@@ -24,7 +25,7 @@ process.on('message', (msg: Command) => {
       },
     );
   } else if (msg.type === 'echo') {
-    startEchoServer().then(
+    startEchoServer(0, '127.0.0.1', { delayMs: msg.delayMs ?? 0 }).then(
       (echo) => {
         send({ type: 'echo', url: echo.url });
         process.on('message', (m: Command) => {

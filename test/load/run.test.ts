@@ -64,6 +64,28 @@ describe('load generator', () => {
     }
   });
 
+  it('a delayed bare echo gives every marker back the delay later, none lost, all audio back', async () => {
+    echo = await startEchoServer(0, '127.0.0.1', { delayMs: 150 });
+    const options: RunOptions = { ...base(echo.url), calls: 4 };
+    const report = buildReport('echo', options, await orchestrate(options, 1, () => {}));
+    expect(report.connected).toBe(4);
+    expect(report.markers.sent).toBe(4 * 4);
+    expect(report.markers.returned).toBe(report.markers.sent);
+    expect(report.markers.lost).toBe(0);
+    // Held 150 ms: never early; the upper bound leaves room for a busy test machine.
+    expect(report.roundTripMs.p50).toBeGreaterThanOrEqual(150);
+    expect(report.roundTripMs.p50).toBeLessThan(150 + 40);
+    expect(report.audioReturnedPct).toBe(100);
+    // Every chunk is held the same time, so they come back 20 ms apart as they were sent.
+    expect(report.interArrivalMs.p50).toBeGreaterThan(15);
+    expect(report.interArrivalMs.p50).toBeLessThan(25);
+  });
+
+  it('refuses a delay that is not a whole number of ms from 0 to 10000', async () => {
+    await expect(startEchoServer(0, '127.0.0.1', { delayMs: -1 })).rejects.toThrow(/delayMs must be/);
+    await expect(startEchoServer(0, '127.0.0.1', { delayMs: 1.5 })).rejects.toThrow(/delayMs must be/);
+  });
+
   it('counts calls refused before the upgrade as failed, by status', async () => {
     refusing = createServer((_req, res) => res.writeHead(401).end());
     refusing.on('upgrade', (_req, socket) =>
