@@ -12,7 +12,7 @@ import { bearerToken } from '../auth/jwt.js';
 import type { BridgeContext } from '../context.js';
 import { BridgeError, describe, isBridgeError } from '../errors.js';
 import { MESSAGE_STATUSES, type MessageStatus, type MessagingEvent } from '../provider/messaging/types.js';
-import { eventNumber, recipientOf } from '../state/messages.js';
+import { eventNumber, recipientOf } from '../state/message-rules.js';
 import type { MessageRecord } from '../state/types.js';
 import { errorResponses } from './schemas.js';
 

@@ -31,7 +31,7 @@ import {
   PENDING_TTL_MS,
   pendingTtlMs,
   reservationId,
-} from './messages.js';
+} from './message-rules.js';
 import type { RedisLink } from './redis-link.js';
 import type {
   CampaignOutcome,

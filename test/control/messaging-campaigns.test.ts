@@ -5,7 +5,7 @@
  * back to the bridge.
  */
 import { afterEach, describe, expect, it } from 'vitest';
-import { MAX_CAMPAIGN_RECIPIENTS } from '../../src/state/messages.js';
+import { MAX_CAMPAIGN_RECIPIENTS } from '../../src/state/message-rules.js';
 import { type MessagingRig, restToken, startMessagingRig } from '../helpers/messaging.js';
 import { waitFor } from '../helpers/wait.js';
 import { call } from './harness.js';

@@ -12,12 +12,12 @@ import type { MessagingEvent } from '../../src/provider/messaging/types.js';
 import {
   CLOCK_SKEW_MS,
   eventNumber,
-  MemoryMessageStore,
   nextStatus,
   PENDING_TTL_MS,
   rcsMobile,
   recipientOf,
-} from '../../src/state/messages.js';
+} from '../../src/state/message-rules.js';
+import { MemoryMessageStore } from '../../src/state/messages.js';
 import { RedisLink } from '../../src/state/redis-link.js';
 import { RedisMessageStore } from '../../src/state/redis-messages.js';
 import { createStoreMetrics } from '../../src/state/store-metrics.js';
