@@ -46,8 +46,19 @@ const targets = values.targets.split(',');
 for (const t of targets)
   if (!['bridge', 'echo', 'echo-delayed'].includes(t))
     throw new Error(`--targets takes bridge, echo and echo-delayed, got ${JSON.stringify(t)}`);
-/** The bridge's echo bot holds audio this long (its ECHO_DELAY_MS); `echo-delayed` holds it as long. */
-const ECHO_DELAY_MS = Number(process.env.ECHO_DELAY_MS ?? 200);
+/**
+ * The bridge's echo bot holds audio this long (its ECHO_DELAY_MS, read by the same rule: empty means the
+ * default 200); `echo-delayed` holds it as long.
+ */
+const ECHO_DELAY_MS = echoDelayFromEnv(process.env.ECHO_DELAY_MS);
+
+function echoDelayFromEnv(raw: string | undefined): number {
+  if (raw === undefined || raw === '') return 200;
+  const n = Number(raw);
+  if (!Number.isInteger(n) || n < 0 || n > 10_000)
+    throw new Error(`ECHO_DELAY_MS must be a whole number of ms from 0 to 10000, got ${JSON.stringify(raw)}`);
+  return n;
+}
 /** A target's ladder ends after this many failed rungs in a row (0: every rung runs). */
 const stopAfter = Number(values['stop-after']);
 
@@ -89,8 +100,12 @@ async function startBridge(): Promise<Target> {
 
 async function startEcho(delayMs: number): Promise<Target> {
   const child = forkChild();
-  const url = await new Promise<string>((resolve) => {
-    child.on('message', (m: { type: string; url?: string }) => m.type === 'echo' && resolve(m.url!));
+  const url = await new Promise<string>((resolve, reject) => {
+    child.on('message', (m: { type: string; url?: string; message?: string }) => {
+      if (m.type === 'echo') resolve(m.url!);
+      else if (m.type === 'failed') reject(new Error(`echo server did not start: ${m.message}`));
+    });
+    child.once('exit', (code) => reject(new Error(`echo server exited (code ${code}) before it started`)));
     child.send({ type: 'echo', delayMs });
   });
   return {
@@ -130,8 +145,9 @@ async function rung(
       chunkMs: 20,
       markerEveryMs: 1000,
       markerBurstMs: 60,
-      drainMs: 2_000,
-      markerTimeoutMs: 5_000,
+      // The bot (or echo-delayed) holds every frame ECHO_DELAY_MS: wait that much longer for the last.
+      drainMs: 2_000 + ECHO_DELAY_MS,
+      markerTimeoutMs: 5_000 + ECHO_DELAY_MS,
       idPrefix: `cap-${target}`,
     };
     const report = buildReport(target, options, await orchestrate(options, procs, () => {}));
@@ -166,6 +182,7 @@ const results: Record<string, unknown> = {
   ladder,
   seconds,
   procs,
+  echoDelayMs: ECHO_DELAY_MS,
   runs: [] as unknown[],
 };
 const summary: string[] = [];

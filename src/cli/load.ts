@@ -126,8 +126,13 @@ async function main(): Promise<void> {
   };
 
   const reports: LoadReport[] = [];
-  const runOne = async (target: string, url: string) => {
-    const options: RunOptions = { ...base, url };
+  const runOne = async (target: string, url: string, heldMs = 0) => {
+    const options: RunOptions = {
+      ...base,
+      url,
+      drainMs: base.drainMs + heldMs,
+      markerTimeoutMs: base.markerTimeoutMs + heldMs,
+    };
     const tty = process.stderr.isTTY;
     const result = await orchestrate(options, procs, (p) => {
       const line = progressText(target, p, calls);
@@ -150,7 +155,8 @@ async function main(): Promise<void> {
       echo.send({ type: 'echo', delayMs: echoDelayMs });
     });
     try {
-      await runOne('echo', url);
+      // Held frames come back echoDelayMs later: wait that much longer for the last ones.
+      await runOne('echo', url, echoDelayMs);
     } finally {
       echo.send({ type: 'stop' });
     }

@@ -51,6 +51,7 @@ class DelayLine implements Paced {
   #held: Held[] = [];
   #head = 0;
   #bytes = 0;
+  #stopped = false;
 
   constructor(delayMs: number) {
     this.#delayMs = delayMs;
@@ -58,7 +59,7 @@ class DelayLine implements Paced {
   }
 
   hold(ws: WebSocket, data: Buffer, binary: boolean): void {
-    if (this.#bytes + data.length > MAX_HELD_BYTES) return;
+    if (this.#stopped || this.#bytes + data.length > MAX_HELD_BYTES) return;
     // A message may be a view into a larger socket read: the copy holds only its own bytes.
     const due = performance.now() + this.#delayMs;
     this.#held.push({ ws, data: Buffer.from(data), binary, due });
@@ -73,7 +74,11 @@ class DelayLine implements Paced {
       this.#bytes -= h.data.length;
       if (h.ws.readyState === h.ws.OPEN) h.ws.send(h.data, { binary: h.binary });
     }
-    if (this.#head > 4096 && this.#head * 2 > held.length) {
+    if (this.#head === held.length) {
+      // All sent: let go of the frames and their sockets at once.
+      this.#held = [];
+      this.#head = 0;
+    } else if (this.#head > 4096 && this.#head * 2 > held.length) {
       this.#held = held.slice(this.#head);
       this.#head = 0;
     }
@@ -81,6 +86,7 @@ class DelayLine implements Paced {
   }
 
   stop(): void {
+    this.#stopped = true;
     this.#loop.stop();
     this.#held = [];
     this.#head = 0;

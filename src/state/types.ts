@@ -196,11 +196,11 @@ export interface MessageStore {
     sentAt: string,
   ): Promise<CampaignOutcome | undefined>;
   /**
-   * Adds a webhook event, once: the event's dedupe key (dedupeKey in messages.ts) is set and the event
+   * Adds a webhook event, once: the event's dedupe key (dedupeKey in message-rules.ts) is set and the event
    * recorded in one atomic step, so an event is counted seen only once it is stored, across instances.
    * An event for an unknown message that is its first (status `sent`, or a `failed` when nothing else
    * of the message was seen before it; stamped no earlier than CLOCK_SKEW_MS before a pending send was
-   * asked for) adopts the oldest such live pending send of its channel to `recipient` (recipientOf in messages.ts); any other is held a short while, in case the
+   * asked for) adopts the oldest such live pending send of its channel to `recipient` (recipientOf in message-rules.ts); any other is held a short while, in case the
    * send's answer is still on its way.
    */
   addEvent(event: MessagingEvent, recipient: string | undefined): Promise<EventOutcome>;

@@ -1,6 +1,7 @@
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
+import WebSocket from 'ws';
 import { generateTone } from '../../src/audio/tone.js';
 import { type EchoServer, startEchoServer } from '../../src/load/echo-server.js';
 import { asBackground } from '../../src/load/markers.js';
@@ -79,6 +80,38 @@ describe('load generator', () => {
     // Every chunk is held the same time, so they come back 20 ms apart as they were sent.
     expect(report.interArrivalMs.p50).toBeGreaterThan(15);
     expect(report.interArrivalMs.p50).toBeLessThan(25);
+  });
+
+  it('a delayed echo keeps the frames of each connection in order, text as text, and sends nothing after close', async () => {
+    echo = await startEchoServer(0, '127.0.0.1', { delayMs: 80 });
+    const open = async () => {
+      const ws = new WebSocket(echo!.url);
+      await new Promise((resolve, reject) => ws.once('open', resolve).once('error', reject));
+      const got: { data: string; binary: boolean; at: number }[] = [];
+      ws.on('message', (data, binary) => got.push({ data: String(data), binary, at: performance.now() }));
+      return { ws, got };
+    };
+    const a = await open();
+    const b = await open();
+    const sentAt = performance.now();
+    for (let i = 0; i < 20; i++) {
+      a.ws.send(Buffer.from(`a${i}`));
+      b.ws.send(`{"n":${i}}`);
+    }
+    await new Promise((r) => setTimeout(r, 300));
+    expect(a.got.map((m) => m.data)).toEqual(Array.from({ length: 20 }, (_, i) => `a${i}`));
+    expect(a.got.every((m) => m.binary)).toBe(true);
+    expect(b.got.map((m) => m.data)).toEqual(Array.from({ length: 20 }, (_, i) => `{"n":${i}}`));
+    expect(b.got.some((m) => m.binary)).toBe(false);
+    for (const m of [...a.got, ...b.got]) expect(m.at - sentAt).toBeGreaterThanOrEqual(80);
+    // Frames still held when the server closes are never sent.
+    const before = a.got.length;
+    a.ws.send(Buffer.from('late'));
+    await new Promise((r) => setTimeout(r, 20));
+    await echo.close();
+    echo = undefined;
+    await new Promise((r) => setTimeout(r, 150));
+    expect(a.got.length).toBe(before);
   });
 
   it('refuses a delay that is not a whole number of ms from 0 to 10000', async () => {
