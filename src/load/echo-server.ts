@@ -4,9 +4,10 @@
  * bridge's Prometheus names so the load generator reads both the same way.
  *
  * With `delayMs`, every frame goes back that much later, released by the bridge's own pacing loop
- * (src/media/pacing-loop.ts, one timer, wake-ups at least PACE_MIN_GAP_MS apart): the bare transport
- * doing what the bridge's `builtin:echo` bot does with its delay line, so the bridge's figures can be
- * set beside an echo that holds audio the same way (bench/README.md).
+ * (src/media/pacing-loop.ts, one timer, wake-ups at least 2 ms apart as with the bridge's default
+ * PACE_MIN_GAP_MS): the bare transport doing what the bridge's `builtin:echo` bot does with its delay
+ * line, so the bridge's figures can be set beside an echo that holds audio the same way
+ * (bench/README.md).
  */
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
