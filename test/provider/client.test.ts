@@ -1,7 +1,6 @@
 import type { ServerResponse } from 'node:http';
 import { afterEach, describe, expect, it } from 'vitest';
 import { loadConfig } from '../../src/config.js';
-import { BridgeError } from '../../src/errors.js';
 import { createProviderClient, type ProviderClient } from '../../src/provider/client.js';
 import {
   call,
@@ -12,6 +11,7 @@ import {
   startRig,
   tinyServer,
 } from '../control/harness.js';
+import { failure } from '../helpers/errors.js';
 
 const GOOD_CONSULT = { sessionId: 's1', consultId: 'consult-s1', status: 'answered', dialStatus: 'ANSWER' };
 
@@ -37,16 +37,6 @@ function client(baseUrl: string, readTimeoutMs = 2_000): ProviderClient {
   });
   cleanups.push(() => c.close());
   return c;
-}
-
-async function failure(p: Promise<unknown>): Promise<BridgeError> {
-  try {
-    await p;
-  } catch (err) {
-    if (err instanceof BridgeError) return err;
-    throw err;
-  }
-  throw new Error('expected a failure');
 }
 
 const json = (status: number, body: unknown) => (_req: unknown, res: ServerResponse) => {

@@ -1,6 +1,6 @@
 import Fastify, { type FastifyReply, type FastifyRequest } from 'fastify';
 import { afterEach, describe, expect, it } from 'vitest';
-import { BridgeError } from '../../src/errors.js';
+import type { BridgeError } from '../../src/errors.js';
 import { createMetrics } from '../../src/metrics.js';
 import {
   createMessagingClient,
@@ -10,6 +10,7 @@ import {
 } from '../../src/provider/messaging/client.js';
 import type { ChatSendRequest, MessagingClient } from '../../src/provider/messaging/types.js';
 import { closedPort } from '../control/harness.js';
+import { failure } from '../helpers/errors.js';
 import { captureLog } from '../helpers/log-capture.js';
 import { maxInWindow } from '../helpers/window.js';
 
@@ -93,16 +94,6 @@ function client(baseUrl: string, extra: Partial<MessagingClientOptions> = {}): M
   });
   cleanups.push(() => c.close());
   return c;
-}
-
-async function failure(p: Promise<unknown>): Promise<BridgeError> {
-  try {
-    await p;
-  } catch (err) {
-    if (err instanceof BridgeError) return err;
-    throw err;
-  }
-  throw new Error('expected a failure');
 }
 
 const answer = (status: number, body: unknown) => (_req: FastifyRequest, reply: FastifyReply) =>
