@@ -2,6 +2,10 @@
  * Audio to the provider: re-chunked to exactly `chunk_bytes`, paced at real time, with marks queued
  * behind the audio they follow and `clear` dropping what is queued. Served by the shared pacing loop.
  *
+ * It is the sink of the call's bot -> caller leg, the last step of that line: the leg's audio is queued,
+ * its markers (the bot's marks, digits and hang-up, src/media/markers.ts) applied in place, and its reset
+ * (the bot's clear) clears the queue.
+ *
  * Memory is bounded twice: the queue holds at most `bufferMs` of audio (the oldest is shed beyond it),
  * and a socket whose `bufferedAmount` is past the high-water mark gets no more audio: the chunk that
  * was due is shed (it would be stale by the time the socket drains) and the schedule moves on, so a
@@ -11,8 +15,11 @@ import { performance } from 'node:perf_hooks';
 import WebSocket from 'ws';
 import { PaceClock } from '../audio/pacer.js';
 import { Rechunker } from '../audio/rechunker.js';
+import type { Logger } from '../log.js';
 import type { Metrics } from '../metrics.js';
+import type { LegSink } from '../pipeline/types.js';
 import type { SessionFormat } from './format.js';
+import type { CallerEvent, Markers } from './markers.js';
 import type { Paced, PacingLoop } from './pacing-loop.js';
 
 export interface OutboundOptions {
@@ -27,7 +34,17 @@ export interface OutboundOptions {
   readonly now?: () => number;
   /** The shared pacing loop, told when this queue next has a chunk due. */
   readonly loop?: Pick<PacingLoop, 'wakeBy'>;
+  /** What the markers of the bot -> caller leg stand for (put there by the bot's side). */
+  readonly marks?: Markers<CallerEvent>;
+  /** The bot hung up and its last audio has played out (or `hangupMaxMs` passed): the call is over. */
+  readonly onHangup?: (reason: string) => void;
+  /** How long a bot's hang-up may wait for its queued audio to play out. */
+  readonly hangupMaxMs?: number;
+  readonly log?: Logger;
 }
+
+/** How long a bot-initiated hang-up may wait for queued audio to play out, by default. */
+const HANGUP_PLAYOUT_MAX_MS = 60_000;
 
 interface PendingMark {
   readonly name: string;
@@ -38,7 +55,7 @@ interface PendingMark {
 /** Marks waiting for their audio; beyond this a bot is not using marks as marks. */
 const MAX_MARKS = 1024;
 
-export class OutboundQueue implements Paced {
+export class OutboundQueue implements Paced, LegSink {
   readonly #ws: WebSocket;
   readonly #format: SessionFormat;
   readonly #highWater: number;
@@ -58,7 +75,9 @@ export class OutboundQueue implements Paced {
   readonly #lateness;
   readonly #now: () => number;
   readonly #loop: Pick<PacingLoop, 'wakeBy'> | undefined;
+  readonly #o: OutboundOptions;
   #onDrained: (() => void) | undefined;
+  #hangupTimer: NodeJS.Timeout | undefined;
   /** Audio was queued (and so sent, or still to be) since the last clear: the provider may hold some. */
   #audioSinceClear = false;
   /**
@@ -74,6 +93,7 @@ export class OutboundQueue implements Paced {
     this.#highWater = o.highWaterBytes;
     this.#now = o.now ?? performance.now.bind(performance);
     this.#loop = o.loop;
+    this.#o = o;
     const maxChunks = Math.max(1, Math.ceil(o.bufferMs / o.format.chunkMs));
     this.#chunks = new Rechunker(o.format.chunkBytes, maxChunks);
     this.#clock = new PaceClock(o.format.chunkMs, o.leadMs, Math.max(o.format.chunkMs, o.catchUpMs ?? 0));
@@ -97,6 +117,47 @@ export class OutboundQueue implements Paced {
   /** Nothing left to send: no audio, no marks. */
   get empty(): boolean {
     return this.#chunks.size === 0 && this.#marks.length === 0;
+  }
+
+  // LegSink: the bot -> caller leg's output.
+  audio(view: Uint8Array): void {
+    this.push(view);
+  }
+
+  marker(token: number): void {
+    const ev = this.#o.marks?.take(token);
+    if (ev === undefined) return;
+    switch (ev.event) {
+      case 'mark':
+        this.mark(ev.name);
+        return;
+      case 'dtmf':
+        this.#sendText(JSON.stringify({ event: 'dtmf', digit: ev.digit }));
+        return;
+      case 'session_end':
+        this.#hangup(ev.reason);
+        return;
+    }
+  }
+
+  reset(hadAudio: boolean): void {
+    this.clear(hadAudio);
+  }
+
+  gap(reason: string): void {
+    this.#o.log?.warn({ reason, direction: 'bot_to_caller' }, 'DSP state lost and rebuilt; audio goes on');
+  }
+
+  /** Sends an `error` event, unless the provider is not reading (a flood of them must not pile up). */
+  report(text: string): void {
+    if (this.#ws.bufferedAmount <= this.#highWater) this.#sendText(text);
+  }
+
+  /** Stops the hang-up's bound (the call ended some other way). */
+  close(): void {
+    if (this.#hangupTimer !== undefined) clearTimeout(this.#hangupTimer);
+    this.#hangupTimer = undefined;
+    this.#onDrained = undefined;
   }
 
   /** Encoded audio in the session's output format, any length. */
@@ -220,6 +281,22 @@ export class OutboundQueue implements Paced {
       const m = this.#marks.shift()!;
       this.#sendText(JSON.stringify({ event: 'mark', name: m.name }));
     }
+  }
+
+  /** The bot hangs up: what it said plays out first, then the provider is told, then the call ends. */
+  #hangup(reason: string): void {
+    if (this.#hangupTimer !== undefined) return;
+    const done = (): void => {
+      if (this.#hangupTimer === undefined) return;
+      clearTimeout(this.#hangupTimer);
+      this.#hangupTimer = undefined;
+      this.#onDrained = undefined;
+      this.#sendText(JSON.stringify({ event: 'session_end', reason }));
+      this.#o.onHangup?.(reason);
+    };
+    this.#hangupTimer = setTimeout(done, this.#o.hangupMaxMs ?? HANGUP_PLAYOUT_MAX_MS);
+    this.#hangupTimer.unref();
+    this.drain(done);
   }
 
   #sendText(text: string): void {

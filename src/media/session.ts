@@ -1,22 +1,29 @@
 /**
- * One live call: the provider socket after a valid `session_start`, its DSP session, its bot leg and its
- * outbound queue. Frames arrive here already split into binary (audio) and text (events); every bad frame
- * gets an `error` event and a metric and is skipped, and the call goes on.
+ * One live call: the provider socket after a valid `session_start`, a bot behind it, and two one-way legs
+ * between them (src/pipeline/types.ts):
+ *
+ *   caller -> bot:  provider frames -> this session -> caller leg -> ToBot -> bot leg
+ *   bot -> caller:  bot leg -> ToCaller -> bot leg of the pipeline -> OutboundQueue -> provider socket
+ *
+ * Frames arrive here already split into binary (audio) and text (events); every bad frame gets an `error`
+ * event and a metric and is skipped, and the call goes on. The caller's digits and the provider's
+ * session_end ride the caller leg as markers, so they reach the bot after the audio sent before them.
  */
 import WebSocket from 'ws';
 import { fromBase64 } from '../audio/codec.js';
 import type { BridgeContext } from '../context.js';
 import { BridgeError, isBridgeError } from '../errors.js';
 import type { Logger } from '../log.js';
-import type { AudioPipeline, PipelineSession, PipelineSessionSpec, PipelineSink } from '../pipeline/types.js';
+import type { AudioPipeline, Leg } from '../pipeline/types.js';
 import type { SessionInfo } from '../state/types.js';
-import { createBotLeg } from './bot/index.js';
-import type { BotHandler, BotLeg, BotNotice } from './bot/types.js';
-import { BotOutput, type OrderedEvent } from './bot-output.js';
+import { botFormat, createBotLeg } from './bot/index.js';
+import type { BotLeg, BotNotice } from './bot/types.js';
+import { ToBot, ToCaller } from './bot-ports.js';
 import type { SessionFormat } from './format.js';
+import { type BotBoundEvent, type CallerEvent, Markers } from './markers.js';
 import { OutboundQueue } from './outbound.js';
 import type { PacingLoop } from './pacing-loop.js';
-import { type BotEvent, errorFrame, parseProviderEvent } from './protocol.js';
+import { errorFrame, parseProviderEvent } from './protocol.js';
 
 export interface SessionDeps {
   readonly ctx: BridgeContext;
@@ -30,42 +37,27 @@ export interface SessionDeps {
   readonly onEnded: (session: MediaSession) => void;
 }
 
-/** How long a bot-initiated hang-up may wait for queued audio to play out. */
-const HANGUP_PLAYOUT_MAX_MS = 60_000;
-/** Digits held behind caller audio in the DSP; a keypad does not outrun this. */
-const MAX_HELD_DIGITS = 64;
-/** How long the provider's session_end may wait for caller audio still in the DSP. */
-const FLUSH_MAX_MS = 2_000;
-
-export class MediaSession implements PipelineSink, BotHandler {
+export class MediaSession {
   readonly info: SessionInfo;
   readonly format: SessionFormat;
   readonly log: Logger;
   readonly #ws: WebSocket;
   readonly #deps: SessionDeps;
-  /** Caller -> bot DSP (this session is its sink). */
-  readonly #dsp: PipelineSession;
-  /** Bot -> caller: its own DSP session, with bot events kept in order behind the audio. */
-  readonly #botOut: BotOutput;
+  /** Caller -> bot, and what its markers stand for. */
+  readonly #callerLeg: Leg;
+  readonly #botMarks = new Markers<BotBoundEvent>();
+  /** Bot -> caller, ending in the outbound queue. */
+  readonly #botLeg: Leg;
   readonly #out: OutboundQueue;
   readonly #bot: BotLeg;
   readonly #framesIn;
   readonly #bytesIn;
-  readonly #botFramesIn;
-  readonly #botBytesIn;
   #ended = false;
-  /** Caller chunks given to the DSP, and outputs back: the flush on session_end waits for these to meet. */
-  #callerSubmitted = 0;
-  #callerDelivered = 0;
-  /** Set by the provider's session_end while the flush runs. */
-  #endReason: string | undefined;
-  /** Caller digits waiting for the caller audio before them to come back from the DSP. */
-  #digits: { after: number; digit: string }[] = [];
-  /** Bounds a hang-up that waits (for the DSP flush, or for the bot's last words to play out). */
-  #endTimer: NodeJS.Timeout | undefined;
+  /** Set by the provider's session_end: frames after it are ignored while the caller leg flushes. */
+  #ending = false;
 
   constructor(ws: WebSocket, info: SessionInfo, format: SessionFormat, deps: SessionDeps) {
-    const { ctx } = deps;
+    const { ctx, pipeline } = deps;
     this.#ws = ws;
     this.info = info;
     this.format = format;
@@ -73,8 +65,7 @@ export class MediaSession implements PipelineSink, BotHandler {
     this.log = ctx.log.child({ session_id: info.session_id, tenant: info.tenant });
     this.#framesIn = ctx.metrics.hot.framesInCaller;
     this.#bytesIn = ctx.metrics.hot.bytesInCaller;
-    this.#botFramesIn = ctx.metrics.hot.framesInBot;
-    this.#botBytesIn = ctx.metrics.hot.bytesInBot;
+    const callerMarks = new Markers<CallerEvent>();
     this.#out = new OutboundQueue(ws, {
       format,
       leadMs: ctx.config.paceLeadMs,
@@ -83,30 +74,40 @@ export class MediaSession implements PipelineSink, BotHandler {
       highWaterBytes: ctx.config.socketHighWaterBytes,
       metrics: ctx.metrics,
       loop: deps.loop,
+      marks: callerMarks,
+      onHangup: (reason) => this.end(1000, 'session ended', reason),
+      log: this.log,
     });
     deps.loop.add(this.#out);
-    const spec: PipelineSessionSpec = {
-      callerIn: { codec: format.codec, sampleRate: format.inputRate },
-      callerOut: { codec: format.codec, sampleRate: format.outputRate },
-      botRate: ctx.config.botSampleRate,
-    };
-    let dsp: PipelineSession | undefined;
-    let botOut: BotOutput | undefined;
+    const bot = botFormat(ctx.config);
+    let botLeg: Leg | undefined;
+    let callerLeg: Leg | undefined;
+    let botSide: BotLeg | undefined;
     try {
-      this.#dsp = dsp = deps.pipeline.open(spec, this);
-      this.#botOut = botOut = new BotOutput(deps.pipeline, spec, this.#out, this, dsp);
-      this.#bot = createBotLeg(info, this, {
+      this.#botLeg = botLeg = pipeline.open(
+        { from: bot, to: { codec: format.codec, rate: format.outputRate } },
+        this.#out,
+        { log: this.log },
+      );
+      const toCaller = new ToCaller(botLeg, callerMarks, this.#out, ctx.metrics, this.log);
+      this.#bot = botSide = createBotLeg(info, toCaller, {
         ctx,
         loop: deps.loop,
         log: this.log,
         tenantBotUrl: deps.tenantBotUrl,
         tenantBotUnreadable: deps.tenantBotUnreadable,
       });
+      this.#callerLeg = callerLeg = pipeline.open(
+        { from: { codec: format.codec, rate: format.inputRate }, to: bot },
+        new ToBot(botSide, this.#botMarks, this.log),
+        { near: botLeg, log: this.log },
+      );
     } catch (err) {
-      // A session that fails to start leaves nothing behind: no pacing member, no open DSP session.
+      // A session that fails to start leaves nothing behind: no pacing member, no open leg, no bot.
       deps.loop.delete(this.#out);
-      botOut?.close();
-      dsp?.close();
+      botSide?.end('setup_failed');
+      callerLeg?.close();
+      botLeg?.close();
       throw err;
     }
     this.log.info({ format }, 'session started');
@@ -128,7 +129,7 @@ export class MediaSession implements PipelineSink, BotHandler {
 
   /** Audio from the provider (a binary frame). */
   onBinary(data: Buffer): void {
-    if (this.#ended) return;
+    if (this.#ended || this.#ending) return;
     if (this.format.encoding !== 'binary') {
       this.#reject(
         new BridgeError(
@@ -140,12 +141,7 @@ export class MediaSession implements PipelineSink, BotHandler {
       return;
     }
     if (this.format.codec === 'slin' && (data.byteLength & 1) !== 0) {
-      this.#reject(
-        new BridgeError(
-          'odd_length',
-          `slin audio must be whole 16-bit samples (an even byte count), got ${data.byteLength} bytes`,
-        ),
-      );
+      this.#reject(oddLength(data.byteLength));
       return;
     }
     this.#callerAudio(data);
@@ -153,18 +149,13 @@ export class MediaSession implements PipelineSink, BotHandler {
 
   /** An event from the provider (a text frame). */
   onText(text: string): void {
-    if (this.#ended) return;
+    if (this.#ended || this.#ending) return;
     try {
       const ev = parseProviderEvent(text);
       switch (ev.event) {
         case 'media': {
           const audio = fromBase64(ev.payload);
-          if (this.format.codec === 'slin' && (audio.byteLength & 1) !== 0) {
-            throw new BridgeError(
-              'odd_length',
-              `slin audio must be whole 16-bit samples (an even byte count), got ${audio.byteLength} bytes`,
-            );
-          }
+          if (this.format.codec === 'slin' && (audio.byteLength & 1) !== 0) throw oddLength(audio.byteLength);
           if (this.format.encoding !== 'base64') {
             throw new BridgeError(
               'invalid_field',
@@ -176,11 +167,8 @@ export class MediaSession implements PipelineSink, BotHandler {
           return;
         }
         case 'dtmf':
-          // Behind the caller audio before it, like the bot's events behind the bot's audio.
-          if (this.#callerDelivered >= this.#callerSubmitted && this.#digits.length === 0)
-            this.#bot.dtmf(ev.digit);
-          else if (this.#digits.length < MAX_HELD_DIGITS)
-            this.#digits.push({ after: this.#callerSubmitted, digit: ev.digit });
+          // Behind the caller audio before it.
+          this.#toBot({ event: 'dtmf', digit: ev.digit });
           return;
         case 'mark':
           this.#bot.mark(ev.name);
@@ -201,93 +189,18 @@ export class MediaSession implements PipelineSink, BotHandler {
     }
   }
 
-  // PipelineSink
-  toBot(pcm: Uint8Array): void {
-    if (this.#ended) return;
-    this.#callerDelivered++;
-    this.#bot.audio(pcm);
-    if (this.#digits.length > 0) this.#releaseDigits();
-    if (this.#endReason !== undefined && this.#callerDelivered >= this.#callerSubmitted) {
-      this.end(1000, 'session ended', this.#endReason);
-    }
-  }
-  toCaller(): void {
-    // Bot audio goes through #botOut's own DSP session; this (caller -> bot) one has no caller output.
-  }
-  onGap(reason: string): void {
-    // Chunks in flight in a lost worker will not come back.
-    this.#callerDelivered = this.#callerSubmitted;
-    this.#releaseDigits();
-    this.log.warn({ reason, direction: 'caller_to_bot' }, 'DSP state lost and rebuilt; audio goes on');
-  }
-  botGap(reason: string): void {
-    this.log.warn({ reason, direction: 'bot_to_caller' }, 'DSP state lost and rebuilt; audio goes on');
-  }
-
-  // BotHandler
-  botAudio(pcm: Uint8Array): void {
-    if (this.#ended) return;
-    this.#botFramesIn.add();
-    this.#botBytesIn.add(pcm.byteLength);
-    this.#botOut.audio(pcm);
-  }
-  botEvent(ev: BotEvent): void {
-    if (this.#ended) return;
-    switch (ev.event) {
-      case 'clear':
-        this.#botOut.clear();
-        return;
-      case 'mark':
-      case 'dtmf':
-        this.#botOut.ordered(ev);
-        return;
-      case 'session_end':
-        this.log.info({ reason: ev.reason }, 'bot ended the session');
-        this.#botOut.ordered({ event: 'session_end', reason: ev.reason ?? 'bot' });
-        return;
-    }
-  }
-
-  /** A bot event whose audio has all reached the outbound queue. */
-  applyOrdered(ev: OrderedEvent): void {
-    if (this.#ended) return;
-    switch (ev.event) {
-      case 'mark':
-        this.#out.mark(ev.name);
-        return;
-      case 'dtmf':
-        this.#send(JSON.stringify({ event: 'dtmf', digit: ev.digit }));
-        return;
-      case 'session_end': {
-        // The bot hangs up: what it said plays out first, then the provider is told and the socket closes.
-        const reason = ev.reason;
-        this.#armEndTimer(HANGUP_PLAYOUT_MAX_MS, reason);
-        this.#out.drain(() => {
-          this.#send(JSON.stringify({ event: 'session_end', reason }));
-          this.end(1000, 'session ended', reason);
-        });
-        return;
-      }
-    }
-  }
-  botFailed(err: BridgeError): void {
-    if (this.#ended) return;
-    this.log.warn({ code: err.code, msg: err.message }, 'bot failure');
-    this.#sendReport(errorFrame(err));
-  }
-
   /**
-   * Ends the call: the bot is told `session_end`, DSP state freed, the socket closed with `code`.
+   * Ends the call: the bot is told `session_end`, the legs closed, the socket closed with `code`.
    * Idempotent; also called when the provider socket closes.
    */
   end(code: number, closeReason: string, botReason: string): void {
     if (this.#ended) return;
     this.#ended = true;
-    if (this.#endTimer !== undefined) clearTimeout(this.#endTimer);
     this.#deps.loop.delete(this.#out);
+    this.#out.close();
     this.#bot.end(botReason);
-    this.#dsp.close();
-    this.#botOut.close();
+    this.#callerLeg.close();
+    this.#botLeg.close();
     if (this.#ws.readyState === WebSocket.OPEN || this.#ws.readyState === WebSocket.CONNECTING) {
       this.#ws.close(code, closeReason);
     }
@@ -295,58 +208,40 @@ export class MediaSession implements PipelineSink, BotHandler {
     this.#deps.onEnded(this);
   }
 
-  /** Sends the caller's digits whose preceding audio has reached the bot. */
-  #releaseDigits(): void {
-    while (this.#digits.length > 0 && this.#digits[0]!.after <= this.#callerDelivered) {
-      this.#bot.dtmf(this.#digits.shift()!.digit);
-    }
-  }
-
-  #armEndTimer(ms: number, reason: string): void {
-    if (this.#endTimer !== undefined) return;
-    this.#endTimer = setTimeout(() => this.end(1000, 'session ended', reason), ms);
-    this.#endTimer.unref();
-  }
-
   /** Sends an `error` event to the provider and counts the bad frame; the frame is skipped. */
   #reject(err: BridgeError): void {
     this.#deps.ctx.metrics.badFrames.labels(err.code).inc();
     this.log.debug({ code: err.code }, 'bad frame skipped');
-    this.#sendReport(errorFrame(err));
+    this.#out.report(errorFrame(err));
   }
 
   /**
-   * The provider's session_end: caller audio still in the DSP reaches the bot first (each chunk comes
-   * back as one output, as bot-output.ts explains), within a bound, then the bot is told and the socket
-   * closes with 1000. Frames after session_end are ignored.
+   * The provider's session_end: the caller audio before it reaches the bot first (the end rides the caller
+   * leg as a marker), then the bot is told and the socket closes with 1000. Frames after it are ignored.
    */
   #endAfterFlush(reason: string): void {
-    if (this.#endReason !== undefined) return;
-    this.#endReason = reason;
-    if (this.#callerDelivered >= this.#callerSubmitted) {
-      this.end(1000, 'session ended', reason);
-      return;
-    }
-    this.#armEndTimer(FLUSH_MAX_MS, reason);
+    if (this.#ending) return;
+    this.#ending = true;
+    this.#toBot({ event: 'end', then: () => this.end(1000, 'session ended', reason) });
+  }
+
+  #toBot(event: BotBoundEvent): void {
+    const token = this.#botMarks.put(event);
+    if (token >= 0) this.#callerLeg.marker(token);
+    else if (event.event === 'end') event.then();
+    else this.log.warn({ event: event.event }, 'too many caller events in flight; dropped');
   }
 
   #callerAudio(data: Uint8Array): void {
-    if (this.#endReason !== undefined) return;
     this.#framesIn.add();
     this.#bytesIn.add(data.byteLength);
-    this.#callerSubmitted++;
-    this.#dsp.fromCaller(data);
+    this.#callerLeg.push(data);
   }
+}
 
-  /**
-   * Error reports are dropped (they are counted in metrics and logged) when the provider is not reading:
-   * a peer that floods bad frames without reading the answers must not grow the socket buffer unbounded.
-   */
-  #sendReport(text: string): void {
-    if (this.#ws.bufferedAmount <= this.#deps.ctx.config.socketHighWaterBytes) this.#send(text);
-  }
-
-  #send(text: string): void {
-    if (this.#ws.readyState === WebSocket.OPEN) this.#ws.send(text);
-  }
+function oddLength(bytes: number): BridgeError {
+  return new BridgeError(
+    'odd_length',
+    `slin audio must be whole 16-bit samples (an even byte count), got ${bytes} bytes`,
+  );
 }

@@ -1,58 +1,59 @@
 /**
- * The worker-thread pipeline, main-thread side. Sessions are pinned to the least-loaded worker. Every
- * record submitted during one event-loop turn is staged per worker in a shared page and handed over by
- * one message from a single setImmediate: one wake-up per turn per worker, whatever the session count
- * (bench/pipeline-transport.ts measures batches against SharedArrayBuffer rings and per-frame messages).
- * Pages are reused both ways (src/pipeline/protocol.ts), so a batch allocates nothing. Sinks get views
- * into a reply page, valid during the call only (src/pipeline/types.ts).
+ * The worker-thread pipeline, main-thread side. Legs are pinned to the least-loaded worker (a call's two
+ * legs to the same one). Every record submitted during one event-loop turn is staged per worker in a
+ * shared page and handed over by one message from a single setImmediate: one wake-up per turn per worker,
+ * whatever the leg count (bench/pipeline-transport.ts measures batches against SharedArrayBuffer rings and
+ * per-frame messages). Pages are reused both ways (src/pipeline/protocol.ts), so a batch allocates
+ * nothing. Sinks get views into a reply page, valid during the call only (src/pipeline/types.ts).
  *
- * Order: a session's records go to one worker, in one staging buffer, over one FIFO port, and the worker
- * runs them in order, so its outputs come back in order.
+ * Order: a leg's records (audio, markers, resets) go to one worker, in one staging buffer, over one FIFO
+ * port, and the worker runs them in order, so its outputs and markers come back in order. A reset bumps
+ * the leg's generation here at once; output stamped with an older one is dropped when it arrives.
  *
  * Bounds: at most MAX_IN_FLIGHT batches per worker; behind that, records wait in the staging buffer,
- * and past STAGING_MAX_BYTES new chunks are dropped and counted (shed, not queued without bound).
+ * and past STAGING_MAX_BYTES new audio is dropped and counted (shed, not queued without bound); control
+ * records (markers, resets) are never shed.
  *
  * Failure: a worker that exits for any reason other than close() (uncaught error, process.exit, OOM, or
  * the watchdog terminating one that stopped answering) is replaced at once, or after a growing delay
- * when replacements keep dying before answering anything (a crash loop must not spin a core). Its
- * sessions are re-opened first in the new worker's first batch, each sink gets one onGap per death, and
- * dspGaps counts them. Audio in flight in the dead worker is lost, nothing else; other workers' sessions
- * never notice.
+ * when replacements keep dying before answering anything (a crash loop must not spin a core). Its legs
+ * are re-opened first in the new worker's first batch, each sink gets one `gap` per death, and dspGaps
+ * counts them. Audio in flight in the dead worker is lost; its markers are not: each sink gets the ones
+ * it had in flight right after its gap, in order. Other workers' legs never notice.
  */
 import { createRequire } from 'node:module';
 import { pathToFileURL } from 'node:url';
 import { Worker } from 'node:worker_threads';
 import { samplesIn } from '../audio/codec.js';
-import type { Codec } from '../audio/format.js';
 import type { Logger } from '../log.js';
 import type { Metrics } from '../metrics.js';
 import type { DspPipeline, WorkerFault } from './index.js';
+import { PassLeg } from './pass.js';
 import {
-  align4,
   type BatchWriter,
   batchEnd,
   CONTROL_BYTES,
   FAULT_EXIT,
   FAULT_HANG,
+  FAULT_SLOW,
   FAULT_THROW,
-  HEADER_BYTES,
-  K_BOT,
-  K_CALLER,
+  forEachRecord,
+  K_AUDIO,
   K_CLOSE,
   K_ERROR,
   K_FAULT,
-  K_TO_BOT,
-  K_TO_CALLER,
+  K_MARKER,
+  K_OUT,
+  K_RESET,
   type Page,
   type PageMessage,
   PageReader,
   PageWriter,
-  RECORD_HEADER_BYTES,
   TO_MAIN,
   TO_WORKER,
 } from './protocol.js';
 import { checkSpec } from './spec.js';
-import type { PipelineSession, PipelineSessionSpec, PipelineSink } from './types.js';
+import { type Leg, type LegSink, type LegSpec, type OpenOptions, sameFormat } from './types.js';
 
 /** Batches a worker may hold unanswered; more would only queue inside it, out of our sight. */
 const MAX_IN_FLIGHT = 2;
@@ -84,30 +85,45 @@ function workerEntry(): { entry: URL | string; eval: boolean } {
   return { entry: boot, eval: true };
 }
 
-class WorkerSession implements PipelineSession {
+class WorkerLeg implements Leg {
   closed = false;
-  readonly inCodec: Codec;
+  /** Resets so far: audio records carry it, and output from an older generation is dropped. */
+  generation = 0;
+  /** Audio pushed since the last reset. */
+  hadAudio = false;
+  /** Markers handed to the worker and not back yet, oldest first: the sink gets them if it dies. */
+  readonly markers: number[] = [];
 
   constructor(
     readonly owner: WorkerPipeline,
     readonly id: number,
-    readonly spec: PipelineSessionSpec,
-    readonly sink: PipelineSink,
+    readonly spec: LegSpec,
+    readonly sink: LegSink,
     public slot: Slot,
-  ) {
-    this.inCodec = spec.callerIn.codec;
+    readonly log: Logger | undefined,
+  ) {}
+
+  push(data: Uint8Array): void {
+    if (this.closed) return;
+    samplesIn(this.spec.from.codec, data.byteLength); // half a PCM16 sample throws here, as inline does
+    if (data.byteLength === 0) return;
+    this.hadAudio = true;
+    this.owner.submit(this, data);
   }
 
-  fromCaller(data: Uint8Array): void {
+  marker(token: number): void {
     if (this.closed) return;
-    samplesIn(this.inCodec, data.byteLength); // odd PCM16 throws here, to the caller, as inline does
-    this.owner.submit(this, K_CALLER, data);
+    this.markers.push(token);
+    this.owner.control(this, K_MARKER, token);
   }
 
-  fromBot(data: Uint8Array): void {
+  reset(): void {
     if (this.closed) return;
-    samplesIn('slin', data.byteLength);
-    this.owner.submit(this, K_BOT, data);
+    this.generation = (this.generation + 1) | 0;
+    this.owner.control(this, K_RESET, 0);
+    const had = this.hadAudio;
+    this.hadAudio = false;
+    this.sink.reset(had);
   }
 
   close(): void {
@@ -139,7 +155,7 @@ class Slot {
   pages = new Pages();
   /** The page records are staged in until the next send. */
   page: Page = this.pages.out.acquire()!;
-  readonly sessions = new Set<WorkerSession>();
+  readonly legs = new Set<WorkerLeg>();
   inFlight = 0;
   /** When the oldest unanswered batch was sent (watchdog). */
   waitingSince = 0;
@@ -157,7 +173,7 @@ class Slot {
 export class WorkerPipeline implements DspPipeline {
   readonly workers: number;
   private readonly slots: Slot[] = [];
-  private readonly byId = new Map<number, WorkerSession>();
+  private readonly byId = new Map<number, WorkerLeg>();
   private nextId = 1;
   private flushScheduled = false;
   private closing = false;
@@ -181,26 +197,28 @@ export class WorkerPipeline implements DspPipeline {
     this.watchdog.unref();
   }
 
-  open(spec: PipelineSessionSpec, sink: PipelineSink, near?: PipelineSession): PipelineSession {
+  open(spec: LegSpec, sink: LegSink, options?: OpenOptions): Leg {
     if (this.closing) throw new Error('the DSP pipeline is closed');
     checkSpec(spec);
+    if (sameFormat(spec.from, spec.to)) return new PassLeg(spec, sink, options?.log ?? this.log);
     let slot = this.slots[0]!;
-    for (const s of this.slots) if (s.sessions.size < slot.sessions.size) slot = s;
+    for (const s of this.slots) if (s.legs.size < slot.legs.size) slot = s;
     // Beside `near` (a call's other direction): a worker's loss then reaches half as many calls.
-    if (near instanceof WorkerSession && near.owner === this && !near.closed) slot = near.slot;
+    const near = options?.near;
+    if (near instanceof WorkerLeg && near.owner === this && !near.closed) slot = near.slot;
     const id = this.nextId++;
     if (this.nextId > 0x7fffffff) this.nextId = 1;
-    const session = new WorkerSession(this, id, spec, sink, slot);
-    slot.sessions.add(session);
-    this.byId.set(id, session);
+    const leg = new WorkerLeg(this, id, spec, sink, slot, options?.log);
+    slot.legs.add(leg);
+    this.byId.set(id, leg);
     if (!slot.staging.putOpen(id, spec)) this.dropped++;
     this.schedule();
-    return session;
+    return leg;
   }
 
   /** @internal */
-  submit(session: WorkerSession, kind: number, data: Uint8Array): void {
-    if (!session.slot.staging.put(session.id, kind, data)) {
+  submit(leg: WorkerLeg, data: Uint8Array): void {
+    if (!leg.slot.staging.put(leg.id, K_AUDIO, data, leg.generation)) {
       this.dropped++;
       this.metrics?.shedChunks.inc({ reason: 'dsp_backlog' });
       return;
@@ -208,32 +226,38 @@ export class WorkerPipeline implements DspPipeline {
     if (!this.flushScheduled) this.schedule();
   }
 
+  /** @internal A marker or reset: never refused for the staging bound. */
+  control(leg: WorkerLeg, kind: number, value: number): void {
+    leg.slot.staging.putInt(leg.id, kind, value);
+    if (!this.flushScheduled) this.schedule();
+  }
+
   /** @internal */
-  remove(session: WorkerSession): void {
-    session.slot.sessions.delete(session);
-    this.byId.delete(session.id);
-    session.slot.staging.putInt(session.id, K_CLOSE, 0);
+  remove(leg: WorkerLeg): void {
+    leg.slot.legs.delete(leg);
+    this.byId.delete(leg.id);
+    leg.slot.staging.putInt(leg.id, K_CLOSE, 0);
     this.schedule();
   }
 
-  workerOf(session: PipelineSession): number {
-    return session instanceof WorkerSession ? session.slot.index : -1;
+  workerOf(leg: Leg): number {
+    return leg instanceof WorkerLeg ? leg.slot.index : -1;
   }
 
-  injectWorkerFault(worker: number, fault: WorkerFault): void {
+  injectWorkerFault(worker: number, fault: WorkerFault, ms = 0): void {
     const slot = this.slots[worker];
     if (slot === undefined) throw new RangeError(`no worker ${worker}; there are ${this.workers}`);
-    const mode = fault === 'throw' ? FAULT_THROW : fault === 'exit' ? FAULT_EXIT : FAULT_HANG;
-    slot.staging.putInt(0, K_FAULT, mode);
+    const mode = { throw: FAULT_THROW, exit: FAULT_EXIT, hang: FAULT_HANG, slow: FAULT_SLOW }[fault];
+    slot.staging.putInt(0, K_FAULT, mode, ms);
     this.schedule();
   }
 
   stats() {
     return {
-      sessions: this.byId.size,
+      legs: this.byId.size,
       dropped: this.dropped,
       replaced: this.replaced,
-      perWorker: this.slots.map((s) => s.sessions.size),
+      perWorker: this.slots.map((s) => s.legs.size),
     };
   }
 
@@ -242,7 +266,7 @@ export class WorkerPipeline implements DspPipeline {
     this.closing = true;
     clearInterval(this.watchdog);
     for (const slot of this.slots) clearTimeout(slot.respawnTimer);
-    for (const s of this.byId.values()) s.closed = true;
+    for (const leg of this.byId.values()) leg.closed = true;
     this.byId.clear();
     await Promise.all(this.slots.map((s) => s.worker?.terminate()));
     this.log?.debug({ workers: this.workers }, 'dsp workers stopped');
@@ -297,61 +321,75 @@ export class WorkerPipeline implements DspPipeline {
     slot.waitingSince = performance.now();
     const replies = slot.pages.replies;
     const page = replies.open(message);
-    const u8 = replies.u8(page);
-    const i32 = replies.i32(page);
+    this.replyU8 = replies.u8(page);
+    this.replyI32 = replies.i32(page);
+    this.replySlot = slot.index;
     this.metrics?.dspSeconds.inc(replies.header(page));
-    const end = batchEnd(i32);
-    for (let off = HEADER_BYTES; off < end; ) {
-      const h = off >> 2;
-      const id = i32[h]!;
-      const kind = i32[h + 1]!;
-      const len = i32[h + 2]!;
-      const at = off + RECORD_HEADER_BYTES;
-      off = at + align4(len);
-      const session = this.byId.get(id);
-      if (session === undefined || session.closed) continue;
-      // A view for the length of the call: sinks copy what they keep (src/pipeline/types.ts).
-      try {
-        if (kind === K_TO_BOT) session.sink.toBot(u8.subarray(at, at + len));
-        else if (kind === K_TO_CALLER) session.sink.toCaller(u8.subarray(at, at + len));
-        else if (kind === K_ERROR) {
-          const text = Buffer.from(u8.buffer, at, len).toString('utf8');
-          this.log?.warn({ session: id, worker: slot.index, message: text }, 'dsp chunk failed; skipped');
-        }
-      } catch (err) {
-        // A throwing sink must not take the other sessions of this batch (or the process) with it.
-        this.log?.error({ err, session: id }, 'pipeline sink threw');
-      }
-    }
+    forEachRecord(this.replyI32, batchEnd(this.replyI32), this.deliver);
     replies.release(page);
     if (!this.closing) this.send(slot);
   }
+
+  /** The reply batch being delivered, for `deliver`. */
+  private replyU8: Uint8Array = new Uint8Array(0);
+  private replyI32: Int32Array = new Int32Array(0);
+  private replySlot = 0;
+
+  /** One reply record to its leg's sink (bound once: no closure per batch or record). */
+  private readonly deliver = (id: number, kind: number, gen: number, at: number, len: number): void => {
+    const leg = this.byId.get(id);
+    if (leg === undefined || leg.closed) return;
+    try {
+      if (kind === K_OUT) {
+        // A view for the length of the call: sinks copy what they keep (src/pipeline/types.ts). Output of
+        // audio pushed before a reset is dropped here.
+        if (gen === leg.generation) leg.sink.audio(this.replyU8.subarray(at, at + len));
+      } else if (kind === K_MARKER) {
+        leg.markers.shift();
+        leg.sink.marker(this.replyI32[at >> 2]!);
+      } else if (kind === K_ERROR) {
+        const text = Buffer.from(this.replyU8.buffer, at, len).toString('utf8');
+        (leg.log ?? this.log)?.warn({ worker: this.replySlot, message: text }, 'dsp chunk failed; skipped');
+      }
+    } catch (err) {
+      // A throwing sink must not take the other legs of this batch (or the process) with it.
+      (leg.log ?? this.log)?.error({ err }, 'pipeline sink threw');
+    }
+  };
 
   private onExit(slot: Slot, generation: number, code: number): void {
     if (this.closing || generation !== slot.generation) return;
     this.replaced++;
     slot.worker = null;
     slot.inFlight = 0;
-    // The new worker's first batch re-opens every session of the slot, then carries whatever was
-    // staged for the dead one (records for it were never sent, so nothing is duplicated).
+    // The new worker's first batch re-opens every leg of the slot, then carries whatever was staged for
+    // the dead one (records for it were never sent, so nothing is duplicated). Markers staged there will
+    // come back from the new worker; the rest of each leg's markers were lost with the old one.
     const pending = slot.staging;
+    const staged = new Map<number, number>();
+    forEachRecord(pending.i32, pending.used, (id, kind) => {
+      if (kind === K_MARKER) staged.set(id, (staged.get(id) ?? 0) + 1);
+    });
     slot.pages = new Pages();
     slot.page = slot.pages.out.acquire()!;
-    for (const s of slot.sessions) slot.staging.putOpen(s.id, s.spec);
+    for (const leg of slot.legs) slot.staging.putOpen(leg.id, leg.spec);
     if (!slot.staging.append(pending)) this.dropped += pending.records;
     const delayMs =
       slot.failures === 0 ? 0 : Math.min(RESPAWN_MAX_MS, RESPAWN_BASE_MS * 2 ** (slot.failures - 1));
     slot.failures++;
     this.log?.error(
-      { worker: slot.index, exitCode: code, sessions: slot.sessions.size, respawnDelayMs: delayMs },
-      'dsp worker died; replaced, its sessions go on with fresh DSP state',
+      { worker: slot.index, exitCode: code, legs: slot.legs.size, respawnDelayMs: delayMs },
+      'dsp worker died; replaced, its legs go on with fresh DSP state',
     );
-    this.metrics?.dspGaps.inc(slot.sessions.size);
-    for (const s of slot.sessions) {
+    this.metrics?.dspGaps.inc(slot.legs.size);
+    const reason = `dsp worker ${slot.index} died (exit code ${code}); audio in flight was lost`;
+    for (const leg of slot.legs) {
+      const lost = leg.markers.splice(0, leg.markers.length - (staged.get(leg.id) ?? 0));
       try {
-        s.sink.onGap?.(`dsp worker ${slot.index} died (exit code ${code}); audio in flight was lost`);
+        leg.sink.gap(reason);
+        for (const token of lost) leg.sink.marker(token);
       } catch (err) {
-        this.log?.error({ err, session: s.id }, 'pipeline sink threw in onGap');
+        (leg.log ?? this.log)?.error({ err }, 'pipeline sink threw in gap');
       }
     }
     if (delayMs === 0) this.respawn(slot);

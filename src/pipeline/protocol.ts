@@ -19,34 +19,41 @@
  *   0   f64   header value: DSP seconds spent on the batch (worker -> main), unused (main -> worker)
  *   8   i32   end: byte offset just past the last record
  *   12  i32   record count
- *   16  records, each:  i32 session id | i32 kind | i32 byte length | payload, padded to 4 bytes
+ *   16  records, each:  i32 leg id | i32 kind | i32 byte length | i32 generation | payload, padded to 4
  *
- * No JSON anywhere: a session's format travels once, as five integers in its OPEN record.
+ * A leg's records run in order, so a marker is just a record: it comes back after the audio before it.
+ * An audio record carries the leg's generation (how many resets came before it) and its output carries the
+ * same, so output from before a reset is recognised and dropped on arrival, whatever was in flight.
+ *
+ * No JSON anywhere: a leg's formats travel once, as four integers in its OPEN record.
  */
 import type { Codec } from '../audio/format.js';
-import type { PipelineSessionSpec } from './types.js';
+import type { LegSpec } from './types.js';
 
 export const HEADER_BYTES = 16;
-export const RECORD_HEADER_BYTES = 12;
+export const RECORD_HEADER_BYTES = 16;
 
 /** Record kinds. Main -> worker: */
 export const K_OPEN = 1;
 export const K_CLOSE = 2;
-export const K_CALLER = 3;
-export const K_BOT = 4;
-/** Fault injection for tests: payload i32 FAULT_*. */
-export const K_FAULT = 5;
-/** Worker -> main: */
-export const K_TO_BOT = 6;
-export const K_TO_CALLER = 7;
+export const K_AUDIO = 3;
+/** Both ways: payload i32 token; the worker hands it back in place. */
+export const K_MARKER = 4;
+/** The leg's DSP state starts afresh (its audio history is from before a reset). */
+export const K_RESET = 5;
+/** Fault injection for tests: payload i32 FAULT_*, i32 argument. */
+export const K_FAULT = 6;
+/** Worker -> main: a leg's output audio, with its input's generation. */
+export const K_OUT = 7;
 /** A record the worker could not process; payload is the UTF-8 message. */
 export const K_ERROR = 8;
 
 export const FAULT_THROW = 1;
 export const FAULT_EXIT = 2;
 export const FAULT_HANG = 3;
+export const FAULT_SLOW = 4;
 
-export const OPEN_BYTES = 20;
+export const OPEN_BYTES = 16;
 
 /** Page flags. */
 export const PAGE_FREE = 0;
@@ -103,16 +110,17 @@ export class BatchWriter {
 
   /**
    * Starts a record with room for `maxLen` payload bytes; returns the payload offset, or -1 when full.
-   * `control` records (open, close, fault: a few bytes each, one per session at most) may pass the bound,
-   * so that shedding audio never loses a session's open or close.
+   * `control` records (open, close, marker, reset, fault: a few bytes each, and bounded in number by their
+   * senders) may pass the bound, so that shedding audio never loses a leg's open, close or markers.
    */
-  begin(sessionId: number, kind: number, maxLen: number, control = false): number {
+  begin(legId: number, kind: number, maxLen: number, control = false, generation = 0): number {
     const need = this.used + RECORD_HEADER_BYTES + align4(maxLen);
     if (need > this.buf.byteLength && !this.grow(need, control)) return -1;
     const h = this.used >> 2;
-    this.i32[h] = sessionId;
+    this.i32[h] = legId;
     this.i32[h + 1] = kind;
     this.i32[h + 2] = maxLen;
+    this.i32[h + 3] = generation;
     return this.used + RECORD_HEADER_BYTES;
   }
 
@@ -123,33 +131,34 @@ export class BatchWriter {
     this.records++;
   }
 
-  /** One whole record from bytes; false when full. */
-  put(sessionId: number, kind: number, data: Uint8Array): boolean {
-    const at = this.begin(sessionId, kind, data.byteLength);
+  /** One whole audio record from bytes; false when full. */
+  put(legId: number, kind: number, data: Uint8Array, generation = 0): boolean {
+    const at = this.begin(legId, kind, data.byteLength, false, generation);
     if (at < 0) return false;
     this.u8.set(data, at);
     this.end(at, data.byteLength);
     return true;
   }
 
-  putOpen(sessionId: number, spec: PipelineSessionSpec): boolean {
-    const at = this.begin(sessionId, K_OPEN, OPEN_BYTES, true);
+  putOpen(legId: number, spec: LegSpec): boolean {
+    const at = this.begin(legId, K_OPEN, OPEN_BYTES, true);
     if (at < 0) return false;
     const p = at >> 2;
-    this.i32[p] = CODECS.indexOf(spec.callerIn.codec);
-    this.i32[p + 1] = spec.callerIn.sampleRate;
-    this.i32[p + 2] = CODECS.indexOf(spec.callerOut.codec);
-    this.i32[p + 3] = spec.callerOut.sampleRate;
-    this.i32[p + 4] = spec.botRate;
+    this.i32[p] = CODECS.indexOf(spec.from.codec);
+    this.i32[p + 1] = spec.from.rate;
+    this.i32[p + 2] = CODECS.indexOf(spec.to.codec);
+    this.i32[p + 3] = spec.to.rate;
     this.end(at, OPEN_BYTES);
     return true;
   }
 
-  putInt(sessionId: number, kind: number, value: number): boolean {
-    const at = this.begin(sessionId, kind, 4, true);
+  /** A control record (open, close, marker, reset, fault): never refused for the bound. */
+  putInt(legId: number, kind: number, value: number, value2 = 0): boolean {
+    const at = this.begin(legId, kind, 8, true);
     if (at < 0) return false;
     this.i32[at >> 2] = value;
-    this.end(at, 4);
+    this.i32[(at >> 2) + 1] = value2;
+    this.end(at, 8);
     return true;
   }
 
@@ -301,11 +310,28 @@ export class PageReader {
 }
 
 /** The spec of an OPEN record's payload. */
-export function readOpen(i32: Int32Array, at: number): PipelineSessionSpec {
+export function readOpen(i32: Int32Array, at: number): LegSpec {
   const p = at >> 2;
   return {
-    callerIn: { codec: CODECS[i32[p]!]!, sampleRate: i32[p + 1]! },
-    callerOut: { codec: CODECS[i32[p + 2]!]!, sampleRate: i32[p + 3]! },
-    botRate: i32[p + 4]!,
+    from: { codec: CODECS[i32[p]!]!, rate: i32[p + 1]! },
+    to: { codec: CODECS[i32[p + 2]!]!, rate: i32[p + 3]! },
   };
+}
+
+/**
+ * Calls `fn(legId, kind, generation, payloadOffset, length)` for each record of a batch, in order, from
+ * HEADER_BYTES up to `end`.
+ */
+export function forEachRecord(
+  i32: Int32Array,
+  end: number,
+  fn: (legId: number, kind: number, generation: number, at: number, len: number) => void,
+): void {
+  for (let off = HEADER_BYTES; off < end; ) {
+    const h = off >> 2;
+    const len = i32[h + 2]!;
+    const at = off + RECORD_HEADER_BYTES;
+    fn(i32[h]!, i32[h + 1]!, i32[h + 3]!, at, len);
+    off = at + align4(len);
+  }
 }

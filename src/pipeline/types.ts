@@ -1,56 +1,82 @@
 /**
- * The audio pipeline between the media sockets and the DSP core. Each session has two directions:
+ * The audio pipeline: one-way legs between the media sockets and the DSP core.
  *
- *   caller -> bot:  provider codec bytes at the caller's rate -> decode -> resample -> PCM16 LE at bot rate
- *   bot -> caller:  PCM16 LE at bot rate -> resample -> encode -> provider codec bytes at the output rate
+ *   pipeline.open({ from, to }, sink) -> leg
+ *   leg.push(audio)     audio in `from` (codec and rate), a whole number of samples
+ *   leg.marker(token)   comes out of the sink after every chunk pushed before it
+ *   leg.reset()         audio pushed before it never comes out after it (barge-in)
+ *   leg.close()
  *
- * The DSP runs in worker threads (or inline with 0 workers). Per session and direction, chunks come out
- * in the order they went in. Re-chunking to `chunk_bytes` and real-time pacing happen after the
- * pipeline, on the main thread, next to the socket.
+ * A leg decodes `from.codec`, resamples `from.rate -> to.rate` and encodes `to.codec`; a leg whose `from`
+ * equals its `to` does no DSP at all (the sink gets the pushed bytes). The DSP runs in worker threads or
+ * inline (0 workers). Audio and markers share one first-in-first-out stream per leg, so ordering travels
+ * with the audio: nothing has to count chunks or wait on a timer to keep an event behind its audio.
+ * Re-chunking to `chunk_bytes` and real-time pacing happen after the leg, next to the socket.
  */
 import type { Codec } from '../audio/format.js';
+import type { Logger } from '../log.js';
 
-export interface PipelineSessionSpec {
-  /** What the provider sends: codec and `input_sample_rate`. */
-  readonly callerIn: { readonly codec: Codec; readonly sampleRate: number };
-  /** What the provider receives: codec and `output_sample_rate`. */
-  readonly callerOut: { readonly codec: Codec; readonly sampleRate: number };
-  /** The bot's rate; the bot leg is always PCM16 LE mono. */
-  readonly botRate: number;
+/** One end of a leg: a codec at a rate the resampler supports (8000 ... 48000). */
+export interface Format {
+  readonly codec: Codec;
+  readonly rate: number;
+}
+
+export interface LegSpec {
+  readonly from: Format;
+  readonly to: Format;
 }
 
 /**
- * Where a session's processed audio goes. One object per session, not one closure per chunk.
+ * Where a leg's output goes. One object per leg, not one closure per chunk.
  *
- * The bytes handed to `toBot` and `toCaller` are a view into a buffer the pipeline reuses as soon as the
- * call returns: a sink copies what it keeps (the outbound re-chunker, the echo bot's ring and the ws
- * bot's masked frame all do). That is what lets a chunk cross without an allocation.
+ * The bytes handed to `audio` are a view into a buffer the pipeline reuses as soon as the call returns: a
+ * sink copies what it keeps (the outbound re-chunker, the echo bot's ring and the ws bot's masked frame all
+ * do). That is what lets a chunk cross without an allocation.
  */
-export interface PipelineSink {
-  /** PCM16 LE at the bot's rate; valid during the call only. */
-  toBot(pcm: Uint8Array): void;
-  /** Encoded audio in the `callerOut` format, any length; valid during the call only. */
-  toCaller(encoded: Uint8Array): void;
-  /** The session's DSP state was lost (its worker died and was replaced); audio goes on. */
-  onGap?(reason: string): void;
+export interface LegSink {
+  /** Audio in the leg's `to` format, any whole number of samples; valid during the call only. */
+  audio(view: Uint8Array): void;
+  /** A marker pushed with `leg.marker(token)`, after all the audio pushed before it. */
+  marker(token: number): void;
+  /**
+   * The leg was reset: called inside `leg.reset()`, before it returns. `hadAudio` says whether any audio
+   * was pushed since the last reset (so the far end may hold some of it).
+   */
+  reset(hadAudio: boolean): void;
+  /** The leg's DSP state was lost (its worker died and was replaced): audio goes on, markers are kept. */
+  gap(reason: string): void;
 }
 
-export interface PipelineSession {
-  /** Provider audio in the `callerIn` codec, a whole number of samples; not kept after the call returns. */
-  fromCaller(data: Uint8Array): void;
-  /** Bot audio, PCM16 LE at the bot rate, a whole number of samples; not kept after the call returns. */
-  fromBot(data: Uint8Array): void;
-  /** Frees the session's DSP state; no more sink calls after this. */
+export interface Leg {
+  readonly spec: LegSpec;
+  /** Audio in `from`, a whole number of samples (else `odd_length`, thrown here); not kept after the call. */
+  push(audio: Uint8Array): void;
+  /** `token` comes out of the sink after the audio pushed before it. Markers are never shed. */
+  marker(token: number): void;
+  /**
+   * Drops the audio pushed before this call that has not come out yet, and the DSP state it left; the
+   * sink's `reset` is called before this returns. Markers pushed before it still come out, in order.
+   */
+  reset(): void;
+  /** Frees the leg's DSP state; no sink calls after this. */
   close(): void;
+}
+
+export interface OpenOptions {
+  /** A leg to share a worker with (a call's other direction), so that losing a worker touches fewer calls. */
+  readonly near?: Leg | undefined;
+  /** The session's logger: the pipeline's own log lines about this leg carry its `session_id`. */
+  readonly log?: Logger | undefined;
 }
 
 export interface AudioPipeline {
   readonly workers: number;
-  /**
-   * `near`: a session to share a worker with (a call's other direction), so that losing a worker
-   * touches that worker's calls only, not one direction of twice as many calls.
-   */
-  open(spec: PipelineSessionSpec, sink: PipelineSink, near?: PipelineSession): PipelineSession;
+  open(spec: LegSpec, sink: LegSink, options?: OpenOptions): Leg;
   /** Stops the workers. */
   close(): Promise<void>;
+}
+
+export function sameFormat(a: Format, b: Format): boolean {
+  return a.codec === b.codec && a.rate === b.rate;
 }

@@ -1,5 +1,5 @@
 /**
- * "No allocation per chunk": the resampler (both implementations) and a session's whole DSP chain
+ * "No allocation per chunk": the resampler (both implementations) and a leg's whole DSP chain
  * (decode, resample, encode) run 20 ms chunks without allocating on the JS heap. Measured by V8's
  * new-space usage (every JS allocation lands there first) over two runs of different lengths with no
  * garbage collection inside either: what grows with the chunk count is allocation per chunk; one-off
@@ -9,7 +9,7 @@ import { PerformanceObserver } from 'node:perf_hooks';
 import { getHeapSpaceStatistics } from 'node:v8';
 import { describe, expect, it } from 'vitest';
 import { createResampler, type ResamplerImpl } from '../../src/audio/resampler.js';
-import { SessionDsp } from '../../src/pipeline/dsp.js';
+import { LegDsp } from '../../src/pipeline/dsp.js';
 
 const SHORT = 2_000;
 const LONG = 6_000;
@@ -77,40 +77,45 @@ describe('no allocation per chunk', () => {
     }
   }
 
-  it('a session DSP chain both ways: pcmu 8 kHz caller, 16 kHz bot', async () => {
-    const dsp = new SessionDsp({
-      callerIn: { codec: 'pcmu', sampleRate: 8000 },
-      callerOut: { codec: 'pcmu', sampleRate: 8000 },
-      botRate: 16000,
-    });
+  it('a call's two legs: pcmu 8 kHz caller, 16 kHz bot', async () => {
+    const up = new LegDsp({ from: { codec: 'pcmu', rate: 8000 }, to: { codec: 'slin', rate: 16000 } });
+    const down = new LegDsp({ from: { codec: 'slin', rate: 16000 }, to: { codec: 'pcmu', rate: 8000 } });
     const caller = new Uint8Array(160).fill(0x55);
     const bot = new Uint8Array(tone(320, 16000).buffer);
-    const toBot = new Uint8Array(dsp.botBytesFor(caller.length));
-    const toCaller = new Uint8Array(dsp.callerBytesFor(bot.length));
+    const toBot = new Uint8Array(up.bytesFor(caller.length));
+    const toCaller = new Uint8Array(down.bytesFor(bot.length));
     const bytes = await bytesPerChunk(() => {
-      dsp.callerToBot(caller, toBot, 0);
-      dsp.botToCaller(bot, toCaller, 0);
+      up.run(caller, toBot, 0);
+      down.run(bot, toCaller, 0);
     });
-    dsp.free();
+    up.free();
+    down.free();
     expect(bytes).toBeLessThan(MAX_BYTES_PER_CHUNK);
   });
 
-  it('a session DSP chain both ways: slin 16 kHz caller, 24 kHz bot, output at an odd place in a batch', async () => {
-    const dsp = new SessionDsp({
-      callerIn: { codec: 'slin', sampleRate: 16000 },
-      callerOut: { codec: 'slin', sampleRate: 16000 },
-      botRate: 24000,
-    });
+  it('a call's two legs: slin 16 kHz caller, 24 kHz bot, output at an odd place in a batch', async () => {
+    const up = new LegDsp({ from: { codec: 'slin', rate: 16000 }, to: { codec: 'slin', rate: 24000 } });
+    const down = new LegDsp({ from: { codec: 'slin', rate: 24000 }, to: { codec: 'slin', rate: 16000 } });
     const caller = new Uint8Array(tone(320, 16000).buffer);
     const bot = new Uint8Array(tone(480, 24000).buffer);
     // One long-lived buffer written at varying offsets, as a worker's reply batch is.
     const batch = new Uint8Array(64 * 1024);
     const bytes = await bytesPerChunk((i) => {
       const at = 2 * (i % 1000);
-      dsp.callerToBot(caller, batch, at);
-      dsp.botToCaller(bot, batch, at + 8 * 1024);
+      up.run(caller, batch, at);
+      down.run(bot, batch, at + 8 * 1024);
     });
-    dsp.free();
+    up.free();
+    down.free();
+    expect(bytes).toBeLessThan(MAX_BYTES_PER_CHUNK);
+  });
+
+  it('a codec-only leg (µ-law 8 kHz to PCM16 8 kHz, no resampler)', async () => {
+    const leg = new LegDsp({ from: { codec: 'pcmu', rate: 8000 }, to: { codec: 'slin', rate: 8000 } });
+    const caller = new Uint8Array(160).fill(0x55);
+    const out = new Uint8Array(leg.bytesFor(caller.length));
+    const bytes = await bytesPerChunk(() => leg.run(caller, out, 0));
+    leg.free();
     expect(bytes).toBeLessThan(MAX_BYTES_PER_CHUNK);
   });
 

@@ -4,17 +4,20 @@
  */
 import { describe, expect, it } from 'vitest';
 import { EchoBot } from '../../src/media/bot/builtin.js';
-import type { BotHandler } from '../../src/media/bot/types.js';
+import type { CallerPort } from '../../src/media/bot/types.js';
 import { PacingLoop } from '../../src/media/pacing-loop.js';
 
-class Collect implements BotHandler {
+class Collect implements CallerPort {
   readonly frames: Uint8Array[] = [];
-  botAudio(pcm: Uint8Array): void {
+  audio(pcm: Uint8Array): void {
     // A copy: what the bot hands on is valid for the call only.
     this.frames.push(pcm.slice());
   }
-  botEvent(): void {}
-  botFailed(): void {}
+  mark(): void {}
+  dtmf(): void {}
+  hangup(): void {}
+  clear(): void {}
+  failed(): void {}
 }
 
 /** Frame i: `len` bytes counting up from i * 7, so any reordering, loss or overlap shows. */

@@ -4,7 +4,7 @@
  * timers of their own; their audio goes through the same pipeline, re-chunker and pacer as a ws bot's.
  */
 import type { PacingLoop } from '../pacing-loop.js';
-import type { BotHandler, BotLeg } from './types.js';
+import type { CallerPort, BotLeg } from './types.js';
 
 /** How far ahead of real time generated audio is produced (the outbound pacer plays it at real time). */
 export const GENERATE_AHEAD_MS = 100;
@@ -24,7 +24,7 @@ const ECHO_SLACK_MS = 5_000;
  * What it hands on is a view of the ring, valid for that call only (the pipeline copies its input).
  */
 export class EchoBot implements BotLeg {
-  readonly #handler: BotHandler;
+  readonly #port: CallerPort;
   readonly #loop: PacingLoop;
   readonly #delayMs: number;
   /** The most bytes held: the delay plus ECHO_SLACK_MS at 48 kHz PCM16 (the highest bot rate). */
@@ -42,8 +42,8 @@ export class EchoBot implements BotLeg {
   #wrapped = new Uint8Array(0);
   #ended = false;
 
-  constructor(handler: BotHandler, loop: PacingLoop, delayMs: number) {
-    this.#handler = handler;
+  constructor(port: CallerPort, loop: PacingLoop, delayMs: number) {
+    this.#port = port;
     this.#loop = loop;
     this.#delayMs = delayMs;
     this.#maxBytes = Math.ceil(((delayMs + ECHO_SLACK_MS) * 48_000 * 2) / 1000);
@@ -89,7 +89,7 @@ export class EchoBot implements BotLeg {
       this.#bytes -= n;
       this.#head = (this.#head + 1) % this.#dueAt.length;
       this.#frames--;
-      this.#handler.botAudio(frame);
+      this.#port.audio(frame);
       if (this.#ended) return Number.POSITIVE_INFINITY;
     }
     return this.#frames > 0 ? this.#dueAt[this.#head]! : Number.POSITIVE_INFINITY;
@@ -139,7 +139,7 @@ export class EchoBot implements BotLeg {
  * A source returns the samples for a stretch of the stream, or fewer when it has ended.
  */
 export abstract class GeneratorBot implements BotLeg {
-  readonly #handler: BotHandler;
+  readonly #port: CallerPort;
   readonly #loop: PacingLoop;
   readonly #rate: number;
   readonly #frame: Int16Array;
@@ -147,8 +147,8 @@ export abstract class GeneratorBot implements BotLeg {
   #produced = 0;
   #done = false;
 
-  constructor(handler: BotHandler, loop: PacingLoop, rate: number) {
-    this.#handler = handler;
+  constructor(port: CallerPort, loop: PacingLoop, rate: number) {
+    this.#port = port;
     this.#loop = loop;
     this.#rate = rate;
     this.#frame = new Int16Array(rate / 50);
@@ -169,7 +169,7 @@ export abstract class GeneratorBot implements BotLeg {
       const n = this.fill(frame, this.#produced);
       if (n > 0) {
         this.#produced += n;
-        this.#handler.botAudio(new Uint8Array(frame.buffer, 0, n * 2));
+        this.#port.audio(new Uint8Array(frame.buffer, 0, n * 2));
       }
       if (n < frame.length) {
         this.#done = true;
@@ -196,8 +196,8 @@ export class ToneBot extends GeneratorBot {
   readonly #step: number;
   static readonly AMPLITUDE = 8192;
 
-  constructor(handler: BotHandler, loop: PacingLoop, rate: number, hz: number) {
-    super(handler, loop, rate);
+  constructor(port: CallerPort, loop: PacingLoop, rate: number, hz: number) {
+    super(port, loop, rate);
     this.#step = (2 * Math.PI * hz) / rate;
   }
 

@@ -7,10 +7,11 @@
 import type { BridgeContext } from '../../context.js';
 import { BridgeError } from '../../errors.js';
 import { displayUrl, type Logger } from '../../log.js';
+import type { Format } from '../../pipeline/types.js';
 import type { PacingLoop } from '../pacing-loop.js';
 import { isWsBotUrl, tenantBotUrlProblem, wavPath, wavPathInside } from './bot-url.js';
 import { EchoBot, ToneBot } from './builtin.js';
-import type { BotCall, BotHandler, BotLeg } from './types.js';
+import type { BotCall, CallerPort, BotLeg } from './types.js';
 import { loadWav, NotWavError, WavBot } from './wav.js';
 import { WsBot } from './ws-bot.js';
 
@@ -26,7 +27,12 @@ export interface BotDeps {
 
 export const DEFAULT_TONE_HZ = 440;
 
-export function createBotLeg(call: BotCall, handler: BotHandler, deps: BotDeps): BotLeg {
+/** The audio a bot leg speaks both ways: PCM16 at BOT_SAMPLE_RATE for every bot today. */
+export function botFormat(config: { readonly botSampleRate: number }): Format {
+  return { codec: 'slin', rate: config.botSampleRate };
+}
+
+export function createBotLeg(call: BotCall, port: CallerPort, deps: BotDeps): BotLeg {
   const { config, metrics } = deps.ctx;
   if (deps.tenantBotUnreadable === true) {
     deps.log.warn(
@@ -34,7 +40,7 @@ export function createBotLeg(call: BotCall, handler: BotHandler, deps: BotDeps):
       "the tenant's stored bot_url cannot be unsealed with this STATE_SECRET_KEY: the call goes on without a bot",
     );
     return new FailedBot(
-      handler,
+      port,
       deps,
       new BridgeError(
         'bot_unavailable',
@@ -55,7 +61,7 @@ export function createBotLeg(call: BotCall, handler: BotHandler, deps: BotDeps):
         "the tenant's stored bot_url is refused by the current configuration: the call goes on without a bot",
       );
       return new FailedBot(
-        handler,
+        port,
         deps,
         new BridgeError(
           'bot_unavailable',
@@ -66,7 +72,7 @@ export function createBotLeg(call: BotCall, handler: BotHandler, deps: BotDeps):
   }
   if (isWsBotUrl(url)) {
     try {
-      return new WsBot(call, handler, {
+      return new WsBot(call, port, {
         url,
         botRate: rate,
         retries: config.botRetries,
@@ -85,33 +91,33 @@ export function createBotLeg(call: BotCall, handler: BotHandler, deps: BotDeps):
       );
     }
   }
-  if (url === 'builtin:echo') return new EchoBot(handler, deps.loop, config.echoDelayMs);
+  if (url === 'builtin:echo') return new EchoBot(port, deps.loop, config.echoDelayMs);
   if (url.startsWith('builtin:tone')) {
     const hz =
       url.length > 'builtin:tone:'.length ? Number(url.slice('builtin:tone:'.length)) : DEFAULT_TONE_HZ;
-    return new ToneBot(handler, deps.loop, rate, hz);
+    return new ToneBot(port, deps.loop, rate, hz);
   }
   const wav = wavPath(url);
   if (wav !== undefined) {
-    if (!own) return new PendingWavBot(wav, "BOT_URL's WAV file", handler, deps);
+    if (!own) return new PendingWavBot(wav, "BOT_URL's WAV file", port, deps);
     // Inside BOT_WAV_DIR: tenantBotUrlProblem said so above.
     const inside = wavPathInside(wav, config.botWavDir)!;
     // The provider is told the path as the tenant wrote it, never where it lies on this server.
-    return new PendingWavBot(inside, url, handler, deps);
+    return new PendingWavBot(inside, url, port, deps);
   }
   // Config validation admits nothing else.
   throw new Error(`unsupported bot URL ${displayUrl(url)}`);
 }
 
-/** A bot leg that has failed before it began: the handler hears so once, just after the session is set up. */
+/** A bot leg that has failed before it began: the port hears so once, just after the session is set up. */
 class FailedBot implements BotLeg {
   #ended = false;
 
-  constructor(handler: BotHandler, deps: BotDeps, err: BridgeError) {
+  constructor(port: CallerPort, deps: BotDeps, err: BridgeError) {
     setImmediate(() => {
       if (this.#ended) return;
       deps.ctx.metrics.botConnects.labels('failed').inc();
-      handler.botFailed(err);
+      port.failed(err);
     });
   }
 
@@ -136,11 +142,11 @@ class PendingWavBot implements BotLeg {
   #ended = false;
 
   /** `path` is the file read; `shown` names it in what the provider is told (no server path). */
-  constructor(path: string, shown: string, handler: BotHandler, deps: BotDeps) {
+  constructor(path: string, shown: string, port: CallerPort, deps: BotDeps) {
     const rate = deps.ctx.config.botSampleRate;
     loadWav(path, rate).then(
       (samples) => {
-        if (!this.#ended) this.#bot = new WavBot(handler, deps.loop, rate, samples);
+        if (!this.#ended) this.#bot = new WavBot(port, deps.loop, rate, samples);
       },
       (err: unknown) => {
         if (this.#ended) return;
@@ -148,7 +154,7 @@ class PendingWavBot implements BotLeg {
         const why = wavFailure(err);
         // The whole story for the operator; the provider gets the name and the code only.
         deps.log.warn({ path, code: why, err: (err as Error).message }, 'WAV bot file cannot be played');
-        handler.botFailed(new BridgeError('bot_unavailable', `cannot play ${shown} (${why})`));
+        port.failed(new BridgeError('bot_unavailable', `cannot play ${shown} (${why})`));
       },
     );
   }

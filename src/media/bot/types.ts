@@ -1,17 +1,27 @@
 /**
  * The bot leg as the session sees it, whatever the bot is: a ws bot or a built-in one. Audio both ways
- * is PCM16 LE mono at the bot's rate.
+ * is in the bot's format (today PCM16 LE mono at BOT_SAMPLE_RATE for every bot).
  */
 import type { BridgeError } from '../../errors.js';
-import type { BotEvent } from '../protocol.js';
 
-/** What the session receives from its bot leg (one object per session, not a closure per frame). */
-export interface BotHandler {
-  /** Bot audio, PCM16 LE at the bot rate, a whole number of samples; valid during the call only. */
-  botAudio(pcm: Uint8Array): void;
-  botEvent(event: BotEvent): void;
+/**
+ * What a bot leg drives: the call's bot -> caller line (src/media/bot-ports.ts), one object per call, not
+ * a closure per frame. Audio and events go in in the order the bot sent them and keep that order through
+ * the DSP to the provider.
+ */
+export interface CallerPort {
+  /** Bot audio in the bot leg's format, a whole number of samples; not kept after the call. */
+  audio(pcm: Uint8Array): void;
+  /** A mark: the provider gets it once the audio before it has been sent. */
+  mark(name: string): void;
+  /** A digit for the provider, behind the audio before it. */
+  dtmf(digit: string): void;
+  /** The bot hangs up: its audio plays out, then the provider is told and the call ends. */
+  hangup(reason: string): void;
+  /** Barge-in: the bot's audio not yet played is dropped, in the DSP and the outbound queue. */
+  clear(): void;
   /** The bot could not be reached or dropped; the call goes on (the provider gets an `error` event). */
-  botFailed(err: BridgeError): void;
+  failed(err: BridgeError): void;
 }
 
 /** The call as the bot is told of it in `session_start`. */
@@ -24,7 +34,7 @@ export interface BotCall {
 }
 
 export interface BotLeg {
-  /** Caller audio, PCM16 LE at the bot rate; the leg may keep `pcm`. */
+  /** Caller audio in the bot's format; a view valid during the call only (copy what is kept). */
   audio(pcm: Uint8Array): void;
   dtmf(digit: string): void;
   /** The provider reports playback reached a mark the bot sent. */

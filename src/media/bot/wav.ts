@@ -7,7 +7,7 @@ import { readFile } from 'node:fs/promises';
 import { decodeWav } from '../../audio/wav.js';
 import type { PacingLoop } from '../pacing-loop.js';
 import { GeneratorBot } from './builtin.js';
-import type { BotHandler } from './types.js';
+import type { CallerPort } from './types.js';
 
 const CACHE_MAX = 16;
 const cache = new Map<string, Promise<Int16Array>>();
@@ -44,8 +44,8 @@ async function decode(path: string, rate: number): Promise<Int16Array> {
 export class WavBot extends GeneratorBot {
   readonly #samples: Int16Array;
 
-  constructor(handler: BotHandler, loop: PacingLoop, rate: number, samples: Int16Array) {
-    super(handler, loop, rate);
+  constructor(port: CallerPort, loop: PacingLoop, rate: number, samples: Int16Array) {
+    super(port, loop, rate);
     this.#samples = samples;
   }
 

@@ -13,7 +13,7 @@ import { BridgeError, isBridgeError } from '../../errors.js';
 import { displayUrl, type Logger } from '../../log.js';
 import type { Metrics } from '../../metrics.js';
 import { errorFrame, parseBotEvent } from '../protocol.js';
-import { type BotCall, type BotHandler, type BotLeg, type BotNotice, botSessionStart } from './types.js';
+import { type BotCall, type CallerPort, type BotLeg, type BotNotice, botSessionStart } from './types.js';
 
 export interface WsBotOptions {
   readonly url: string;
@@ -63,7 +63,7 @@ const nonZeroMask = nonZeroMasks();
 export class WsBot implements BotLeg {
   readonly #o: WsBotOptions;
   readonly #call: BotCall;
-  readonly #handler: BotHandler;
+  readonly #port: CallerPort;
   readonly #framesOut;
   readonly #bytesOut;
   readonly #shed;
@@ -81,10 +81,10 @@ export class WsBot implements BotLeg {
   /** Notices that came while the socket was not open: sent after the next session_start. */
   #heldNotices: string[] = [];
 
-  constructor(call: BotCall, handler: BotHandler, o: WsBotOptions) {
+  constructor(call: BotCall, port: CallerPort, o: WsBotOptions) {
     this.#o = o;
     this.#call = call;
-    this.#handler = handler;
+    this.#port = port;
     this.#framesOut = o.metrics.hot.framesOutBot;
     this.#bytesOut = o.metrics.hot.bytesOutBot;
     this.#shed = o.metrics.shedChunks.labels('bot_backpressure');
@@ -204,13 +204,26 @@ export class WsBot implements BotLeg {
         );
         return;
       }
-      this.#handler.botAudio(data);
+      this.#port.audio(data);
       return;
     }
     try {
       const ev = parseBotEvent(data.toString('utf8'));
-      if (ev.event === 'session_end') this.#hangingUp = true;
-      this.#handler.botEvent(ev);
+      switch (ev.event) {
+        case 'clear':
+          this.#port.clear();
+          return;
+        case 'mark':
+          this.#port.mark(ev.name);
+          return;
+        case 'dtmf':
+          this.#port.dtmf(ev.digit);
+          return;
+        case 'session_end':
+          this.#hangingUp = true;
+          this.#port.hangup(ev.reason ?? 'bot');
+          return;
+      }
     } catch (err) {
       if (!isBridgeError(err)) throw err;
       this.#badFrame(ws, err);
@@ -229,7 +242,7 @@ export class WsBot implements BotLeg {
     const giveUp = this.#failures > this.#o.retries;
     this.#o.log.warn({ bot: this.#name, failures: this.#failures, giveUp }, `bot ${what}`);
     if (giveUp) {
-      this.#handler.botFailed(
+      this.#port.failed(
         new BridgeError(
           'bot_unavailable',
           `bot ${this.#name} ${what}; gave up after ${this.#failures} attempts, the call continues without a bot`,
@@ -240,7 +253,7 @@ export class WsBot implements BotLeg {
     }
     if (!this.#reported) {
       this.#reported = true;
-      this.#handler.botFailed(
+      this.#port.failed(
         new BridgeError('bot_unavailable', `bot ${this.#name} ${what}; retrying (the caller hears silence)`),
       );
     }

@@ -1,0 +1,104 @@
+/**
+ * Where the call's two legs meet its bot.
+ *
+ *   caller -> bot:  session -> caller leg -> ToBot (the leg's sink) -> bot leg
+ *   bot -> caller:  bot leg -> ToCaller -> bot leg of the pipeline -> outbound queue (the leg's sink)
+ *
+ * Events that must keep their place behind audio ride the legs as markers: ToCaller puts the bot's marks,
+ * digits and hang-up in the bot -> caller leg (the outbound queue applies them), and the session puts the
+ * caller's digits and the end of the call in the caller -> bot leg (ToBot applies them). The bot's clear
+ * is the leg's reset, which clears the outbound queue before it returns.
+ */
+import type { BridgeError } from '../errors.js';
+import type { Logger } from '../log.js';
+import type { Metrics } from '../metrics.js';
+import type { Leg, LegSink } from '../pipeline/types.js';
+import type { BotLeg, CallerPort } from './bot/types.js';
+import type { BotBoundEvent, CallerEvent, Markers } from './markers.js';
+import type { OutboundQueue } from './outbound.js';
+import { errorFrame } from './protocol.js';
+
+/** The bot's way to the caller: its audio and events onto the bot -> caller leg. */
+export class ToCaller implements CallerPort {
+  readonly #leg: Leg;
+  readonly #marks: Markers<CallerEvent>;
+  readonly #out: OutboundQueue;
+  readonly #log: Logger;
+  readonly #frames;
+  readonly #bytes;
+
+  constructor(leg: Leg, marks: Markers<CallerEvent>, out: OutboundQueue, metrics: Metrics, log: Logger) {
+    this.#leg = leg;
+    this.#marks = marks;
+    this.#out = out;
+    this.#log = log;
+    this.#frames = metrics.hot.framesInBot;
+    this.#bytes = metrics.hot.bytesInBot;
+  }
+
+  audio(pcm: Uint8Array): void {
+    this.#frames.add();
+    this.#bytes.add(pcm.byteLength);
+    this.#leg.push(pcm);
+  }
+
+  mark(name: string): void {
+    this.#ordered({ event: 'mark', name });
+  }
+
+  dtmf(digit: string): void {
+    this.#ordered({ event: 'dtmf', digit });
+  }
+
+  hangup(reason: string): void {
+    this.#log.info({ reason }, 'bot ended the session');
+    this.#ordered({ event: 'session_end', reason });
+  }
+
+  clear(): void {
+    this.#leg.reset();
+  }
+
+  failed(err: BridgeError): void {
+    this.#log.warn({ code: err.code, msg: err.message }, 'bot failure');
+    this.#out.report(errorFrame(err));
+  }
+
+  #ordered(event: CallerEvent): void {
+    const token = this.#marks.put(event);
+    if (token < 0) this.#log.warn({ event: event.event }, 'too many bot events in flight; dropped');
+    else this.#leg.marker(token);
+  }
+}
+
+/** The caller -> bot leg's sink: caller audio, digits and the end of the call, in order, to the bot. */
+export class ToBot implements LegSink {
+  readonly #bot: BotLeg;
+  readonly #marks: Markers<BotBoundEvent>;
+  readonly #log: Logger;
+
+  constructor(bot: BotLeg, marks: Markers<BotBoundEvent>, log: Logger) {
+    this.#bot = bot;
+    this.#marks = marks;
+    this.#log = log;
+  }
+
+  audio(view: Uint8Array): void {
+    this.#bot.audio(view);
+  }
+
+  marker(token: number): void {
+    const ev = this.#marks.take(token);
+    if (ev === undefined) return;
+    if (ev.event === 'dtmf') this.#bot.dtmf(ev.digit);
+    else ev.then();
+  }
+
+  reset(): void {
+    // The caller's leg is never reset: a caller cannot take back what it said.
+  }
+
+  gap(reason: string): void {
+    this.#log.warn({ reason, direction: 'caller_to_bot' }, 'DSP state lost and rebuilt; audio goes on');
+  }
+}
