@@ -19,7 +19,7 @@ import { cpus } from 'node:os';
 import { performance } from 'node:perf_hooks';
 import { createResampler } from '../src/audio/resampler.js';
 import { createPipeline, type DspPipeline } from '../src/pipeline/index.js';
-import type { PipelineSession, PipelineSink } from '../src/pipeline/types.js';
+import type { Leg, LegSink } from '../src/pipeline/types.js';
 
 const argv = process.argv.slice(2);
 function arg(name: string, fallback: string): string {
@@ -70,8 +70,8 @@ class Recorder {
   }
 }
 
-/** One per session: FIFOs of submit and due times per direction (per-session order is guaranteed). */
-class BenchSink implements PipelineSink {
+/** One per call: FIFOs of submit and due times per leg (per-leg order is guaranteed). */
+class BenchSink {
   private readonly botT = new Float64Array(512);
   private readonly callerT = new Float64Array(512);
   private readonly botDue = new Float64Array(512);
@@ -98,9 +98,16 @@ class BenchSink implements PipelineSink {
     const i = this.callerHead++ & 511;
     this.rec.add(performance.now(), this.callerT[i]!, this.callerDue[i]!);
   }
-  onGap(): void {
-    this.gaps++;
-  }
+  /** The caller -> bot leg's sink, and the bot -> caller leg's. */
+  readonly up: LegSink = {
+    audio: () => this.toBot(),
+    marker: () => {},
+    reset: () => {},
+    gap: () => {
+      this.gaps++;
+    },
+  };
+  readonly down: LegSink = { ...this.up, audio: () => this.toCaller() };
 }
 
 interface Cell {
@@ -131,20 +138,14 @@ async function runCell(workers: number, sessions: number): Promise<Cell> {
   const ticks = Math.round(((SECONDS + WARMUP_S) * 1000) / TICK_MS);
   const rec = new Recorder(sessions * 2 * Math.round((SECONDS * 1000) / TICK_MS) + 1024);
   const sinks: BenchSink[] = [];
-  const live: PipelineSession[] = [];
+  const live: { up: Leg; down: Leg }[] = [];
+  const caller = { codec: 'slin', rate: 8000 } as const;
+  const bot = { codec: 'slin', rate: 16000 } as const;
   for (let i = 0; i < sessions; i++) {
     const sink = new BenchSink(rec);
     sinks.push(sink);
-    live.push(
-      pipeline.open(
-        {
-          callerIn: { codec: 'slin', sampleRate: 8000 },
-          callerOut: { codec: 'slin', sampleRate: 8000 },
-          botRate: 16000,
-        },
-        sink,
-      ),
-    );
+    const up = pipeline.open({ from: caller, to: bot }, sink.up);
+    live.push({ up, down: pipeline.open({ from: bot, to: caller }, sink.down, { near: up }) });
   }
   // Let the workers start (and compile) before the clock starts.
   await new Promise((r) => setTimeout(r, workers > 0 ? 1500 : 100));
@@ -174,9 +175,9 @@ async function runCell(workers: number, sessions: number): Promise<Cell> {
       const sink = sinks[i]!;
       const session = live[i]!;
       sink.sentToBot(performance.now(), due);
-      session.fromCaller(callerChunk);
+      session.up.push(callerChunk);
       sink.sentToCaller(performance.now(), due);
-      session.fromBot(botChunk);
+      session.down.push(botChunk);
     }
   }
   // Let the last chunks arrive.

@@ -91,7 +91,7 @@ export class ToBot implements LegSink {
     const ev = this.#marks.take(token);
     if (ev === undefined) return;
     if (ev.event === 'dtmf') this.#bot.dtmf(ev.digit);
-    else ev.then();
+    else ev.endCall();
   }
 
   reset(): void {

@@ -13,8 +13,8 @@ export type CallerEvent =
 /** Events that keep their place behind the caller's audio, on their way to the bot. */
 export type BotBoundEvent =
   | { readonly event: 'dtmf'; readonly digit: string }
-  /** The call ends once the caller's audio before it has reached the bot: `then` ends it. */
-  | { readonly event: 'end'; readonly then: () => void };
+  /** The call ends once the caller's audio before it has reached the bot: `endCall` ends it. */
+  | { readonly event: 'end'; readonly endCall: () => void };
 
 /** Markers in flight per leg; past this a peer is flooding events, and new ones are refused. */
 export const MAX_MARKERS = 1024;

@@ -46,8 +46,10 @@ export interface OutboundOptions {
 /** How long a bot-initiated hang-up may wait for queued audio to play out, by default. */
 const HANGUP_PLAYOUT_MAX_MS = 60_000;
 
+/** A mark, or a digit, waiting for the audio before it to be sent. */
 interface PendingMark {
-  readonly name: string;
+  /** The text frame to send: `{"event":"mark",...}` or `{"event":"dtmf",...}`. */
+  readonly text: string;
   /** Stream position (bytes written) the mark follows. */
   readonly at: number;
 }
@@ -132,7 +134,7 @@ export class OutboundQueue implements Paced, LegSink {
         this.mark(ev.name);
         return;
       case 'dtmf':
-        this.#sendText(JSON.stringify({ event: 'dtmf', digit: ev.digit }));
+        this.#behindAudio(JSON.stringify({ event: 'dtmf', digit: ev.digit }));
         return;
       case 'session_end':
         this.#hangup(ev.reason);
@@ -177,8 +179,13 @@ export class OutboundQueue implements Paced, LegSink {
    * words. A partial chunk is padded only at the end of the bot's audio (see service), or by drain.
    */
   mark(name: string): void {
+    this.#behindAudio(JSON.stringify({ event: 'mark', name }));
+  }
+
+  /** A text frame that leaves once the audio queued before it has been sent (a mark, a digit). */
+  #behindAudio(text: string): void {
     if (this.#marks.length >= MAX_MARKS) this.#marks.shift();
-    this.#marks.push({ name, at: this.#chunks.written });
+    this.#marks.push({ text, at: this.#chunks.written });
     this.#pump();
   }
 
@@ -278,8 +285,7 @@ export class OutboundQueue implements Paced, LegSink {
   #deliverMarks(): void {
     const consumed = this.#chunks.consumed;
     while (this.#marks.length > 0 && this.#marks[0]!.at <= consumed) {
-      const m = this.#marks.shift()!;
-      this.#sendText(JSON.stringify({ event: 'mark', name: m.name }));
+      this.#sendText(this.#marks.shift()!.text);
     }
   }
 

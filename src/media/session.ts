@@ -222,13 +222,13 @@ export class MediaSession {
   #endAfterFlush(reason: string): void {
     if (this.#ending) return;
     this.#ending = true;
-    this.#toBot({ event: 'end', then: () => this.end(1000, 'session ended', reason) });
+    this.#toBot({ event: 'end', endCall: () => this.end(1000, 'session ended', reason) });
   }
 
   #toBot(event: BotBoundEvent): void {
     const token = this.#botMarks.put(event);
     if (token >= 0) this.#callerLeg.marker(token);
-    else if (event.event === 'end') event.then();
+    else if (event.event === 'end') event.endCall();
     else this.log.warn({ event: event.event }, 'too many caller events in flight; dropped');
   }
 

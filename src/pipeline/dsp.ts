@@ -103,7 +103,8 @@ export class LegDsp {
    */
   #emit(pcm: Int16Array, views: Map<number, Uint8Array>, w: number, out: Uint8Array, at: number): number {
     if (this.#to !== 'slin' || !LITTLE_ENDIAN) return encodeInto(this.#to, pcm, out, w, at);
-    if (out.byteLength - at < w * 2) throw new RangeError(`output holds ${out.byteLength - at} bytes, needs ${w * 2}`);
+    if (out.byteLength - at < w * 2)
+      throw new RangeError(`output holds ${out.byteLength - at} bytes, needs ${w * 2}`);
     let view = views.get(w);
     if (view === undefined) {
       view = new Uint8Array(pcm.buffer, 0, w * 2);

@@ -343,7 +343,7 @@ export class WorkerPipeline implements DspPipeline {
       if (kind === K_OUT) {
         // A view for the length of the call: sinks copy what they keep (src/pipeline/types.ts). Output of
         // audio pushed before a reset is dropped here.
-        if (gen === leg.generation) leg.sink.audio(this.replyU8.subarray(at, at + len));
+        if (gen === leg.generation && len > 0) leg.sink.audio(this.replyU8.subarray(at, at + len));
       } else if (kind === K_MARKER) {
         leg.markers.shift();
         leg.sink.marker(this.replyI32[at >> 2]!);

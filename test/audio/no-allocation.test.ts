@@ -77,7 +77,7 @@ describe('no allocation per chunk', () => {
     }
   }
 
-  it('a call's two legs: pcmu 8 kHz caller, 16 kHz bot', async () => {
+  it("a call's two legs: pcmu 8 kHz caller, 16 kHz bot", async () => {
     const up = new LegDsp({ from: { codec: 'pcmu', rate: 8000 }, to: { codec: 'slin', rate: 16000 } });
     const down = new LegDsp({ from: { codec: 'slin', rate: 16000 }, to: { codec: 'pcmu', rate: 8000 } });
     const caller = new Uint8Array(160).fill(0x55);
@@ -93,7 +93,7 @@ describe('no allocation per chunk', () => {
     expect(bytes).toBeLessThan(MAX_BYTES_PER_CHUNK);
   });
 
-  it('a call's two legs: slin 16 kHz caller, 24 kHz bot, output at an odd place in a batch', async () => {
+  it("a call's two legs: slin 16 kHz caller, 24 kHz bot, output at an odd place in a batch", async () => {
     const up = new LegDsp({ from: { codec: 'slin', rate: 16000 }, to: { codec: 'slin', rate: 24000 } });
     const down = new LegDsp({ from: { codec: 'slin', rate: 24000 }, to: { codec: 'slin', rate: 16000 } });
     const caller = new Uint8Array(tone(320, 16000).buffer);

@@ -1,17 +1,14 @@
 /**
- * A call's two DSP directions share a worker (`open(spec, sink, near)`), so a worker's loss reaches
- * only the calls on it; without `near`, sessions go to the least-loaded worker.
+ * A call's two legs share a worker (`open(spec, sink, { near })`), so a worker's loss reaches
+ * only the calls on it; without `near`, legs go to the least-loaded worker.
  */
 import { afterEach, describe, expect, it } from 'vitest';
 import { createPipeline, type DspPipeline } from '../../src/pipeline/index.js';
-import type { PipelineSessionSpec } from '../../src/pipeline/types.js';
-import { Collector } from './helpers.js';
+import type { LegSpec } from '../../src/pipeline/types.js';
+import { LegLog } from './helpers.js';
 
-const SPEC: PipelineSessionSpec = {
-  callerIn: { codec: 'slin', sampleRate: 8000 },
-  callerOut: { codec: 'slin', sampleRate: 8000 },
-  botRate: 16000,
-};
+const UP: LegSpec = { from: { codec: 'slin', rate: 8000 }, to: { codec: 'slin', rate: 16000 } };
+const DOWN: LegSpec = { from: { codec: 'slin', rate: 16000 }, to: { codec: 'slin', rate: 8000 } };
 
 let p: DspPipeline | undefined;
 afterEach(async () => {
@@ -20,11 +17,11 @@ afterEach(async () => {
 });
 
 describe('worker affinity', () => {
-  it('opens a session beside `near`, and otherwise on the least-loaded worker', () => {
+  it('opens a leg beside `near`, and otherwise on the least-loaded worker', () => {
     p = createPipeline({ workers: 2 });
     const calls = Array.from({ length: 6 }, () => {
-      const callerToBot = p!.open(SPEC, new Collector());
-      const botToCaller = p!.open(SPEC, new Collector(), callerToBot);
+      const callerToBot = p!.open(UP, new LegLog());
+      const botToCaller = p!.open(DOWN, new LegLog(), { near: callerToBot });
       return [callerToBot, botToCaller] as const;
     });
     for (const [a, b] of calls) expect(p.workerOf(b)).toBe(p.workerOf(a));

@@ -3,14 +3,16 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { createLogger } from '../../src/log.js';
 import { createMetrics } from '../../src/metrics.js';
 import { createPipeline, type DspPipeline, type WorkerFault } from '../../src/pipeline/index.js';
-import type { PipelineSession, PipelineSessionSpec } from '../../src/pipeline/types.js';
-import { Collector, concat, encode, reference, tone, until } from './helpers.js';
+import type { Leg, LegSpec } from '../../src/pipeline/types.js';
+import { type CallSpec, Collector, concat, encode, reference, tone, until } from './helpers.js';
 
-const SPEC: PipelineSessionSpec = {
+/** The caller -> bot leg of a µ-law 8 kHz call with a 16 kHz bot. */
+const SPEC: CallSpec = {
   callerIn: { codec: 'pcmu', sampleRate: 8000 },
   callerOut: { codec: 'pcmu', sampleRate: 8000 },
   botRate: 16000,
 };
+const UP: LegSpec = { from: { codec: 'pcmu', rate: 8000 }, to: { codec: 'slin', rate: 16000 } };
 
 const open: DspPipeline[] = [];
 afterEach(async () => {
@@ -30,7 +32,7 @@ function setup(sessions: number) {
   const p = createPipeline({ workers: 2, log, metrics });
   open.push(p);
   const sinks = Array.from({ length: sessions }, () => new Collector());
-  const live = sinks.map((k) => p.open(SPEC, k));
+  const live = sinks.map((k) => p.open(UP, k.up));
   // Each session its own tone, 20 ms µ-law chunks, so a mixed-up or stale DSP state shows in the bytes.
   const chunks = live.map((_, i) => {
     const pcm = tone(300 + 37 * i, 8000, 160 * 40, 9000);
@@ -39,12 +41,12 @@ function setup(sessions: number) {
   return { p, lines, metrics, sinks, live, chunks };
 }
 
-function feed(live: readonly PipelineSession[], chunks: readonly Uint8Array[][], from: number, to: number) {
-  for (let c = from; c < to; c++) for (let i = 0; i < live.length; i++) live[i]!.fromCaller(chunks[i]![c]!);
+function feed(live: readonly Leg[], chunks: readonly Uint8Array[][], from: number, to: number) {
+  for (let c = from; c < to; c++) for (let i = 0; i < live.length; i++) live[i]!.push(chunks[i]![c]!);
 }
 
 describe.each(['throw', 'exit'] as const)('a DSP worker that dies (%s)', (fault: WorkerFault) => {
-  it('is replaced; its sessions go on from fresh state after one onGap; the others are untouched', async () => {
+  it('is replaced; its legs go on from fresh state after one gap; the others are untouched', async () => {
     const N = 40;
     const { p, lines, metrics, sinks, live, chunks } = setup(N);
     const victims = live.map((s) => p.workerOf(s) === 0);
@@ -80,10 +82,10 @@ describe.each(['throw', 'exit'] as const)('a DSP worker that dies (%s)', (fault:
     expect(p.stats().replaced).toBe(1);
     expect(p.stats().perWorker).toEqual([N / 2, N / 2]);
     const died = lines.filter(
-      (l) => l['msg'] === 'dsp worker died; replaced, its sessions go on with fresh DSP state',
+      (l) => l['msg'] === 'dsp worker died; replaced, its legs go on with fresh DSP state',
     );
     expect(died).toHaveLength(1);
-    expect(died[0]).toMatchObject({ worker: 0, sessions: N / 2 });
+    expect(died[0]).toMatchObject({ worker: 0, legs: N / 2 });
   });
 });
 
@@ -106,7 +108,7 @@ describe('a DSP worker that hangs', () => {
 });
 
 describe('a DSP worker that keeps dying before it answers', () => {
-  it('is respawned after a growing delay, not in a tight loop, and its sessions still go on', async () => {
+  it('is respawned after a growing delay, not in a tight loop, and its legs still go on', async () => {
     const { p, lines, sinks, live, chunks } = setup(2);
     const victim = live.findIndex((s) => p.workerOf(s) === 0);
     feed(live, chunks, 0, 1);
@@ -114,7 +116,7 @@ describe('a DSP worker that keeps dying before it answers', () => {
     // On the first death, poison the replacement's first batch: it dies before answering anything,
     // which is what a worker that cannot start looks like, so the next replacement must wait.
     const sink = sinks[victim]!;
-    sink.onGap = (reason) => {
+    sink.up.gap = (reason) => {
       sink.gaps.push(reason);
       if (sink.gaps.length === 1) p.injectWorkerFault(0, 'exit');
     };

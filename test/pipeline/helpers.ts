@@ -2,7 +2,14 @@
 import { bytesFor, decodeInto, encodeInto } from '../../src/audio/codec.js';
 import type { Codec } from '../../src/audio/format.js';
 import { createResampler } from '../../src/audio/resampler.js';
-import type { PipelineSessionSpec, PipelineSink } from '../../src/pipeline/types.js';
+import type { AudioPipeline, Leg, LegSink } from '../../src/pipeline/types.js';
+
+/** A call's formats, as the tests describe them: the caller's in and out, and the bot's PCM16 rate. */
+export interface CallSpec {
+  readonly callerIn: { readonly codec: Codec; readonly sampleRate: number };
+  readonly callerOut: { readonly codec: Codec; readonly sampleRate: number };
+  readonly botRate: number;
+}
 
 export function tone(freq: number, rate: number, n: number, amp: number, phase = 0): Int16Array {
   const out = new Int16Array(n);
@@ -74,20 +81,72 @@ export function decode(codec: Codec, bytes: Uint8Array): Int16Array {
   return out;
 }
 
-/** A sink that keeps every output (copied, so nothing depends on buffer ownership). */
-export class Collector implements PipelineSink {
-  readonly bot: Uint8Array[] = [];
-  readonly caller: Uint8Array[] = [];
+/** What came out of one leg, in order: audio (copied) and markers, and the resets and gaps it saw. */
+export class LegLog implements LegSink {
+  readonly chunks: Uint8Array[] = [];
+  /** 'a' for each chunk of audio, 'm<token>' for each marker, 'r' for a reset, in arrival order. */
+  readonly order: string[] = [];
   readonly gaps: string[] = [];
-  toBot(pcm: Uint8Array): void {
-    this.bot.push(new Uint8Array(pcm));
+  readonly resets: boolean[] = [];
+  audio(view: Uint8Array): void {
+    this.chunks.push(new Uint8Array(view));
+    this.order.push('a');
   }
-  toCaller(encoded: Uint8Array): void {
-    this.caller.push(new Uint8Array(encoded));
+  marker(token: number): void {
+    this.order.push(`m${token}`);
   }
-  onGap(reason: string): void {
+  reset(hadAudio: boolean): void {
+    this.resets.push(hadAudio);
+    this.order.push('r');
+  }
+  gap(reason: string): void {
     this.gaps.push(reason);
   }
+}
+
+/** Keeps both legs' output of a call: `bot` is what reached the bot, `caller` what reached the caller. */
+export class Collector {
+  readonly up = new LegLog();
+  readonly down = new LegLog();
+  get bot(): Uint8Array[] {
+    return this.up.chunks;
+  }
+  get caller(): Uint8Array[] {
+    return this.down.chunks;
+  }
+  /** Gaps of the caller -> bot leg. */
+  get gaps(): string[] {
+    return this.up.gaps;
+  }
+}
+
+/** A call's two legs, opened as the media session opens them (the bot's leg beside the caller's). */
+export interface CallLegs {
+  readonly up: Leg;
+  readonly down: Leg;
+  fromCaller(data: Uint8Array): void;
+  fromBot(data: Uint8Array): void;
+  close(): void;
+}
+
+export function openCall(p: AudioPipeline, spec: CallSpec, k: Collector): CallLegs {
+  const bot = { codec: 'slin', rate: spec.botRate } as const;
+  const up = p.open({ from: { codec: spec.callerIn.codec, rate: spec.callerIn.sampleRate }, to: bot }, k.up);
+  const down = p.open(
+    { from: bot, to: { codec: spec.callerOut.codec, rate: spec.callerOut.sampleRate } },
+    k.down,
+    { near: up },
+  );
+  return {
+    up,
+    down,
+    fromCaller: (d) => up.push(d),
+    fromBot: (d) => down.push(d),
+    close: () => {
+      up.close();
+      down.close();
+    },
+  };
 }
 
 /**
@@ -95,7 +154,7 @@ export class Collector implements PipelineSink {
  * chunk, on the test's thread.
  */
 export function reference(
-  spec: PipelineSessionSpec,
+  spec: CallSpec,
   callerChunks: readonly Uint8Array[],
   botChunks: readonly Uint8Array[],
 ): { bot: Uint8Array; caller: Uint8Array } {

@@ -2,13 +2,16 @@ import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import type { Codec } from '../../src/audio/format.js';
 import { createMetrics } from '../../src/metrics.js';
 import { createPipeline, type DspPipeline } from '../../src/pipeline/index.js';
-import type { PipelineSession, PipelineSessionSpec } from '../../src/pipeline/types.js';
 import {
   asBytes,
+  type CallLegs,
+  type CallSpec,
   Collector,
   concat,
   decode,
   encode,
+  LegLog,
+  openCall,
   pcmOf,
   reference,
   tick,
@@ -32,7 +35,7 @@ function spec(inCodec: Codec, inRate: number, outCodec: Codec, outRate: number, 
     callerIn: { codec: inCodec, sampleRate: inRate },
     callerOut: { codec: outCodec, sampleRate: outRate },
     botRate,
-  } satisfies PipelineSessionSpec;
+  } satisfies CallSpec;
 }
 
 /** Splits `pcm` into chunks of `sizes` samples, cycling through the sizes. */
@@ -78,8 +81,8 @@ describe.each([0, 2])('pipeline with %i workers', (workers) => {
     const p = sharedPipeline();
     const slin = new Collector();
     const ulaw = new Collector();
-    const a = p.open(spec('slin', 8000, 'slin', 8000, 16000), slin);
-    const b = p.open(spec('pcmu', 8000, 'pcmu', 8000, 16000), ulaw);
+    const a = openCall(p, spec('slin', 8000, 'slin', 8000, 16000), slin);
+    const b = openCall(p, spec('pcmu', 8000, 'pcmu', 8000, 16000), ulaw);
     const pcm = tone(1000, 8000, 8000, 12000);
     for (const c of chunks(pcm, [160])) {
       a.fromCaller(asBytes(c));
@@ -98,7 +101,7 @@ describe.each([0, 2])('pipeline with %i workers', (workers) => {
   it('carries a tone bot -> caller (16k -> 8k A-law) at G.711 SNR', async () => {
     const p = sharedPipeline();
     const sink = new Collector();
-    const s = p.open(spec('slin', 8000, 'pcma', 8000, 16000), sink);
+    const s = openCall(p, spec('slin', 8000, 'pcma', 8000, 16000), sink);
     for (const c of chunks(tone(700, 16000, 16000, 12000), [320])) s.fromBot(asBytes(c));
     expect(await until(() => sink.caller.length === 50)).toBe(true);
     const out = decode('pcma', concat(sink.caller));
@@ -114,9 +117,7 @@ describe.each([0, 2])('pipeline with %i workers', (workers) => {
       { spec: spec('slin', 16000, 'pcmu', 8000, 48000), inSamples: 16000, sizes: [320, 5, 640] },
     ];
     const sinks = cases.map(() => new Collector());
-    const sessions = cases.map((c, i) => p.open(c.spec, sinks[i]!));
-    let expectBot = 0;
-    let expectCaller = 0;
+    const sessions = cases.map((c, i) => openCall(p, c.spec, sinks[i]!));
     cases.forEach((c, i) => {
       const s = sessions[i]!;
       const callerPcm = signal(c.spec.callerIn.sampleRate, c.inSamples, i + 1);
@@ -126,11 +127,19 @@ describe.each([0, 2])('pipeline with %i workers', (workers) => {
       const botPcm = signal(c.spec.botRate, c.spec.botRate, i + 7);
       const botParts = chunks(botPcm, [c.spec.botRate / 50, 3, 101]);
       for (const part of botParts) s.fromBot(asBytes(part));
-      expectBot += parts.length;
-      expectCaller += botParts.length;
     });
-    const count = () => sinks.reduce((n, k) => n + k.bot.length + k.caller.length, 0);
-    expect(await until(() => count() === expectBot + expectCaller)).toBe(true);
+    // Waits for the samples, not the chunks: a chunk too short to give a whole output sample gives none.
+    const samples = (parts: Uint8Array[], codec: Codec) =>
+      concat(parts).byteLength / (codec === 'slin' ? 2 : 1);
+    const arrived = () =>
+      cases.every((c, i) => {
+        const wantBot = Math.floor((c.inSamples * c.spec.botRate) / c.spec.callerIn.sampleRate);
+        return (
+          samples(sinks[i]!.bot, 'slin') >= wantBot &&
+          samples(sinks[i]!.caller, c.spec.callerOut.codec) >= c.spec.callerOut.sampleRate
+        );
+      });
+    expect(await until(arrived)).toBe(true);
     cases.forEach((c, i) => {
       const k = sinks[i]!;
       const botSamples = concat(k.bot).byteLength / 2;
@@ -145,53 +154,54 @@ describe.each([0, 2])('pipeline with %i workers', (workers) => {
     });
   });
 
-  it('keeps per-session order both ways across hundreds of sessions under load', async () => {
+  it('keeps per-leg order both ways across hundreds of calls under load', async () => {
     const p = sharedPipeline();
     const N = 300;
     const CHUNKS = 30;
-    // 8 kHz everywhere: no resampling, so each chunk's stamp (session, sequence) comes back verbatim.
+    // µ-law 8 kHz caller, 8 kHz bot: a decode one way and an encode the other, no resampler, so each
+    // chunk's stamp (call, sequence) comes back exactly (µ-law decode then encode is lossless).
     const sinks = Array.from({ length: N }, () => new Collector());
-    const sessions = sinks.map((k) => p.open(spec('slin', 8000, 'slin', 8000, 8000), k));
-    const chunk = new Int16Array(160);
+    const calls = sinks.map((k) => openCall(p, spec('pcmu', 8000, 'pcmu', 8000, 8000), k));
+    // Codes below 0x7f only: 0x7f and 0xff are µ-law's two zeros, and an encode gives back 0xff for both.
+    const stamp = (i: number, seq: number, base: number) => {
+      const b = new Uint8Array(160).fill(base + seq);
+      b[1] = i % 120;
+      b[2] = Math.floor(i / 120);
+      return b;
+    };
     for (let seq = 0; seq < CHUNKS; seq++) {
       for (let i = 0; i < N; i++) {
-        chunk.fill(seq);
-        chunk[1] = i;
-        sessions[i]!.fromCaller(asBytes(chunk));
-        chunk[0] = 10_000 + seq;
-        sessions[i]!.fromBot(asBytes(chunk));
-        // Yield at irregular points so batches split mid-tick and mid-session.
+        calls[i]!.fromCaller(stamp(i, seq, 0));
+        calls[i]!.fromBot(asBytes(decode('pcmu', stamp(i, seq, 40))));
+        // Yield at irregular points so batches split mid-tick and mid-call.
         if ((i * 7 + seq) % 97 === 0) await tick();
       }
     }
     const total = () => sinks.reduce((n, k) => n + k.bot.length + k.caller.length, 0);
     expect(await until(() => total() === N * CHUNKS * 2)).toBe(true);
     sinks.forEach((k, i) => {
-      const bot = k.bot.map((b) => pcmOf(b));
-      const caller = k.caller.map((b) => pcmOf(b));
-      expect(bot.map((x) => [x[0], x[1], x.length])).toEqual(
-        Array.from({ length: CHUNKS }, (_, seq) => [seq, i, 160]),
+      const want = (base: number) => Array.from({ length: CHUNKS }, (_, seq) => stamp(i, seq, base));
+      expect(k.bot.map((b) => Array.from(pcmOf(b)))).toEqual(
+        want(0).map((x) => Array.from(decode('pcmu', x))),
       );
-      expect(caller.map((x) => [x[0], x[1]])).toEqual(
-        Array.from({ length: CHUNKS }, (_, seq) => [10_000 + seq, i]),
-      );
+      expect(k.caller.map((b) => Array.from(b))).toEqual(want(40).map((x) => Array.from(x)));
     });
   });
 
   it('refuses a spec it cannot run when the session opens, naming the field', () => {
     const p = sharedPipeline();
-    expect(() => p.open(spec('slin', 11025, 'slin', 8000, 16000), new Collector())).toThrow(
-      /callerIn.sampleRate must be 8000, 16000, 22050, 24000, 44100, 48000, got 11025/,
+    expect(() => openCall(p, spec('slin', 11025, 'slin', 8000, 16000), new Collector())).toThrow(
+      /from.rate must be 8000, 16000, 22050, 24000, 44100, 48000, got 11025/,
     );
-    expect(() => p.open(spec('slin', 8000, 'gsm' as Codec, 8000, 16000), new Collector())).toThrow(
-      /callerOut.codec/,
+    expect(() => openCall(p, spec('slin', 8000, 'gsm' as Codec, 8000, 16000), new Collector())).toThrow(
+      /to.codec/,
     );
-    expect(() => p.open(spec('slin', 8000, 'slin', 8000, 12345), new Collector())).toThrow(/botRate/);
+    expect(() => openCall(p, spec('slin', 8000, 'slin', 8000, 12345), new Collector())).toThrow(/to.rate/);
   });
 
   it('refuses half a PCM16 sample synchronously', () => {
     const p = sharedPipeline();
-    const s = p.open(spec('slin', 8000, 'pcmu', 8000, 16000), new Collector());
+    const s = openCall(p, spec('slin', 8000, 'pcmu', 8000, 16000), new Collector());
     expect(() => s.fromCaller(new Uint8Array(321))).toThrow(/even byte count/);
     expect(() => s.fromBot(new Uint8Array(3))).toThrow(/even byte count/);
     s.fromCaller(new Uint8Array(320));
@@ -200,12 +210,12 @@ describe.each([0, 2])('pipeline with %i workers', (workers) => {
   it('keeps going for other sessions when a sink throws', async () => {
     const p = sharedPipeline();
     const bad = new Collector();
-    bad.toBot = () => {
+    bad.up.audio = () => {
       throw new Error('sink bug');
     };
     const good = new Collector();
-    const a = p.open(spec('slin', 8000, 'slin', 8000, 16000), bad);
-    const b = p.open(spec('slin', 8000, 'slin', 8000, 16000), good);
+    const a = openCall(p, spec('slin', 8000, 'slin', 8000, 16000), bad);
+    const b = openCall(p, spec('slin', 8000, 'slin', 8000, 16000), good);
     for (let i = 0; i < 3; i++) {
       a.fromCaller(new Uint8Array(320));
       b.fromCaller(new Uint8Array(320));
@@ -217,22 +227,22 @@ describe.each([0, 2])('pipeline with %i workers', (workers) => {
     const metrics = createMetrics();
     const p = createPipeline({ workers, metrics });
     const sink = new Collector();
-    const s = p.open(spec('pcmu', 8000, 'pcmu', 8000, 16000), sink);
+    const s = openCall(p, spec('pcmu', 8000, 'pcmu', 8000, 16000), sink);
     for (let i = 0; i < 20; i++) s.fromCaller(new Uint8Array(160));
     expect(await until(() => sink.bot.length === 20)).toBe(true);
     await p.close();
     const seconds = (await metrics.dspSeconds.get()).values[0]?.value ?? 0;
     expect(seconds).toBeGreaterThan(0);
     expect(seconds).toBeLessThan(1);
-    expect(() => p.open(spec('pcmu', 8000, 'pcmu', 8000, 16000), sink)).toThrow(/closed/);
+    expect(() => openCall(p, spec('pcmu', 8000, 'pcmu', 8000, 16000), sink)).toThrow(/closed/);
   });
 
   it('calls no sink after a session is closed', async () => {
     const p = sharedPipeline();
     const closed = new Collector();
     const live = new Collector();
-    const a = p.open(spec('slin', 8000, 'slin', 8000, 16000), closed);
-    const b = p.open(spec('slin', 8000, 'slin', 8000, 16000), live);
+    const a = openCall(p, spec('slin', 8000, 'slin', 8000, 16000), closed);
+    const b = openCall(p, spec('slin', 8000, 'slin', 8000, 16000), live);
     if (workers > 0) {
       a.fromCaller(new Uint8Array(320));
       a.close();
@@ -259,16 +269,16 @@ describe('inline and worker modes', () => {
       spec('pcma', 16000, 'pcma', 16000, 22050),
     ];
     const sessionsPer = 3;
-    type Run = { sinks: Collector[]; sessions: PipelineSession[] };
+    type Run = { sinks: Collector[]; sessions: CallLegs[] };
     const runs: Run[] = [0, 2].map((w) => {
       const p = pipeline(w);
       const sinks: Collector[] = [];
-      const sessions: PipelineSession[] = [];
+      const sessions: CallLegs[] = [];
       for (let r = 0; r < sessionsPer; r++) {
         for (const sp of specs) {
           const k = new Collector();
           sinks.push(k);
-          sessions.push(p.open(sp, k));
+          sessions.push(openCall(p, sp, k));
         }
       }
       return { sinks, sessions };
@@ -315,40 +325,56 @@ describe('inline and worker modes', () => {
 });
 
 describe('worker pipeline lifecycle', () => {
-  it('assigns sessions to the least-loaded worker', () => {
+  it('assigns legs to the least-loaded worker', () => {
     const p = pipeline(2);
-    const s = Array.from({ length: 5 }, () =>
-      p.open(spec('slin', 8000, 'slin', 8000, 16000), new Collector()),
-    );
+    const leg = () =>
+      p.open({ from: { codec: 'slin', rate: 8000 }, to: { codec: 'slin', rate: 16000 } }, new LegLog());
+    const s = Array.from({ length: 5 }, leg);
     expect(p.stats().perWorker).toEqual([3, 2]);
     s[0]!.close();
     s[2]!.close();
     expect(p.stats().perWorker).toEqual([1, 2]);
-    p.open(spec('slin', 8000, 'slin', 8000, 16000), new Collector());
+    leg();
     expect(p.stats().perWorker).toEqual([2, 2]);
+  });
+
+  it('runs no DSP for a leg whose two ends are the same format, in either mode', () => {
+    for (const p of [pipeline(0), pipeline(1)]) {
+      const log = new LegLog();
+      const same = { codec: 'pcmu', rate: 8000 } as const;
+      const leg = p.open({ from: same, to: same }, log);
+      const chunk = new Uint8Array(160).fill(7);
+      leg.push(chunk);
+      leg.marker(5);
+      // Synchronous, and the very bytes pushed: no worker, no copy, nothing counted as DSP state.
+      expect(log.order).toEqual(['a', 'm5']);
+      expect(Array.from(log.chunks[0]!)).toEqual(Array.from(chunk));
+      expect(p.workerOf(leg)).toBe(-1);
+      expect(p.stats().legs).toBe(0);
+    }
   });
 
   it('carries batches in a few reused shared pages, not a new buffer per batch', async () => {
     const p = pipeline(1);
     const buffers = new Set<ArrayBufferLike>();
     let outputs = 0;
-    const sink = {
-      toBot(pcm: Uint8Array) {
-        buffers.add(pcm.buffer);
-        outputs++;
-      },
-      toCaller(encoded: Uint8Array) {
-        buffers.add(encoded.buffer);
-        outputs++;
-      },
+    const sink = new LegLog();
+    sink.audio = (view: Uint8Array) => {
+      buffers.add(view.buffer);
+      outputs++;
     };
-    const s = p.open(spec('slin', 8000, 'pcmu', 8000, 16000), sink);
+    const s = openCall(p, spec('slin', 8000, 'pcmu', 8000, 16000), new Collector());
+    const up = p.open({ from: { codec: 'slin', rate: 8000 }, to: { codec: 'slin', rate: 16000 } }, sink);
+    const down = p.open({ from: { codec: 'slin', rate: 16000 }, to: { codec: 'pcmu', rate: 8000 } }, sink, {
+      near: up,
+    });
+    s.close();
     const caller = asBytes(tone(440, 8000, 160, 8000));
     const bot = asBytes(tone(440, 16000, 320, 8000));
     // 300 event-loop turns, each its own batch (some wait behind two in flight and merge).
     for (let i = 0; i < 300; i++) {
-      s.fromCaller(caller);
-      s.fromBot(bot);
+      up.push(caller);
+      down.push(bot);
       await new Promise((r) => setImmediate(r));
     }
     expect(await until(() => outputs === 600)).toBe(true);
@@ -360,20 +386,23 @@ describe('worker pipeline lifecycle', () => {
     const p = pipeline(0);
     let inner = 0;
     let intact = false;
-    let session: PipelineSession | undefined;
-    const sink = {
-      toBot(pcm: Uint8Array) {
-        const before = pcm.slice();
-        // A bot that answers at once: its audio goes through the same pipeline while `pcm` is held.
-        session!.fromBot(asBytes(tone(1000, 16000, 320, 12000)));
-        intact = pcm.every((v, i) => v === before[i]);
-      },
-      toCaller() {
-        inner++;
-      },
+    const down = p.open(
+      { from: { codec: 'slin', rate: 16000 }, to: { codec: 'slin', rate: 8000 } },
+      new LegLog(),
+    );
+    down.push = ((orig) => (d: Uint8Array) => {
+      inner++;
+      orig(d);
+    })(down.push.bind(down));
+    const sink = new LegLog();
+    sink.audio = (pcm: Uint8Array) => {
+      const before = pcm.slice();
+      // A bot that answers at once: its audio goes through the same pipeline while `pcm` is held.
+      down.push(asBytes(tone(1000, 16000, 320, 12000)));
+      intact = pcm.every((v, i) => v === before[i]);
     };
-    session = p.open(spec('slin', 8000, 'slin', 8000, 16000), sink);
-    session.fromCaller(asBytes(tone(440, 8000, 160, 8000)));
+    const up = p.open({ from: { codec: 'slin', rate: 8000 }, to: { codec: 'slin', rate: 16000 } }, sink);
+    up.push(asBytes(tone(440, 8000, 160, 8000)));
     expect(inner).toBe(1);
     expect(intact).toBe(true);
   });
@@ -384,7 +413,7 @@ describe('worker pipeline lifecycle', () => {
     const timers = count('Timeout');
     const p = createPipeline({ workers: 2 });
     const sink = new Collector();
-    const s = p.open(spec('pcmu', 8000, 'pcmu', 8000, 16000), sink);
+    const s = openCall(p, spec('pcmu', 8000, 'pcmu', 8000, 16000), sink);
     s.fromCaller(new Uint8Array(160));
     expect(await until(() => sink.bot.length === 1)).toBe(true);
     expect(count('MessagePort')).toBe(ports + 2);

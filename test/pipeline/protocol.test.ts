@@ -4,8 +4,9 @@ import {
   BatchWriter,
   batchEnd,
   CONTROL_BYTES,
+  forEachRecord,
   HEADER_BYTES,
-  K_CALLER,
+  K_AUDIO,
   K_CLOSE,
   K_OPEN,
   MAX_PAGES,
@@ -47,17 +48,30 @@ function records(w: BatchWriter, header = 0): [number, number, number[]][] {
 describe('BatchWriter', () => {
   it('lays records out in order, 4-aligned, across growth, with the header value first', () => {
     const w = new BatchWriter(32, 1 << 20);
-    w.put(7, K_CALLER, new Uint8Array([1, 2, 3]));
-    w.put(8, K_CALLER, new Uint8Array(100).fill(9));
+    w.put(7, K_AUDIO, new Uint8Array([1, 2, 3]));
+    w.put(8, K_AUDIO, new Uint8Array(100).fill(9));
+    w.put(8, K_AUDIO, new Uint8Array(4).fill(5), 3);
     w.putInt(7, K_CLOSE, 0);
-    expect(w.records).toBe(3);
+    expect(w.records).toBe(4);
     const r = records(w, 1.5);
     expect(new Float64Array(w.buf, 0, 1)[0]).toBe(1.5);
-    expect(new Int32Array(w.buf)[3]).toBe(3);
+    expect(new Int32Array(w.buf)[3]).toBe(4);
     expect(r.map(([id, kind, b]) => [id, kind, b.length])).toEqual([
-      [7, K_CALLER, 3],
-      [8, K_CALLER, 100],
-      [7, K_CLOSE, 4],
+      [7, K_AUDIO, 3],
+      [8, K_AUDIO, 100],
+      [8, K_AUDIO, 4],
+      [7, K_CLOSE, 8],
+    ]);
+    // Each record carries its generation, read back by forEachRecord with the rest of its header.
+    const seen: number[][] = [];
+    forEachRecord(new Int32Array(w.buf), w.used, (id, kind, gen, _at, len) =>
+      seen.push([id, kind, gen, len]),
+    );
+    expect(seen).toEqual([
+      [7, K_AUDIO, 0, 3],
+      [8, K_AUDIO, 0, 100],
+      [8, K_AUDIO, 3, 4],
+      [7, K_CLOSE, 0, 8],
     ]);
     expect(r[0]![2]).toEqual([1, 2, 3]);
     expect(r[1]![2].every((v) => v === 9)).toBe(true);
@@ -70,7 +84,7 @@ describe('BatchWriter', () => {
     const w = new BatchWriter(64, 1 << 20, true);
     expect(w.buf).toBeInstanceOf(SharedArrayBuffer);
     w.fresh = false;
-    w.put(1, K_CALLER, new Uint8Array(1000));
+    w.put(1, K_AUDIO, new Uint8Array(1000));
     expect(w.buf.byteLength).toBeGreaterThan(256);
     expect(w.fresh).toBe(true);
     const grown = w.buf;
@@ -78,18 +92,18 @@ describe('BatchWriter', () => {
     // Big batch after big batch: the same buffer, nothing new to send.
     for (let i = 0; i < 3 * SHRINK_AFTER; i++) {
       w.reset();
-      w.put(1, K_CALLER, new Uint8Array(1000));
+      w.put(1, K_AUDIO, new Uint8Array(1000));
     }
     expect(w.buf).toBe(grown);
     expect(w.fresh).toBe(false);
     // Small batches: kept until SHRINK_AFTER of them in a row, then let go (and the new one is sent).
     w.reset(); // ends the last big batch
     for (let i = 0; i < SHRINK_AFTER - 1; i++) {
-      w.put(1, K_CALLER, new Uint8Array(8));
+      w.put(1, K_AUDIO, new Uint8Array(8));
       w.reset();
     }
     expect(w.buf).toBe(grown);
-    w.put(1, K_CALLER, new Uint8Array(8));
+    w.put(1, K_AUDIO, new Uint8Array(8));
     w.reset();
     expect(w.buf.byteLength).toBe(64);
     expect(w.fresh).toBe(true);
@@ -98,21 +112,17 @@ describe('BatchWriter', () => {
   it('refuses audio past its bound but never an open or a close', () => {
     const w = new BatchWriter(64, 256);
     let accepted = 0;
-    for (let i = 0; i < 10; i++) if (w.put(1, K_CALLER, new Uint8Array(40))) accepted++;
-    expect(accepted).toBe(4); // 16 + 4 * (12 + 40) = 224; a fifth would need 276
-    const spec = {
-      callerIn: { codec: 'pcmu', sampleRate: 8000 },
-      callerOut: { codec: 'pcma', sampleRate: 16000 },
-      botRate: 24000,
-    } as const;
+    for (let i = 0; i < 10; i++) if (w.put(1, K_AUDIO, new Uint8Array(40))) accepted++;
+    expect(accepted).toBe(4); // 16 + 4 * (16 + 40) = 240; a fifth would need 296
+    const spec = { from: { codec: 'pcmu', rate: 8000 }, to: { codec: 'pcma', rate: 24000 } } as const;
     expect(w.putOpen(2, spec)).toBe(true);
     expect(w.putInt(1, K_CLOSE, 0)).toBe(true);
     const r = records(w);
     expect(r.map(([id, kind]) => [id, kind])).toEqual([
-      [1, K_CALLER],
-      [1, K_CALLER],
-      [1, K_CALLER],
-      [1, K_CALLER],
+      [1, K_AUDIO],
+      [1, K_AUDIO],
+      [1, K_AUDIO],
+      [1, K_AUDIO],
       [2, K_OPEN],
       [1, K_CLOSE],
     ]);
@@ -135,7 +145,7 @@ describe('shared pages', () => {
     const { flags, writer, reader } = pair();
     const a = acquire(writer);
     expect(flags[TO_WORKER + a.id]).toBe(PAGE_WRITING);
-    a.writer.put(5, K_CALLER, new Uint8Array([1, 2]));
+    a.writer.put(5, K_AUDIO, new Uint8Array([1, 2]));
     const first = writer.message(a);
     expect(typeof first).toBe('object');
     expect(flags[TO_WORKER + a.id]).toBe(PAGE_WITH_READER);
@@ -159,7 +169,7 @@ describe('shared pages', () => {
     const again = acquire(writer);
     expect(again.id).toBe(a.id);
     expect(again.writer.records).toBe(0);
-    again.writer.put(6, K_CALLER, new Uint8Array(4));
+    again.writer.put(6, K_AUDIO, new Uint8Array(4));
     const second = writer.message(again);
     expect(second).toBe(a.id);
     expect(reader.i32(reader.open(second))[HEADER_BYTES >> 2]).toBe(6);
@@ -172,7 +182,7 @@ describe('shared pages', () => {
     reader.release(p.id);
     const q = acquire(writer);
     expect(q.id).toBe(p.id);
-    q.writer.put(1, K_CALLER, new Uint8Array(4000)); // grows past 256
+    q.writer.put(1, K_AUDIO, new Uint8Array(4000)); // grows past 256
     const m = writer.message(q);
     expect(typeof m).toBe('object');
     expect(batchEnd(reader.i32(reader.open(m)))).toBe(HEADER_BYTES + RECORD_HEADER_BYTES + 4000);

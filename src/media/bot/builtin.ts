@@ -4,7 +4,7 @@
  * timers of their own; their audio goes through the same pipeline, re-chunker and pacer as a ws bot's.
  */
 import type { PacingLoop } from '../pacing-loop.js';
-import type { CallerPort, BotLeg } from './types.js';
+import type { BotLeg, CallerPort } from './types.js';
 
 /** How far ahead of real time generated audio is produced (the outbound pacer plays it at real time). */
 export const GENERATE_AHEAD_MS = 100;

@@ -11,7 +11,7 @@ import type { Format } from '../../pipeline/types.js';
 import type { PacingLoop } from '../pacing-loop.js';
 import { isWsBotUrl, tenantBotUrlProblem, wavPath, wavPathInside } from './bot-url.js';
 import { EchoBot, ToneBot } from './builtin.js';
-import type { BotCall, CallerPort, BotLeg } from './types.js';
+import type { BotCall, BotLeg, CallerPort } from './types.js';
 import { loadWav, NotWavError, WavBot } from './wav.js';
 import { WsBot } from './ws-bot.js';
 

@@ -13,7 +13,7 @@ import { BridgeError, isBridgeError } from '../../errors.js';
 import { displayUrl, type Logger } from '../../log.js';
 import type { Metrics } from '../../metrics.js';
 import { errorFrame, parseBotEvent } from '../protocol.js';
-import { type BotCall, type CallerPort, type BotLeg, type BotNotice, botSessionStart } from './types.js';
+import { type BotCall, type BotLeg, type BotNotice, botSessionStart, type CallerPort } from './types.js';
 
 export interface WsBotOptions {
   readonly url: string;
