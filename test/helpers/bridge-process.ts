@@ -28,7 +28,8 @@ export async function spawnBridge(
       PORT: '0',
       HOST: '127.0.0.1',
       LOG_LEVEL: 'warn',
-      DSP_WORKERS: '0',
+      // Inline unless the run asks for workers (CI runs the media tests once more with TEST_DSP_WORKERS=1).
+      DSP_WORKERS: process.env.TEST_DSP_WORKERS ?? '0',
       ...env,
     },
     stdio: ['ignore', 'pipe', 'pipe'],

@@ -26,7 +26,8 @@ export async function startBridge(
     PORT: '0',
     HOST: '127.0.0.1',
     LOG_LEVEL: 'silent',
-    DSP_WORKERS: '0',
+    // Inline unless the run asks for workers (CI runs the media tests once more with TEST_DSP_WORKERS=1).
+    DSP_WORKERS: process.env.TEST_DSP_WORKERS ?? '0',
     ...env,
   });
   const bridge = await createBridge(config, options.log === undefined ? {} : { log: options.log });
