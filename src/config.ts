@@ -7,9 +7,9 @@ import { availableParallelism } from 'node:os';
 import { resolve } from 'node:path';
 import { getCountries, getCountryCallingCode } from 'libphonenumber-js';
 import { RESAMPLER_RATES } from './audio/format.js';
+import { type BotHostAllowlist, botUrlProblem, parseAllowedHosts } from './config/bot-url.js';
 import { parseTrustProxy, type TrustProxy } from './limits/client-address.js';
 import { displayUrl } from './log.js';
-import { type BotHostAllowlist, botUrlProblem, parseAllowedHosts } from './media/bot/bot-url.js';
 
 /** Development-only secrets, used when none is configured outside production. */
 export const DEV_MEDIA_SECRET = 'voicebridge-dev-media-secret';
