@@ -234,6 +234,7 @@ export const CONFIG_SPEC = [
     64 * KIB,
     'The largest WebSocket message taken from a provider (200 ms of 16 kHz PCM16 as base64 JSON is about 8.6 KB).',
   ),
+  // A provider sends session_start at once; 10 s covers a slow link without letting an idle peer hold a slot.
   int(
     'media',
     'SESSION_START_TIMEOUT_MS',
@@ -258,6 +259,9 @@ export const CONFIG_SPEC = [
     40,
     'How far ahead of real time audio may be sent to the provider.',
   ),
+  // 1 s: a 200 ms bound let the stalls of a loaded 2-core machine add up to 0.5 s of delay (and its
+  // queued audio) per call over a 10-minute soak; a catch-up burst of at most 1 s is what providers'
+  // playout buffers take. Beyond it a new run starts (a pause between utterances, a very long stall).
   int(
     'media',
     'PACE_CATCH_UP_MS',
@@ -313,6 +317,7 @@ export const CONFIG_SPEC = [
     { accepts: '1 to 64 letters, digits or `:_.-`', default: 'voicebridge:' },
     'The prefix of every Redis key and channel, so several deployments can share one Redis.',
   ),
+  // 10 s: heartbeats every third of it, so a crashed instance's calls leave every list within 10 s.
   int(
     'state',
     'STATE_SESSION_TTL_MS',
@@ -323,6 +328,7 @@ export const CONFIG_SPEC = [
   ),
 
   // Limits
+  // Sized for one busy provider per address (a capacity run ramps 200 calls/s from one address).
   int(
     'limits',
     'MAX_SESSIONS',
