@@ -1,15 +1,23 @@
 /**
  * The one validated, frozen configuration. Read once at start-up from the environment (and `--flag`
  * twins); every problem is reported in one message, one line per variable, naming what it accepts.
+ * Every variable, its default and its range are in the spec table (src/config/spec.ts), which also
+ * writes docs/configuration.md.
  */
 import { statSync } from 'node:fs';
 import { availableParallelism } from 'node:os';
 import { resolve } from 'node:path';
 import { getCountries, getCountryCallingCode } from 'libphonenumber-js';
-import { RESAMPLER_RATES } from './audio/format.js';
+import { type BotHostAllowlist, botUrlProblem, parseAllowedHosts } from './config/bot-url.js';
+import {
+  CONFIG_SPEC,
+  type DefaultContext,
+  type IntegerVar,
+  type VarName,
+  type VarSpec,
+} from './config/spec.js';
 import { parseTrustProxy, type TrustProxy } from './limits/client-address.js';
 import { displayUrl } from './log.js';
-import { type BotHostAllowlist, botUrlProblem, parseAllowedHosts } from './media/bot/bot-url.js';
 
 /** Development-only secrets, used when none is configured outside production. */
 export const DEV_MEDIA_SECRET = 'voicebridge-dev-media-secret';
@@ -110,7 +118,7 @@ export interface Config {
   readonly messagingSendsPerSec: number;
   /**
    * The country calling code (digits, e.g. "91") of the numbers RCS messages go to: the RCS launcher
-   * takes 10-digit mobiles (rcs.md), national numbers of one country, so a call's customer_phone is
+   * takes 10-digit mobiles, national numbers of one country, so a call's customer_phone is
    * sent RCS only when it has this code and a 10-digit national number.
    */
   readonly messagingRcsCountryCode: string;
@@ -146,31 +154,47 @@ export function flagsToEnv(argv: readonly string[]): Record<string, string> {
   return out;
 }
 
-export function loadConfig(env: Env = process.env, argv: readonly string[] = []): Config {
-  const e: Env = { ...env, ...flagsToEnv(argv) };
+/** What the machine-dependent defaults depend on; a test may give its own. */
+export interface Machine {
+  /** `os.availableParallelism()`. */
+  readonly cpus: number;
+}
+
+type Row = (typeof CONFIG_SPEC)[number];
+type IntegerRow = Extract<Row, { type: 'integer' }>;
+type EnumRow = Extract<Row, { type: 'enum' }>;
+type EnumValue<N extends EnumRow['name']> = Extract<EnumRow, { name: N }>['values'][number];
+type IntegerField = { [K in keyof Config]: Config[K] extends number ? K : never }[keyof Config];
+
+const ROWS: ReadonlyMap<string, VarSpec> = new Map(CONFIG_SPEC.map((r) => [r.name, r]));
+
+export function loadConfig(
+  env: Env = process.env,
+  argv: readonly string[] = [],
+  machine: Machine = { cpus: availableParallelism() },
+): Config {
+  const flags = flagsToEnv(argv);
+  /** Every variable is read here, by a name the spec table holds. */
+  const read = (name: VarName): string | undefined => (Object.hasOwn(flags, name) ? flags[name] : env[name]);
+  /** A text variable, or its default from the table when unset or empty. */
+  const text = (name: VarName): string | undefined => {
+    const row = ROWS.get(name);
+    return read(name) || (row !== undefined && 'default' in row ? String(row.default) : undefined);
+  };
   const problems: string[] = [];
 
-  const int = (name: string, dflt: number, min: number, max: number): number => {
-    const raw = e[name];
-    if (raw === undefined || raw === '') return dflt;
-    const n = Number(raw);
-    if (!Number.isInteger(n) || n < min || n > max) {
-      problems.push(`${name} must be an integer from ${min} to ${max}, got ${JSON.stringify(raw)}`);
-      return dflt;
+  const oneOf = <N extends EnumRow['name']>(name: N): EnumValue<N> => {
+    const row = ROWS.get(name) as EnumRow;
+    const raw = read(name);
+    if (raw === undefined || raw === '') return row.default as EnumValue<N>;
+    if (!(row.values as readonly string[]).includes(raw)) {
+      problems.push(`${name} must be one of ${row.values.join(', ')}, got ${JSON.stringify(raw)}`);
+      return row.default as EnumValue<N>;
     }
-    return n;
+    return raw as EnumValue<N>;
   };
-  const oneOf = <T extends string>(name: string, allowed: readonly T[], dflt: T): T => {
-    const raw = e[name];
-    if (raw === undefined || raw === '') return dflt;
-    if (!(allowed as readonly string[]).includes(raw)) {
-      problems.push(`${name} must be one of ${allowed.join(', ')}, got ${JSON.stringify(raw)}`);
-      return dflt;
-    }
-    return raw as T;
-  };
-  const url = (name: string, protocols: readonly string[]): string | undefined => {
-    const raw = e[name];
+  const url = (name: VarName, protocols: readonly string[]): string | undefined => {
+    const raw = read(name);
     if (raw === undefined || raw === '') return undefined;
     try {
       const u = new URL(raw);
@@ -180,14 +204,14 @@ export function loadConfig(env: Env = process.env, argv: readonly string[] = [])
     return undefined;
   };
 
-  const nodeEnv = e.NODE_ENV ?? 'development';
+  const nodeEnv = text('NODE_ENV')!;
   const production = nodeEnv === 'production';
-  const mediaAuth = oneOf('MEDIA_AUTH', ['jwt', 'none'] as const, 'jwt');
+  const mediaAuth = oneOf('MEDIA_AUTH');
   if (mediaAuth === 'none' && production) {
     problems.push('MEDIA_AUTH must be "jwt" when NODE_ENV=production ("none" is for local development only)');
   }
 
-  let mediaSecret = e.MEDIA_SECRET ?? '';
+  let mediaSecret = read('MEDIA_SECRET') ?? '';
   const mediaSecretIsDev = mediaSecret === '';
   if (mediaSecretIsDev) {
     if (production && mediaAuth === 'jwt') {
@@ -198,7 +222,7 @@ export function loadConfig(env: Env = process.env, argv: readonly string[] = [])
     mediaSecret = DEV_MEDIA_SECRET;
   }
 
-  let authJwtSecret = e.AUTH_JWT_SECRET || undefined;
+  let authJwtSecret = read('AUTH_JWT_SECRET') || undefined;
   const authJwksUrl = url('AUTH_JWKS_URL', ['https:', 'http:']);
   const authSecretIsDev = authJwtSecret === undefined && authJwksUrl === undefined;
   if (authSecretIsDev) {
@@ -206,62 +230,53 @@ export function loadConfig(env: Env = process.env, argv: readonly string[] = [])
     authJwtSecret = DEV_AUTH_JWT_SECRET;
   }
 
-  const botUrl = e.BOT_URL || 'builtin:echo';
+  const botUrl = text('BOT_URL')!;
   // A bot URL may carry credentials or a ?token=: a bad one is shown as scheme, host and path only.
   const botProblem = botUrlProblem(botUrl);
   if (botProblem !== undefined)
     problems.push(`BOT_URL must be ${botProblem.accepts}, got ${botProblem.shown}`);
-  const botWavDir = wavDir(e.BOT_WAV_DIR, problems);
-  const allowed = parseAllowedHosts(e.BOT_URL_ALLOWED_HOSTS, production);
+  const botWavDir = wavDir(read('BOT_WAV_DIR'), problems);
+  const allowed = parseAllowedHosts(read('BOT_URL_ALLOWED_HOSTS'), production);
   if (typeof allowed === 'string') problems.push(allowed);
   const botUrlAllowedHosts: BotHostAllowlist =
     typeof allowed === 'string' ? { any: false, rules: [] } : allowed;
-  const botSampleRate = int('BOT_SAMPLE_RATE', 16000, 8000, 48000);
-  if (!(RESAMPLER_RATES as readonly number[]).includes(botSampleRate)) {
-    problems.push(`BOT_SAMPLE_RATE must be one of ${RESAMPLER_RATES.join(', ')}, got ${botSampleRate}`);
-  }
 
-  const stateStore = e.STATE_STORE || 'memory';
+  const stateStore = text('STATE_STORE')!;
   if (stateStore !== 'memory' && !/^rediss?:\/\/.+/.test(stateStore)) {
     problems.push(
       `STATE_STORE must be "memory" or a redis://… URL, got ${JSON.stringify(displayUrl(stateStore))}`,
     );
   }
 
-  const stateSecretKey = parseStateKey(e.STATE_SECRET_KEY, problems);
+  const stateSecretKey = parseStateKey(read('STATE_SECRET_KEY'), problems);
   if (production && stateStore !== 'memory' && stateSecretKey === undefined) {
     problems.push(
       'STATE_SECRET_KEY must be set when NODE_ENV=production and STATE_STORE is Redis (32 bytes as 64 hex characters or base64; it encrypts media secrets at rest)',
     );
   }
-  const stateKeyPrefix = e.STATE_KEY_PREFIX || 'voicebridge:';
+  const stateKeyPrefix = text('STATE_KEY_PREFIX')!;
   if (!/^[A-Za-z0-9:_.-]{1,64}$/.test(stateKeyPrefix)) {
     problems.push(
       `STATE_KEY_PREFIX must be 1 to 64 letters, digits or ":_.-", got ${JSON.stringify(stateKeyPrefix)}`,
     );
   }
 
-  const trustProxy = parseTrustProxy(e.TRUST_PROXY);
+  const trustProxy = parseTrustProxy(read('TRUST_PROXY'));
   if (typeof trustProxy === 'object' && 'problem' in trustProxy) problems.push(trustProxy.problem);
 
   const providerBaseUrl = url('PROVIDER_BASE_URL', ['https:', 'http:']);
-  if (production && providerBaseUrl === undefined && !e.PROVIDER_BASE_URL) {
+  if (production && providerBaseUrl === undefined && !read('PROVIDER_BASE_URL')) {
     problems.push(
       "PROVIDER_BASE_URL must be set when NODE_ENV=production (the provider's voice API; the built-in provider emulator is for development only)",
     );
   }
-  const providerReadTimeoutMs = int('PROVIDER_READ_TIMEOUT_MS', 30_000, 30_000, 600_000);
-  const messaging = messagingConfig(e, production, url, problems);
+  const messaging = messagingConfig(read, text, production, url, problems);
+  const numbers = integers(read, machine, problems);
   const config: Config = {
-    port: int('PORT', 8080, 0, 65535),
-    host: e.HOST || '0.0.0.0',
+    host: text('HOST')!,
     nodeEnv,
     production,
-    logLevel: oneOf(
-      'LOG_LEVEL',
-      ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const,
-      'info',
-    ),
+    logLevel: oneOf('LOG_LEVEL'),
     mediaAuth,
     mediaSecret,
     mediaSecretIsDev,
@@ -269,52 +284,16 @@ export function loadConfig(env: Env = process.env, argv: readonly string[] = [])
     authJwksUrl,
     authSecretIsDev,
     providerBaseUrl,
-    providerToken: e.PROVIDER_TOKEN || undefined,
+    providerToken: read('PROVIDER_TOKEN') || undefined,
     botUrl,
     botWavDir,
     botUrlAllowedHosts,
-    botSampleRate,
-    dspWorkers: int('DSP_WORKERS', Math.max(1, availableParallelism() - 1), 0, 64),
     stateStore,
     stateSecretKey,
     stateKeyPrefix,
-    // 10 s: heartbeats every third of it, so a crashed instance's calls leave every list within 10 s.
-    stateSessionTtlMs: int('STATE_SESSION_TTL_MS', 10_000, 1_000, 60_000),
-    maxPayloadBytes: int('MAX_PAYLOAD_BYTES', 64 * 1024, 1024, 16 * 1024 * 1024),
-    paceLeadMs: int('PACE_LEAD_MS', 40, 0, 60),
-    // 1 s: a 200 ms bound let the stalls of a loaded 2-core machine add up to 0.5 s of delay (and its
-    // queued audio) per call over a 10-minute soak; a catch-up burst of at most 1 s is what providers'
-    // playout buffers take. Beyond it a new run starts (a pause between utterances, a very long stall).
-    paceCatchUpMs: int('PACE_CATCH_UP_MS', 1_000, 20, 5_000),
-    outboundBufferMs: int('OUTBOUND_BUFFER_MS', 60_000, 1000, 600_000),
-    socketHighWaterBytes: int('SOCKET_HIGH_WATER_BYTES', 64 * 1024, 4096, 16 * 1024 * 1024),
-    heartbeatIntervalMs: int('HEARTBEAT_INTERVAL_MS', 15_000, 1000, 300_000),
-    // A provider sends session_start at once; 10 s covers a slow link without letting an idle peer hold a slot.
-    sessionStartTimeoutMs: int('SESSION_START_TIMEOUT_MS', 10_000, 100, 600_000),
-    drainTimeoutMs: int('DRAIN_TIMEOUT_MS', 30_000, 0, 3_600_000),
-    echoDelayMs: int('ECHO_DELAY_MS', 200, 0, 10_000),
-    paceMinGapMs: int('PACE_MIN_GAP_MS', 2, 1, 20),
-    botRetries: int('BOT_RETRIES', 5, 0, 100),
-    botRetryBaseMs: int('BOT_RETRY_BASE_MS', 250, 10, 60_000),
-    botConnectTimeoutMs: int('BOT_CONNECT_TIMEOUT_MS', 5_000, 100, 60_000),
-    botMaxPayloadBytes: int('BOT_MAX_PAYLOAD_BYTES', 4 * 1024 * 1024, 1024, 64 * 1024 * 1024),
-    providerConnectTimeoutMs: int('PROVIDER_CONNECT_TIMEOUT_MS', 5_000, 100, 60_000),
-    providerReadTimeoutMs,
-    requestTimeoutMs: int('REQUEST_TIMEOUT_MS', providerReadTimeoutMs + 5_000, 1_000, 3_600_000),
-    // Defaults sized for one busy provider per address (a capacity run ramps 200 calls/s from one address).
-    maxSessions: int('MAX_SESSIONS', 2_000, 1, 1_000_000),
-    mediaConnectPerSec: int('MEDIA_CONNECT_PER_SEC', 500, 1, 1_000_000),
-    restRateLimit: int('REST_RATE_LIMIT', 100, 1, 1_000_000),
-    restRateWindowMs: int('REST_RATE_WINDOW_MS', 1_000, 100, 3_600_000),
-    bodyLimitBytes: int('BODY_LIMIT_BYTES', 64 * 1024, 1024, 16 * 1024 * 1024),
     trustProxy: typeof trustProxy === 'object' && 'problem' in trustProxy ? undefined : trustProxy,
     ...messaging,
-    // 80 per second is the provider's own limit on the message sender (chat.md), per account; above it
-    // sends are refused. The limit is kept per instance: several instances on one account set their share.
-    messagingSendsPerSec: int('MESSAGING_SENDS_PER_SEC', 80, 1, 80),
-    // 48 h: the provider's status events for a message come within a day (delivered, read); a button may
-    // be tapped a day later, and a webhook retried after that must still be counted once.
-    messageRetentionMs: int('MESSAGE_RETENTION_MS', 48 * 3_600_000, 60_000, 30 * 24 * 3_600_000),
+    ...(numbers satisfies Record<IntegerField, number>),
   };
   if (config.requestTimeoutMs <= config.providerReadTimeoutMs) {
     problems.push(
@@ -323,6 +302,50 @@ export function loadConfig(env: Env = process.env, argv: readonly string[] = [])
   }
   if (problems.length > 0) throw new ConfigError(problems);
   return Object.freeze(config);
+}
+
+/**
+ * Every integer of the table, by its range, its accepted values and its default. Fixed defaults first,
+ * then those worked out from other variables or the machine.
+ */
+function integers(
+  read: (name: VarName) => string | undefined,
+  machine: Machine,
+  problems: string[],
+): Record<IntegerRow['field'], number> {
+  const byName = new Map<string, number>();
+  const ctx: DefaultContext = {
+    cpus: machine.cpus,
+    valueOf: (name) => {
+      const v = byName.get(name);
+      if (v === undefined) throw new Error(`config spec: ${name} is used by a default before it is read`);
+      return v;
+    },
+  };
+  const rows: readonly IntegerVar[] = CONFIG_SPEC.filter((r) => r.type === 'integer');
+  const ordered = [
+    ...rows.filter((r) => typeof r.default === 'number'),
+    ...rows.filter((r) => typeof r.default !== 'number'),
+  ];
+  const out: Record<string, number> = {};
+  for (const row of ordered) {
+    const dflt = typeof row.default === 'number' ? row.default : row.default.value(ctx);
+    const raw = read(row.name as VarName);
+    let n = dflt;
+    if (raw !== undefined && raw !== '') {
+      const v = Number(raw);
+      if (!Number.isInteger(v) || v < row.min || v > row.max) {
+        problems.push(
+          `${row.name} must be an integer from ${row.min} to ${row.max}, got ${JSON.stringify(raw)}`,
+        );
+      } else if (row.values !== undefined && !row.values.includes(v)) {
+        problems.push(`${row.name} must be one of ${row.values.join(', ')}, got ${JSON.stringify(raw)}`);
+      } else n = v;
+    }
+    byName.set(row.name, n);
+    out[row.field] = n;
+  }
+  return out as Record<IntegerRow['field'], number>;
 }
 
 /** Every country calling code there is (libphonenumber's metadata): "1", "44", "91", … */
@@ -335,9 +358,10 @@ export const MIN_WEBHOOK_SECRET_LENGTH = 16;
 
 /** MESSAGING_*: the provider's messaging API and the secret its webhook posts carry. */
 function messagingConfig(
-  e: Env,
+  read: (name: VarName) => string | undefined,
+  text: (name: VarName) => string | undefined,
   production: boolean,
-  url: (name: string, protocols: readonly string[]) => string | undefined,
+  url: (name: VarName, protocols: readonly string[]) => string | undefined,
   problems: string[],
 ): Pick<
   Config,
@@ -348,20 +372,20 @@ function messagingConfig(
   | 'messagingRcsCountryCode'
 > {
   const messagingBaseUrl = url('MESSAGING_BASE_URL', ['https:', 'http:']);
-  const messagingToken = e.MESSAGING_TOKEN || undefined;
-  const configured = messagingBaseUrl !== undefined || !!e.MESSAGING_BASE_URL;
+  const messagingToken = read('MESSAGING_TOKEN') || undefined;
+  const configured = messagingBaseUrl !== undefined || !!read('MESSAGING_BASE_URL');
   if (configured && messagingToken === undefined) {
     problems.push(
       "MESSAGING_TOKEN must be set when MESSAGING_BASE_URL is set (the provider's messaging API key or token)",
     );
   }
-  const messagingAccountId = e.MESSAGING_ACCOUNT_ID || undefined;
+  const messagingAccountId = read('MESSAGING_ACCOUNT_ID') || undefined;
   if (messagingAccountId !== undefined && !/^[A-Za-z0-9_.:-]{1,128}$/.test(messagingAccountId)) {
     problems.push(
       `MESSAGING_ACCOUNT_ID must be 1 to 128 letters, digits or "_.:-", got ${JSON.stringify(messagingAccountId.slice(0, 32))}`,
     );
   }
-  const secret = e.MESSAGING_WEBHOOK_SECRET || undefined;
+  const secret = read('MESSAGING_WEBHOOK_SECRET') || undefined;
   if (secret !== undefined && (secret.length < MIN_WEBHOOK_SECRET_LENGTH || /\s/.test(secret))) {
     // Never echo the value: it is a secret.
     problems.push(
@@ -373,8 +397,7 @@ function messagingConfig(
       "MESSAGING_WEBHOOK_SECRET must be set when NODE_ENV=production and MESSAGING_BASE_URL is set (the token the provider's webhook posts carry)",
     );
   }
-  // 91 (India): the country whose 10-digit mobiles rcs.md's launcher takes.
-  const rcsCountryCode = e.MESSAGING_RCS_COUNTRY_CODE || '91';
+  const rcsCountryCode = text('MESSAGING_RCS_COUNTRY_CODE')!;
   const knownCode = COUNTRY_CALLING_CODES.has(rcsCountryCode);
   if (!knownCode) {
     problems.push(

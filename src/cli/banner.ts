@@ -1,9 +1,10 @@
 /**
  * What `npm start` prints for a person at start-up: where to point a provider, and how to get a token.
  */
+
+import { isWsBotUrl } from '../config/bot-url.js';
 import type { Config } from '../config.js';
 import { displayUrl } from '../log.js';
-import { isWsBotUrl } from '../media/bot/bot-url.js';
 
 /** Where messages go, and the webhook URL to give the provider (never the secret itself). */
 function messagingLines(http: string, config: Config): string[] {

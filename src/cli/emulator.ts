@@ -1,8 +1,8 @@
 #!/usr/bin/env node
 /**
  * `npm run emulator -- --port P --jwt-secret S [--dial-plan F] [--dial-timeout-ms N] [--host H]
- *  [--accept-any-session] [messaging flags]`: the provider emulator on its own, serving voice.md, chat.md
- * and rcs.md under /v1, placing synthetic calls with POST /emulator/calls, and posting messaging
+ *  [--accept-any-session] [messaging flags]`: the provider emulator on its own, serving the provider's voice,
+ * chat and RCS APIs under /v1, placing synthetic calls with POST /emulator/calls, and posting messaging
  * webhooks to --webhook-url.
  */
 import { parseArgs } from 'node:util';
@@ -20,7 +20,7 @@ const USAGE = `usage: npm run emulator -- [--port 9090] [--host 127.0.0.1] [--jw
                         "afterMs": N } }; numbers not listed answer after 1 s
   --accept-any-session  take call control for any session id (for a bridge run separately, whose calls
                         the emulator did not place)
-messaging (chat.md, rcs.md; control API under /emulator/messaging/):
+messaging (chat and RCS; control API under /emulator/messaging/):
   --messaging-api-key   API key of the default workspace, "vbk_" + 32 hex (default: generated, printed)
   --webhook-url         where delivery and button webhooks are posted
   --webhook-token       sent with each webhook post as "Authorization: Bearer <token>" (default: none)

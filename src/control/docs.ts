@@ -17,7 +17,7 @@ export async function registerDocs(app: FastifyInstance, version = '0.1.0'): Pro
         description:
           'REST control plane of the voicebridge media bridge. Every route but health and metrics takes ' +
           '`Authorization: Bearer <JWT>`; errors are `{"error": code, "message": text}`. The media endpoint ' +
-          '`GET /v1/media` is a WebSocket (see CONTRACT.md section 2) and is not described here.',
+          '`GET /v1/media` is a WebSocket (docs/protocol.md in the repository describes it) and is not described here.',
       },
       components: {
         securitySchemes: { bearerAuth: { type: 'http', scheme: 'bearer', bearerFormat: 'JWT' } },

@@ -21,15 +21,15 @@ import {
   parseTelephonyRate,
 } from '../audio/format.js';
 import type { RestVerifier } from '../auth/jwt.js';
-import type { BridgeContext } from '../context.js';
-import { BridgeError, invalidField } from '../errors.js';
-import { displayUrl } from '../log.js';
 import {
   shownBotUrl,
   TENANT_BOT_URL_ACCEPTS,
   type TenantBotPolicy,
   tenantBotUrlProblem,
-} from '../media/bot/bot-url.js';
+} from '../config/bot-url.js';
+import type { BridgeContext } from '../context.js';
+import { BridgeError, invalidField } from '../errors.js';
+import { displayUrl } from '../log.js';
 import { resolveFormat } from '../media/format.js';
 import type { MediaStreamUpsert } from '../provider/types.js';
 import type { MediaStreamConfig } from '../state/types.js';

@@ -1,5 +1,5 @@
 /**
- * The provider's voice REST API (shared/provider-api/voice.md) as the emulator serves it under `/v1`:
+ * The provider's voice REST API as the emulator serves it under `/v1`:
  * media-stream GET/PUT (scope media:manage), the session list and detail, consult and conference with
  * dial-plan outcomes and timings.
  */

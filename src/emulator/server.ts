@@ -1,7 +1,7 @@
 /**
- * The provider emulator: the provider's voice REST API (voice.md) for development, tests and load tests,
+ * The provider emulator: the provider's voice REST API for development, tests and load tests,
  * with dial-plan outcomes and timings, plus synthetic calls placed into a registered media endpoint, and
- * the messaging APIs (chat.md, rcs.md) with their webhooks and a control API (src/emulator/messaging/).
+ * the messaging APIs (chat and RCS) with their webhooks and a control API (src/emulator/messaging/).
  * Runs standalone (`npm run emulator`) or in-process beside the bridge (`npm start` without a provider).
  */
 import Fastify, { type FastifyBaseLogger, type FastifyInstance, LogController } from 'fastify';
@@ -60,7 +60,7 @@ export async function createEmulator(options: EmulatorOptions): Promise<Emulator
       return reply.code(e.statusCode).send(new BridgeError('bad_request', e.message).toBody());
     }
     req.log.error({ err }, 'emulator request failed');
-    // voice.md: "500 Server Error: could not place the call".
+    // The provider answers a call it could not place with 500 "could not place the call".
     return reply.code(500).send(new BridgeError('internal', 'could not place the call').toBody());
   });
   app.setNotFoundHandler((req, reply) =>

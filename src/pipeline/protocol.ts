@@ -1,7 +1,7 @@
 /**
  * The binary batch format between the main thread and a DSP worker, and the shared pages it is written
  * in. One batch carries every record of one event-loop turn for one worker. A hop per 20 ms frame costs
- * 5-25x the work it moves (shared/MEASUREMENTS.md, and bench/pipeline-transport.ts here); a hop per
+ * 5-25x the work it moves (bench/pipeline-transport.ts measures it); a hop per
  * batch does not.
  *
  * Pages: batches are written in SharedArrayBuffers that are reused, never allocated per batch (a fresh

@@ -1,5 +1,5 @@
 /**
- * Typed client of the provider's voice REST API (shared/provider-api/voice.md), on undici.
+ * Typed client of the provider's voice REST API, on undici.
  *
  * Failure mapping, each message naming the provider call that failed:
  * - no answer within the read bound -> 504 upstream_timeout

@@ -1,5 +1,5 @@
 /**
- * The provider's voice REST API (shared/provider-api/voice.md) as types, and shape checks for what it
+ * The provider's voice REST API as types, and shape checks for what it
  * answers. The bridge trusts nothing the provider sends until it has passed one of these checks.
  */
 import { first, isObj, oneOf, str } from './json.js';

@@ -7,7 +7,7 @@ import { call } from '../control/harness.js';
 
 const SECRET = 'emulator-test-secret';
 
-describe('provider emulator: voice.md under /v1', () => {
+describe('provider emulator: the voice API under /v1', () => {
   let emu: Emulator;
   let url: string;
   let token: string;

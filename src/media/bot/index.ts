@@ -4,12 +4,13 @@
  * since the value was stored); one refused then, or one that cannot be read, fails the bot leg only: the
  * call goes on without a bot, as with one that cannot be reached, and never falls back to `BOT_URL`.
  */
+
+import { isWsBotUrl, tenantBotUrlProblem, wavPath, wavPathInside } from '../../config/bot-url.js';
 import type { BridgeContext } from '../../context.js';
 import { BridgeError } from '../../errors.js';
 import { displayUrl, type Logger } from '../../log.js';
 import type { Format } from '../../pipeline/types.js';
 import type { PacingLoop } from '../pacing-loop.js';
-import { isWsBotUrl, tenantBotUrlProblem, wavPath, wavPathInside } from './bot-url.js';
 import { EchoBot, ToneBot } from './builtin.js';
 import type { BotCall, BotLeg, CallerPort } from './types.js';
 import { loadWav, NotWavError, WavBot } from './wav.js';

@@ -1,5 +1,5 @@
 /**
- * Typed client of the provider's messaging APIs (shared/provider-api/chat.md and rcs.md), on the same
+ * Typed client of the provider's messaging APIs (chat and RCS), on the same
  * HTTP plumbing as the voice client (../http.ts).
  *
  * Every request is validated locally first (./validate.ts): a bad one never reaches the provider.

@@ -1,6 +1,6 @@
 /**
  * The provider's messaging APIs as types: chat templates, messages and campaigns
- * (shared/provider-api/chat.md) and RCS templates and campaigns (rcs.md), with the webhook events both
+ * and RCS templates and campaigns, with the webhook events both
  * post. Where a document says "not shown", the shape here is ours and says so with *(ours)*.
  */
 

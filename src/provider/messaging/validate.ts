@@ -1,5 +1,5 @@
 /**
- * Validation of the messaging APIs' request bodies (shared/provider-api/chat.md and rcs.md): each
+ * Validation of the messaging APIs' request bodies (chat and RCS): each
  * function takes a parsed JSON body and returns the typed value or throws a 400 BridgeError naming the
  * field and what is accepted. Pure, no I/O. The client checks every request with these before it is
  * sent, and the provider emulator refuses with the same messages, so where a document gives a message

@@ -1,10 +1,11 @@
 /**
  * The rules for a bot URL, written once: the global `BOT_URL` (src/config.ts) and a tenant's `bot_url`
  * (PUT /v1/media-stream) are checked by the same function. A tenant's `builtin:wav:<path>` is further
- * held to `BOT_WAV_DIR`: a REST caller must not make the bridge read files of its choosing.
+ * held to `BOT_WAV_DIR`: a REST caller must not make the bridge read files of its choosing. They sit
+ * beside the configuration, below src/media/ and src/control/, which both check a tenant's bot with them.
  */
 import { isAbsolute, relative, resolve, sep } from 'node:path';
-import { maskedUrl, shownValue } from '../../log.js';
+import { maskedUrl, shownValue } from '../log.js';
 
 export const BOT_URL_ACCEPTS = 'ws://…, wss://…, builtin:echo, builtin:tone[:hz] or builtin:wav:<path>';
 
