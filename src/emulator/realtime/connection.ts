@@ -4,7 +4,7 @@
  * events the GA interface defines, or with an `error` event (the session goes on).
  */
 import type { WebSocket } from 'ws';
-import { decodeAudio, type FormatInfo, formatInfo } from './audio-io.js';
+import { decodeAudio, formatInfo } from './audio-io.js';
 import { Conversation } from './conversation.js';
 import {
   type ConversationItem,
@@ -17,10 +17,10 @@ import {
   type SessionConfig,
 } from './events.js';
 import { type MalformedKind, sendMalformed } from './faults.js';
+import { InputBuffer } from './input.js';
 import { SessionRecord } from './record.js';
 import { ResponseStream, type StreamTiming } from './response.js';
 import { applySessionUpdate, defaultSession } from './session-config.js';
-import { EnergyVad, vadSettings } from './vad.js';
 import { replyMsFrom, replyToneHz } from './voice.js';
 
 export interface ConnectionOptions extends StreamTiming {
@@ -45,13 +45,9 @@ export const CLIENT_EVENT_TYPES = [
 export class RealtimeConnection {
   readonly record: SessionRecord;
   private session: SessionConfig;
-  private input: FormatInfo;
-  private vad: EnergyVad;
+  private readonly input: InputBuffer;
   private readonly conversationId = newId('conv');
   private readonly conversation = new Conversation();
-  /** Input samples appended since the last commit or clear. */
-  private buffered = 0;
-  private speechItemId: string | null = null;
   private response: ResponseStream | undefined;
   private replies = 0;
 
@@ -62,8 +58,7 @@ export class RealtimeConnection {
   ) {
     this.session = defaultSession(model);
     this.record = new SessionRecord(newId('sess'), model);
-    this.input = formatInfo(this.session.audio?.input?.format);
-    this.vad = new EnergyVad(this.input.rate, vadSettings(this.turnDetection()!));
+    this.input = new InputBuffer(formatInfo(this.session.audio?.input?.format), this.turnDetection());
     this.send({ type: 'session.created', session: this.sessionView() });
   }
 
@@ -126,9 +121,7 @@ export class RealtimeConnection {
     'input_audio_buffer.append': (e) => this.append(e.audio),
     'input_audio_buffer.commit': () => this.commit(),
     'input_audio_buffer.clear': () => {
-      this.buffered = 0;
-      this.speechItemId = null;
-      this.vad = new EnergyVad(this.input.rate, vadSettings(this.turnDetection() ?? { type: 'server_vad' }));
+      this.input.clear(this.turnDetection());
       this.send({ type: 'input_audio_buffer.cleared' });
     },
     'conversation.item.create': (e) => this.itemCreate(e.item, e.previous_item_id),
@@ -166,65 +159,51 @@ export class RealtimeConnection {
 
   private sessionUpdate(update: unknown): void {
     this.session = applySessionUpdate(this.session, update);
-    const input = formatInfo(this.session.audio?.input?.format);
-    const td = this.turnDetection();
-    if (input.name !== this.input.name) {
-      this.input = input;
-      this.vad = new EnergyVad(input.rate, vadSettings(td ?? { type: 'server_vad' }));
-      this.buffered = 0;
-    } else if (td !== null) this.vad.configure(vadSettings(td));
+    this.input.configure(formatInfo(this.session.audio?.input?.format), this.turnDetection());
     this.send({ type: 'session.updated', session: this.sessionView() });
   }
 
   private append(audio: unknown): void {
-    const pcm = decodeAudio(audio, this.input);
-    this.record.audio(this.input.name, this.input.rate, pcm);
-    this.buffered += pcm.length;
-    if (this.turnDetection() === null) return;
-    for (const v of this.vad.push(pcm)) {
+    const pcm = decodeAudio(audio, this.input.format);
+    this.record.audio(this.input.format.name, this.input.format.rate, pcm);
+    for (const v of this.input.append(pcm, this.turnDetection() !== null)) {
       if (v.kind === 'start') this.speechStarted(v.ms);
       else this.speechStopped(v.ms);
     }
   }
 
   /** Speech began, from the VAD or a control hook: a new user item, and a barge-in on the reply. */
-  speechStarted(audioStartMs = this.vad.nowMs, forced = false): void {
-    if (forced) this.vad.forceStart();
-    this.speechItemId = newId('item');
-    this.send({
-      type: 'input_audio_buffer.speech_started',
-      audio_start_ms: audioStartMs,
-      item_id: this.speechItemId,
-    });
+  speechStarted(audioStartMs = this.input.nowMs, forced = false): void {
+    const item_id = this.input.speechStarted(forced);
+    this.send({ type: 'input_audio_buffer.speech_started', audio_start_ms: audioStartMs, item_id });
     const td = this.turnDetection();
     if (td?.interrupt_response !== false && this.response?.active === true)
       this.response.cancel('turn_detected');
   }
 
   private speechStopped(ms: number): void {
-    const itemId = this.speechItemId ?? newId('item');
+    const itemId = this.input.commit();
     this.send({ type: 'input_audio_buffer.speech_stopped', audio_end_ms: ms, item_id: itemId });
     this.commitItem(itemId);
-    if (this.turnDetection()?.create_response !== false && this.response?.active !== true)
+    if (this.turnDetection()?.create_response !== false && this.response?.active !== true) {
       this.startResponse(undefined);
+    }
   }
 
   private commit(): void {
-    const ms = (this.buffered * 1000) / this.input.rate;
+    const ms = this.input.bufferedMs;
     if (ms < 100) {
       throw new RealtimeRequestError(
         'input_audio_buffer_commit_empty',
         `Error committing input audio buffer: buffer too small. Expected at least 100ms of audio, but buffer only has ${ms.toFixed(2)}ms of audio.`,
       );
     }
-    this.commitItem(this.speechItemId ?? newId('item'));
+    this.commitItem(this.input.commit());
   }
 
   private commitItem(itemId: string): void {
     const previous = this.conversation.last;
     this.send({ type: 'input_audio_buffer.committed', item_id: itemId, previous_item_id: previous });
-    this.buffered = 0;
-    this.speechItemId = null;
     const item: ConversationItem = {
       id: itemId,
       object: 'realtime.item',
