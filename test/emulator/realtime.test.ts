@@ -159,15 +159,16 @@ describe('realtime stand-in with the openai client', () => {
     });
   });
 
-  it('keeps the audio timeline across input_audio_buffer.clear: audio_start_ms counts all audio appended, less the prefix padding', async () => {
+  it('keeps the audio timeline across input_audio_buffer.clear: audio_start_ms counts all audio appended, less the prefix padding (never before the clear)', async () => {
     const c = connect(await start({ replyMs: 100 }));
     await c.opened;
     appendPcm(c, new Int16Array(24000 * 0.5));
     c.rt.send({ type: 'input_audio_buffer.clear' });
     await c.next('input_audio_buffer.cleared');
+    appendPcm(c, new Int16Array(24000 * 0.5));
     appendPcm(c, generateTone(1000, 24000, 24000 * 0.4, 0.3));
     const started = await c.next('input_audio_buffer.speech_started');
-    expect(started.audio_start_ms).toBe(500 - 300);
+    expect(started.audio_start_ms).toBe(1000 - 300);
   });
 
   it('takes µ-law input and replies in µ-law at 8 kHz, measured through an independent G.711 codec', async () => {

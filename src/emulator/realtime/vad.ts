@@ -93,6 +93,7 @@ export class EnergyVad {
       if (loud) {
         this.speaking = true;
         this.quietMs = 0;
+        // The padding reaches back at most to the start of this buffer (a clear empties it).
         events.push({ kind: 'start', ms: Math.max(0, startMs - this.settings.prefixPaddingMs) });
       }
       return;
