@@ -37,7 +37,7 @@ class InlineLeg implements Leg {
       if (n === 0) return;
       this.#hadAudio = true;
       try {
-        this.sink.audio(out.subarray(0, n));
+        this.sink.audio(owner.view(out, n));
       } catch (err) {
         // Logged, as in worker mode, rather than thrown back into the socket handler that pushed the
         // audio (which would blame the input for the sink's fault).
@@ -80,6 +80,8 @@ export class InlinePipeline implements DspPipeline {
    */
   #scratch = new Uint8Array(8192);
   #scratchBusy = false;
+  /** Views of the scratch's first `n` bytes, by `n` (a handful of chunk sizes): none made per chunk. */
+  #views = new Map<number, Uint8Array>();
 
   constructor(
     readonly log: Logger | undefined,
@@ -97,9 +99,24 @@ export class InlinePipeline implements DspPipeline {
   /** @internal Room for `bytes` of output. */
   output(bytes: number): Uint8Array {
     if (this.#scratchBusy) return new Uint8Array(bytes);
-    if (this.#scratch.byteLength < bytes) this.#scratch = new Uint8Array(bytes);
+    if (this.#scratch.byteLength < bytes) {
+      this.#scratch = new Uint8Array(bytes);
+      this.#views.clear();
+    }
     this.#scratchBusy = true;
     return this.#scratch;
+  }
+
+  /** @internal The first `n` bytes of `out`. */
+  view(out: Uint8Array, n: number): Uint8Array {
+    if (out !== this.#scratch) return out.subarray(0, n);
+    let v = this.#views.get(n);
+    if (v === undefined) {
+      if (this.#views.size >= 64) this.#views.clear();
+      v = out.subarray(0, n);
+      this.#views.set(n, v);
+    }
+    return v;
   }
 
   /** @internal The sink has returned: `out` may be reused. */

@@ -3,7 +3,7 @@
  * and `builtin:tone[:hz]` (a steady sine). Both are served by the shared pacing loop, so they add no
  * timers of their own; their audio goes through the same pipeline, re-chunker and pacer as a ws bot's.
  */
-import type { PacingLoop } from '../pacing-loop.js';
+import type { Paced, PacingLoop } from '../pacing-loop.js';
 import type { BotLeg, CallerPort } from './types.js';
 
 /** How far ahead of real time generated audio is produced (the outbound pacer plays it at real time). */
@@ -15,6 +15,68 @@ const ECHO_MAX_FRAMES = 4096;
 const ECHO_SLACK_MS = 5_000;
 
 /**
+ * The schedule of every echo bot on one pacing loop with one delay: which bot's oldest frame is due
+ * next, for all calls in arrival order (one delay for all, so due times never decrease). It is one member
+ * of the loop however many calls echo, so a frame costs an append here, not a heap entry of its own (the
+ * bare transport's delayed echo holds its frames the same way: src/load/echo-server.ts).
+ */
+class EchoLine implements Paced {
+  #due = new Float64Array(256);
+  #bots: (EchoBot | undefined)[] = new Array(256);
+  #head = 0;
+  #count = 0;
+
+  constructor(readonly loop: PacingLoop) {
+    loop.add(this);
+  }
+
+  /** `bot` holds a new frame, due at `due`. */
+  add(bot: EchoBot, due: number): void {
+    if (this.#count === this.#due.length) this.#grow();
+    const i = (this.#head + this.#count) % this.#due.length;
+    this.#due[i] = due;
+    this.#bots[i] = bot;
+    if (this.#count++ === 0) this.loop.wakeBy(this, due);
+  }
+
+  service(now: number): number {
+    const size = this.#due.length;
+    while (this.#count > 0 && this.#due[this.#head]! <= now) {
+      const bot = this.#bots[this.#head]!;
+      this.#bots[this.#head] = undefined;
+      this.#head = (this.#head + 1) % size;
+      this.#count--;
+      bot.release();
+    }
+    return this.#count > 0 ? this.#due[this.#head]! : Number.POSITIVE_INFINITY;
+  }
+
+  #grow(): void {
+    const size = this.#due.length;
+    const due = new Float64Array(size * 2);
+    const bots: (EchoBot | undefined)[] = new Array(size * 2);
+    for (let k = 0; k < this.#count; k++) {
+      const j = (this.#head + k) % size;
+      due[k] = this.#due[j]!;
+      bots[k] = this.#bots[j];
+    }
+    this.#due = due;
+    this.#bots = bots;
+    this.#head = 0;
+  }
+}
+
+const echoLines = new WeakMap<PacingLoop, Map<number, EchoLine>>();
+
+function echoLine(loop: PacingLoop, delayMs: number): EchoLine {
+  let byDelay = echoLines.get(loop);
+  if (byDelay === undefined) echoLines.set(loop, (byDelay = new Map()));
+  let line = byDelay.get(delayMs);
+  if (line === undefined) byDelay.set(delayMs, (line = new EchoLine(loop)));
+  return line;
+}
+
+/**
  * Echoes caller audio back after `delayMs` (config ECHO_DELAY_MS, default 200 ms). The caller hears
  * itself `delayMs` plus the outbound lead and transport later.
  *
@@ -22,19 +84,18 @@ const ECHO_SLACK_MS = 5_000;
  * than keeping the chunks it is given: those are views into the DSP pipeline's batch buffers, and
  * holding a 640-byte view for 200 ms would keep a whole batch of every session's audio alive with it.
  * What it hands on is a view of the ring, valid for that call only (the pipeline copies its input).
+ * When each frame is due is kept by the loop's shared EchoLine.
  */
 export class EchoBot implements BotLeg {
   readonly #port: CallerPort;
-  readonly #loop: PacingLoop;
-  readonly #delayMs: number;
+  readonly #line: EchoLine | undefined;
   /** The most bytes held: the delay plus ECHO_SLACK_MS at 48 kHz PCM16 (the highest bot rate). */
   readonly #maxBytes: number;
   #ring = new Uint8Array(8192);
   /** Where the oldest held byte is, and how many are held. */
   #start = 0;
   #bytes = 0;
-  /** The held frames, oldest at #head: when each is due and its length (grown by doubling, like the ring). */
-  #dueAt = new Float64Array(16);
+  /** The held frames' lengths, oldest at #head (grown by doubling, like the ring). */
   #len = new Int32Array(16);
   #head = 0;
   #frames = 0;
@@ -44,17 +105,18 @@ export class EchoBot implements BotLeg {
 
   constructor(port: CallerPort, loop: PacingLoop, delayMs: number) {
     this.#port = port;
-    this.#loop = loop;
-    this.#delayMs = delayMs;
+    this.#line = delayMs > 0 ? echoLine(loop, delayMs) : undefined;
     this.#maxBytes = Math.ceil(((delayMs + ECHO_SLACK_MS) * 48_000 * 2) / 1000);
-    loop.add(this);
+    this.delayMs = delayMs;
   }
+
+  readonly delayMs: number;
 
   audio(pcm: Uint8Array): void {
     const n = pcm.byteLength;
     if (this.#ended || n === 0) return;
     if (this.#frames >= ECHO_MAX_FRAMES || this.#bytes + n > this.#maxBytes) return;
-    if (this.#frames === this.#dueAt.length) this.#growFrames();
+    if (this.#frames === this.#len.length) this.#growFrames();
     if (this.#bytes + n > this.#ring.length) this.#grow(this.#bytes + n);
     const ring = this.#ring;
     const at = (this.#start + this.#bytes) % ring.length;
@@ -62,60 +124,54 @@ export class EchoBot implements BotLeg {
     ring.set(first === n ? pcm : pcm.subarray(0, first), at);
     if (first < n) ring.set(pcm.subarray(first), 0);
     this.#bytes += n;
-    const due = performance.now() + this.#delayMs;
-    const slot = (this.#head + this.#frames) % this.#dueAt.length;
-    this.#dueAt[slot] = due;
-    this.#len[slot] = n;
+    this.#len[(this.#head + this.#frames) % this.#len.length] = n;
     this.#frames++;
-    if (this.#delayMs === 0) this.service(due);
-    else this.#loop.wakeBy(this, due);
+    if (this.#line === undefined) this.release();
+    else this.#line.add(this, performance.now() + this.delayMs);
   }
 
+  /** Releases whatever of every echo bot on this loop is due at `now` (the loop does this by itself). */
   service(now: number): number {
-    while (this.#frames > 0 && this.#dueAt[this.#head]! <= now) {
-      const n = this.#len[this.#head]!;
-      const ring = this.#ring;
-      const start = this.#start;
-      let frame: Uint8Array;
-      if (start + n <= ring.length) frame = ring.subarray(start, start + n);
-      else {
-        if (this.#wrapped.length < n) this.#wrapped = new Uint8Array(n);
-        frame = this.#wrapped.subarray(0, n);
-        const first = ring.length - start;
-        frame.set(ring.subarray(start), 0);
-        frame.set(ring.subarray(0, n - first), first);
-      }
-      this.#start = (start + n) % ring.length;
-      this.#bytes -= n;
-      this.#head = (this.#head + 1) % this.#dueAt.length;
-      this.#frames--;
-      this.#port.audio(frame);
-      if (this.#ended) return Number.POSITIVE_INFINITY;
+    return this.#line?.service(now) ?? Number.POSITIVE_INFINITY;
+  }
+
+  /** @internal The oldest held frame is due: hands it on. */
+  release(): void {
+    if (this.#ended || this.#frames === 0) return;
+    const n = this.#len[this.#head]!;
+    const ring = this.#ring;
+    const start = this.#start;
+    let frame: Uint8Array;
+    if (start + n <= ring.length) frame = ring.subarray(start, start + n);
+    else {
+      if (this.#wrapped.length < n) this.#wrapped = new Uint8Array(n);
+      frame = this.#wrapped.subarray(0, n);
+      const first = ring.length - start;
+      frame.set(ring.subarray(start), 0);
+      frame.set(ring.subarray(0, n - first), first);
     }
-    return this.#frames > 0 ? this.#dueAt[this.#head]! : Number.POSITIVE_INFINITY;
+    this.#start = (start + n) % ring.length;
+    this.#bytes -= n;
+    this.#head = (this.#head + 1) % this.#len.length;
+    this.#frames--;
+    this.#port.audio(frame);
   }
 
   dtmf(): void {}
   mark(): void {}
 
   end(): void {
+    // Its entries in the shared line find it ended and release nothing.
     this.#ended = true;
     this.#frames = 0;
     this.#bytes = 0;
-    this.#loop.delete(this);
   }
 
   /** Doubles the frame slots, keeping the held ones in order from index 0. */
   #growFrames(): void {
-    const size = this.#dueAt.length;
-    const dueAt = new Float64Array(size * 2);
+    const size = this.#len.length;
     const len = new Int32Array(size * 2);
-    for (let i = 0; i < this.#frames; i++) {
-      const j = (this.#head + i) % size;
-      dueAt[i] = this.#dueAt[j]!;
-      len[i] = this.#len[j]!;
-    }
-    this.#dueAt = dueAt;
+    for (let i = 0; i < this.#frames; i++) len[i] = this.#len[(this.#head + i) % size]!;
     this.#len = len;
     this.#head = 0;
   }
