@@ -20,7 +20,7 @@ async function waitFor<T>(probe: () => Promise<T | undefined>, timeoutMs: number
   }
 }
 
-/** A media endpoint that checks the token, echoes audio, and sends a mark and a clear. */
+/** A media endpoint that checks the token, sends a clear, echoes audio, and sends a mark. */
 async function fakeEndpoint() {
   const seen = {
     tokenOk: false,
@@ -49,11 +49,14 @@ async function fakeEndpoint() {
           seen.frames++;
           ws.send(data, { binary: true });
           if (seen.frames === 5) ws.send(JSON.stringify({ event: 'mark', name: 'greeting-done' }));
-          if (seen.frames === 10) ws.send(JSON.stringify({ event: 'clear' }));
           return;
         }
         const msg = JSON.parse(String(data));
-        if (msg.event === 'session_start') seen.start = msg;
+        if (msg.event === 'session_start') {
+          seen.start = msg;
+          // A clear with nothing queued yet: counted, and the tone the caller hears stays whole.
+          ws.send(JSON.stringify({ event: 'clear' }));
+        }
         if (msg.event === 'mark') seen.marksBack.push(msg.name);
         if (msg.event === 'session_end') {
           seen.end = true;
@@ -153,13 +156,13 @@ describe('synthetic calls placed by the emulator', () => {
     expect(report).toMatchObject({
       state: 'ended',
       seconds_sent: 1,
-      seconds_received: 1,
       chunks_sent: 50,
       marks: ['greeting-done'],
       clears: 1,
       errors: [],
       close_code: 1000,
     });
+    expect(report.seconds_received).toBe(1);
     expect(report.tone_snr_db as number).toBeGreaterThan(40);
     // The call is over: the emulator no longer lists it.
     expect((await call(url, 'GET', `/v1/sessions/${id}`, { token })).status).toBe(404);
