@@ -303,3 +303,15 @@ export function joined(chunks: readonly Int16Array[]): Int16Array {
   }
   return out;
 }
+
+/** A script that runs `fn` once, on the caller's first audio. */
+export function onFirstAudio(fn: (peer: Peer) => void): Script {
+  return (peer) => {
+    let done = false;
+    (peer as { onAudio?: () => void }).onAudio = () => {
+      if (done) return;
+      done = true;
+      fn(peer);
+    };
+  };
+}
