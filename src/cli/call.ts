@@ -1,9 +1,9 @@
 #!/usr/bin/env node
 /**
- * `npm run call -- --url ws://127.0.0.1:8080/v1/media --secret S --audio tone:440 --seconds 10
- *  [--rate 8000] [--output-rate R] [--encoding binary|base64] [--codec slin] [--chunk-ms 20] [--json]`
- * Places one synthetic call into a media endpoint, as the provider would, and prints what it heard:
- * seconds, tone SNR of the returned audio, chunk inter-arrival p50/p99, marks, clears and errors.
+ * `npm run call -- [--dialect twilio] --url ws://127.0.0.1:8080/v1/media --audio tone:440 --seconds 10 ...`
+ * Places one synthetic call into a media endpoint as the chosen provider would (src/emulator/dialects/)
+ * and prints what the caller heard: seconds, tone SNR, chunk inter-arrival p50/p99, marks, clears, the
+ * platform's rules the bridge broke, and errors.
  */
 import { randomUUID } from 'node:crypto';
 import { parseArgs } from 'node:util';
@@ -12,13 +12,26 @@ import { steadyToneSnrDb } from '../audio/tone.js';
 import { mintToken } from '../auth/jwt.js';
 import { DEV_MEDIA_SECRET } from '../config.js';
 import { parseAudioSpec, renderAudio } from '../emulator/audio-source.js';
-import { type CallReport, SyntheticCall } from '../emulator/caller.js';
+import { type CallerOptions, type CallReport, SyntheticCall } from '../emulator/caller.js';
+import type { LegAuth } from '../emulator/dialects/index.js';
+import {
+  dialectUrl,
+  parseDialect,
+  parseDialectCodec,
+  parseDialectRate,
+  parseDtmf,
+  parseHeader,
+} from '../emulator/dialects/params.js';
 
-const USAGE = `usage: npm run call -- [--url ws://127.0.0.1:8080/v1/media] [--secret S | --no-auth] [--tenant T]
-                        [--audio tone:440|wav:<path>|speech:<text>|silence] [--seconds 10]
-                        [--rate 8000] [--output-rate R] [--encoding binary|base64] [--codec slin|pcmu|pcma]
-                        [--chunk-ms 20] [--phone 15550100] [--json]
-  --secret   media secret the token is signed with (default: MEDIA_SECRET, else the development secret)
+const USAGE = `usage: npm run call -- [--dialect default|twilio|telnyx|plivo|exotel|vonage|jambonz|asterisk|audiosocket]
+                        [--url ws://127.0.0.1:8080/v1/media[/<dialect>]] [--tenant T]
+                        [--audio tone:440|wav:<path>|speech:<text>|silence] [--seconds 10] [--rate R]
+                        [--codec slin|pcmu|pcma] [--dtmf 1@500,#@900] [--phone 15550100] [--json]
+  default dialect:  [--secret S | --no-auth] [--output-rate R] [--encoding binary|base64] [--chunk-ms 20]
+  other dialects:   [--auth-token T] [--user U --password P] [--header name:value]
+    --auth-token    Twilio's auth token (signs the URL), Telnyx's stream token
+    --user/--password  HTTP Basic (Exotel, jambonz, Asterisk); --header  Vonage, Plivo, Asterisk
+  --url            for audiosocket: tcp://host:port (required)
 `;
 
 function fail(message: string): never {
@@ -28,17 +41,23 @@ function fail(message: string): never {
 
 const { values } = parseArgs({
   options: {
-    url: { type: 'string', default: 'ws://127.0.0.1:8080/v1/media' },
+    dialect: { type: 'string', default: 'default' },
+    url: { type: 'string' },
     secret: { type: 'string' },
     'no-auth': { type: 'boolean', default: false },
     tenant: { type: 'string' },
     audio: { type: 'string', default: 'tone:440' },
     seconds: { type: 'string', default: '10' },
-    rate: { type: 'string', default: '8000' },
+    rate: { type: 'string' },
     'output-rate': { type: 'string' },
     encoding: { type: 'string', default: 'binary' },
-    codec: { type: 'string', default: 'slin' },
+    codec: { type: 'string' },
     'chunk-ms': { type: 'string', default: '20' },
+    'auth-token': { type: 'string' },
+    user: { type: 'string' },
+    password: { type: 'string' },
+    header: { type: 'string' },
+    dtmf: { type: 'string' },
     phone: { type: 'string', default: '15550100' },
     json: { type: 'boolean', default: false },
     help: { type: 'boolean', default: false },
@@ -49,48 +68,94 @@ if (values.help) {
   process.exit(0);
 }
 
-let report: CallReport;
-try {
-  const inputRate = parseTelephonyRate(Number(values.rate), '--rate');
-  const outputRate = parseTelephonyRate(Number(values['output-rate'] ?? values.rate), '--output-rate');
-  const encoding = parseEncoding(values.encoding, '--encoding');
-  const codec = parseCodec(values.codec, '--codec');
+async function options(): Promise<{ o: CallerOptions; toneHz: number | undefined }> {
+  const dialect = parseDialect(values.dialect, '--dialect');
   const seconds = Number(values.seconds);
   if (!(seconds > 0 && seconds <= 3600))
     fail(`--seconds must be above 0 and at most 3600, got ${values.seconds}`);
-  const chunkMs = Number(values['chunk-ms']);
-  if (!(Number.isInteger(chunkMs) && chunkMs >= 10 && chunkMs <= 200)) {
-    fail(`--chunk-ms must be a whole number from 10 to 200, got ${values['chunk-ms']}`);
-  }
   const spec = parseAudioSpec(values.audio, '--audio');
-  const audio = await renderAudio(spec, inputRate, seconds);
-  const token = values['no-auth']
-    ? undefined
-    : await mintToken({
-        secret: values.secret ?? (process.env.MEDIA_SECRET || DEV_MEDIA_SECRET),
-        ttlSeconds: Math.ceil(seconds) + 300,
-        ...(values.tenant !== undefined ? { tenant: values.tenant } : {}),
-      });
-  const call = new SyntheticCall({
-    url: values.url,
-    token,
-    sessionId: `call-${randomUUID()}`,
+  const dtmf = parseDtmf(values.dtmf, '--dtmf');
+  const common = {
     customerPhone: values.phone,
-    direction: 'inbound',
-    format: {
-      codec: values.codec,
-      inputRate,
-      outputRate,
-      encoding,
-      chunkBytes: bytesForMs(codec, outputRate, chunkMs),
-    },
-    audio,
+    direction: 'inbound' as const,
+    dtmf,
     keepReceived: spec.kind === 'tone',
-  });
+    dialect,
+  };
+  const toneHz = spec.kind === 'tone' ? spec.hz : undefined;
+  if (dialect === 'default') {
+    const inputRate = parseTelephonyRate(Number(values.rate ?? 8000), '--rate');
+    const outputRate = parseTelephonyRate(Number(values['output-rate'] ?? inputRate), '--output-rate');
+    const encoding = parseEncoding(values.encoding, '--encoding');
+    const codecName = values.codec ?? 'slin';
+    const codec = parseCodec(codecName, '--codec');
+    const chunkMs = Number(values['chunk-ms']);
+    if (!(Number.isInteger(chunkMs) && chunkMs >= 10 && chunkMs <= 200))
+      fail(`--chunk-ms must be a whole number from 10 to 200, got ${values['chunk-ms']}`);
+    const token = values['no-auth']
+      ? undefined
+      : await mintToken({
+          secret: values.secret ?? (process.env.MEDIA_SECRET || DEV_MEDIA_SECRET),
+          ttlSeconds: Math.ceil(seconds) + 300,
+          ...(values.tenant !== undefined ? { tenant: values.tenant } : {}),
+        });
+    return {
+      toneHz,
+      o: {
+        ...common,
+        url: values.url ?? 'ws://127.0.0.1:8080/v1/media',
+        token,
+        sessionId: `call-${randomUUID()}`,
+        format: {
+          codec: codecName,
+          inputRate,
+          outputRate,
+          encoding,
+          chunkBytes: bytesForMs(codec, outputRate, chunkMs),
+        },
+        audio: await renderAudio(spec, inputRate, seconds),
+      },
+    };
+  }
+  const codec = parseDialectCodec(dialect, values.codec, '--codec');
+  const rate = parseDialectRate(
+    dialect,
+    values.rate === undefined ? undefined : Number(values.rate),
+    codec,
+    '--rate',
+  );
+  if (dialect === 'audiosocket' && values.url === undefined)
+    fail('--url tcp://host:port is required for audiosocket');
+  const url = values.url ?? dialectUrl('ws://127.0.0.1:8080/v1/media', dialect, values.tenant);
+  const auth: LegAuth = {
+    token: values['auth-token'],
+    username: values.user,
+    password: values.password,
+    header: values.header === undefined ? undefined : parseHeader(values.header, '--header'),
+  };
+  return {
+    toneHz,
+    o: {
+      ...common,
+      url,
+      // AudioSocket names the call by a UUID; the others take any id of the platform's shape.
+      sessionId: dialect === 'audiosocket' ? randomUUID() : `CA${randomUUID().replaceAll('-', '')}`,
+      rate,
+      codec,
+      auth,
+      audio: await renderAudio(spec, rate, seconds),
+    },
+  };
+}
+
+let report: CallReport;
+try {
+  const { o, toneHz } = await options();
+  const call = new SyntheticCall(o);
   const tty = process.stderr.isTTY === true;
   const progress = setInterval(() => {
     const s = call.stats;
-    const line = `${s.state}: ${s.secondsSent.toFixed(1)} s sent, ${s.secondsReceived.toFixed(1)} s received, marks ${s.marks.length}, clears ${s.clears}, errors ${s.errors.length}`;
+    const line = `${s.state}: ${s.secondsSent.toFixed(1)} s sent, ${s.secondsReceived.toFixed(1)} s heard, marks ${s.marks.length}, clears ${s.clears}, breaches ${call.leg.record.breaches.length}, errors ${s.errors.length}`;
     process.stderr.write(tty ? `\r${line}\u001b[K` : `${line}\n`);
   }, 1000);
   try {
@@ -99,20 +164,23 @@ try {
     clearInterval(progress);
     if (tty) process.stderr.write('\r\u001b[K');
   }
-  const snr = spec.kind === 'tone' ? steadyToneSnrDb(report.received, spec.hz, outputRate) : undefined;
-  const { received: _audio, ...rest } = report;
+  const snr = toneHz === undefined ? undefined : steadyToneSnrDb(report.received, toneHz, report.outputRate);
+  const { received: _audio, timeline: _timeline, ...rest } = report;
   if (values.json) {
     process.stdout.write(`${JSON.stringify({ ...rest, toneSnrDb: snr ?? null }, null, 2)}\n`);
   } else {
     const lines = [
-      `call ${report.sessionId}: ${report.state} (close ${report.closeCode ?? 'none'}${report.closeReason ? ` ${report.closeReason}` : ''})`,
+      `${report.dialect} call ${report.sessionId}: ${report.state} (close ${report.closeCode ?? 'none'}${report.closeReason ? ` ${report.closeReason}` : ''})`,
       `  sent     ${report.secondsSent.toFixed(2)} s in ${report.chunksSent} chunks (${report.chunksShed} shed); send lateness p99 ${report.sendLatenessMs.p99} ms`,
-      `  received ${report.secondsReceived.toFixed(2)} s in ${report.chunksReceived} chunks`,
+      `  heard    ${report.secondsReceived.toFixed(2)} s from ${report.chunksReceived} messages`,
       `  inter-arrival p50 ${report.interArrivalMs.p50} ms, p99 ${report.interArrivalMs.p99} ms, max ${report.interArrivalMs.max} ms`,
     ];
-    if (spec.kind === 'tone')
+    if (toneHz !== undefined)
       lines.push(`  tone SNR ${snr === undefined ? 'n/a (nothing came back)' : `${snr.toFixed(1)} dB`}`);
-    lines.push(`  marks ${report.marks.length}, clears ${report.clears}, errors ${report.errors.length}`);
+    lines.push(
+      `  marks ${report.marks.length}, clears ${report.clears}, dtmf ${report.dtmfSent}, breaches ${report.breaches.length}, errors ${report.errors.length}`,
+    );
+    for (const b of report.breaches) lines.push(`    breach ${b.rule} (${b.effect}) ${b.detail}`);
     for (const e of report.errors) lines.push(`    error ${e.code ?? ''} ${e.message}`);
     process.stdout.write(`${lines.join('\n')}\n`);
   }

@@ -1,8 +1,9 @@
 /**
  * `POST /emulator/calls` and `GET /emulator/calls/{id}`: synthetic calls the emulator places into the
- * tenant's registered media endpoint, as the provider would: a JWT signed with the registered
- * `media_secret`, `session_start` in the registered format, paced audio, mark/clear honoured, and a
- * record of what came back.
+ * tenant's registered media endpoint. In the default dialect it calls as the voice API provider does: a
+ * JWT signed with the registered `media_secret`, `session_start` in the registered format. With
+ * `dialect` it calls as that platform does, on the bridge's path for it (or `url`), with the given
+ * `auth`. Either way: paced audio, the platform's playback rules, and a record of what came back.
  */
 import { randomUUID } from 'node:crypto';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
@@ -11,7 +12,16 @@ import { mintToken, type RestVerifier } from '../auth/jwt.js';
 import { BridgeError, invalidField } from '../errors.js';
 import type { Logger } from '../log.js';
 import { type AudioSpec, parseAudioSpec, renderAudio } from './audio-source.js';
-import { type CallReport, SyntheticCall } from './caller.js';
+import { type CallerOptions, type CallReport, SyntheticCall } from './caller.js';
+import type { DialectName } from './dialects/index.js';
+import {
+  dialectUrl,
+  parseAuth,
+  parseDialect,
+  parseDialectCodec,
+  parseDialectRate,
+  parseDtmf,
+} from './dialects/params.js';
 import type { EmulatorState } from './state.js';
 
 /** Reports kept for GET after a call ends; the oldest go first. */
@@ -20,6 +30,7 @@ const MAX_CALL_SECONDS = 3_600;
 
 interface CallRecord {
   readonly tenant: string;
+  readonly dialect: DialectName;
   readonly sessionId: string;
   readonly customerPhone: string;
   readonly direction: 'inbound' | 'outbound';
@@ -64,42 +75,68 @@ export function registerEmulatorCalls(app: FastifyInstance, o: EmulatorCallsOpti
     }
     const audio = typeof body.audio === 'string' ? body.audio : 'tone:440';
     const spec = parseAudioSpec(body.audio ?? audio);
+    const dialect = parseDialect(body.dialect ?? 'default');
+    const dtmf = parseDtmf(body.dtmf, 'dtmf');
+    if (body.url !== undefined && (typeof body.url !== 'string' || !/^(wss?|tcp):\/\/\S+$/.test(body.url)))
+      throw invalidField('url', 'a ws://, wss:// or (for audiosocket) tcp:// URL', body.url);
     const stream = o.state.getStream(tenant);
-    if (stream === undefined) {
+    if (stream === undefined && (dialect === 'default' || body.url === undefined)) {
       throw new BridgeError(
         'conflict',
-        'no media stream is registered for this tenant: PUT /v1/media-stream first',
+        'no media stream is registered for this tenant: PUT /v1/media-stream first, or give url',
       );
     }
-    const c = stream.config;
-    const pcm = await renderAudio(spec, c.input_sample_rate, seconds);
-    const sessionId = `emu-${randomUUID()}`;
-    const token =
-      stream.secret === undefined
-        ? undefined
-        : await mintToken({
-            secret: stream.secret,
-            ...(tenant !== 'default' ? { tenant } : {}),
-            ttlSeconds: Math.ceil(seconds) + 300,
-          });
-    const call = new SyntheticCall({
-      url: c.media_ws_url,
-      token,
-      sessionId,
+    if (dialect === 'audiosocket' && body.url === undefined)
+      throw invalidField('url', "tcp://host:port of the bridge's AudioSocket listener", body.url);
+    let options: CallerOptions;
+    const common = {
       customerPhone,
       direction,
-      format: {
-        codec: c.codec,
-        inputRate: c.input_sample_rate,
-        outputRate: c.output_sample_rate,
-        encoding: c.encoding as 'binary' | 'base64',
-        chunkBytes: c.chunk_bytes,
-      },
-      audio: pcm,
+      dialect,
+      dtmf,
       keepReceived: spec.kind === 'tone',
       signal: o.signal,
-    });
-    const record: CallRecord = { tenant, sessionId, customerPhone, direction, audio, spec, call };
+    } as const;
+    if (dialect === 'default') {
+      const c = stream!.config;
+      options = {
+        ...common,
+        url: typeof body.url === 'string' ? body.url : c.media_ws_url,
+        sessionId: `emu-${randomUUID()}`,
+        token:
+          stream!.secret === undefined
+            ? undefined
+            : await mintToken({
+                secret: stream!.secret,
+                ...(tenant !== 'default' ? { tenant } : {}),
+                ttlSeconds: Math.ceil(seconds) + 300,
+              }),
+        format: {
+          codec: c.codec,
+          inputRate: c.input_sample_rate,
+          outputRate: c.output_sample_rate,
+          encoding: c.encoding as 'binary' | 'base64',
+          chunkBytes: c.chunk_bytes,
+        },
+        audio: await renderAudio(spec, c.input_sample_rate, seconds),
+      };
+    } else {
+      const codec = parseDialectCodec(dialect, body.codec, 'codec');
+      const rate = parseDialectRate(dialect, body.rate, codec, 'rate');
+      options = {
+        ...common,
+        url:
+          typeof body.url === 'string' ? body.url : dialectUrl(stream!.config.media_ws_url, dialect, tenant),
+        sessionId: dialect === 'audiosocket' ? randomUUID() : `CA${randomUUID().replaceAll('-', '')}`,
+        rate,
+        codec,
+        auth: parseAuth(body.auth),
+        audio: await renderAudio(spec, rate, seconds),
+      };
+    }
+    const sessionId = options.sessionId;
+    const call = new SyntheticCall(options);
+    const record: CallRecord = { tenant, dialect, sessionId, customerPhone, direction, audio, spec, call };
     records.set(sessionId, record);
     if (records.size > MAX_CALL_RECORDS) records.delete(records.keys().next().value!);
     o.state.addSession({
@@ -149,6 +186,7 @@ function callView(r: CallRecord) {
   const round = (v: number) => Math.round(v * 1000) / 1000;
   const view: Record<string, unknown> = {
     session_id: r.sessionId,
+    dialect: r.dialect,
     state: s.state,
     customer_phone: r.customerPhone,
     direction: r.direction,
@@ -162,9 +200,12 @@ function callView(r: CallRecord) {
     clears: s.clears,
     errors: [...s.errors],
   };
+  view.breaches = [...r.call.leg.record.breaches];
   if (s.closeCode !== undefined) view.close_code = s.closeCode;
   if (r.report !== undefined) {
     view.inter_arrival_ms = r.report.interArrivalMs;
+    view.acked_marks = r.report.ackedMarks;
+    view.dtmf_sent = r.report.dtmfSent;
     if (r.spec.kind === 'tone') {
       const snr = steadyToneSnrDb(r.report.received, r.spec.hz, r.call.outputRate);
       view.tone_snr_db = snr === undefined ? null : Math.round(snr * 10) / 10;
