@@ -6,20 +6,31 @@
  */
 import { writeFile } from 'node:fs/promises';
 import { parseArgs } from 'node:util';
-import { parseCodec, parseEncoding, parseTelephonyRate } from '../audio/format.js';
+import { type Codec, parseCodec, parseEncoding, parseTelephonyRate } from '../audio/format.js';
 import { mintToken } from '../auth/jwt.js';
 import { DEV_MEDIA_SECRET } from '../config.js';
 import { parseAudioSpec, renderAudio } from '../emulator/audio-source.js';
+import type { DialectName, LegAuth } from '../emulator/dialects/index.js';
+import {
+  parseDialect,
+  parseDialectCodec,
+  parseDialectRate,
+  parseHeader,
+} from '../emulator/dialects/params.js';
 import { asBackground } from '../load/markers.js';
 import { forkChild, orchestrate } from '../load/orchestrator.js';
 import { buildReport, type LoadReport, progressText, summaryText } from '../load/report.js';
 import type { RunOptions } from '../load/runner.js';
 
 const USAGE = `usage: npm run load -- --url ws://127.0.0.1:8080/v1/media --calls N --seconds S
+  [--dialect default|twilio|telnyx|plivo|exotel|vonage|jambonz|asterisk|audiosocket]
+  [--auth-token T] [--user U --password P] [--header name:value]   (the platform's credentials)
   [--ramp R] [--rate 8000|16000] [--encoding binary|base64] [--codec slin|pcmu|pcma]
   [--token T | --secret S] [--tenant T] [--audio tone:<hz>|wav:<path>|speech:<text>|silence]
   [--procs P] [--marker-every-ms 1000] [--json FILE|-] [--against-echo [--echo-delay-ms MS]]
-Only loopback targets are accepted unless --allow-remote is given.`;
+With --dialect, --url is the bridge's path for it (/v1/media/<dialect>, tcp://host:port for
+audiosocket); --encoding is the default dialect's only. Only loopback targets are accepted unless
+--allow-remote is given.`;
 
 function fail(message: string): never {
   process.stderr.write(`voicebridge load: ${message}\n${USAGE}\n`);
@@ -40,6 +51,11 @@ async function main(): Promise<void> {
   const { values } = parseArgs({
     options: {
       url: { type: 'string' },
+      dialect: { type: 'string', default: 'default' },
+      'auth-token': { type: 'string' },
+      user: { type: 'string' },
+      password: { type: 'string' },
+      header: { type: 'string' },
       calls: { type: 'string', default: '10' },
       seconds: { type: 'string', default: '10' },
       ramp: { type: 'string' },
@@ -87,6 +103,36 @@ async function main(): Promise<void> {
   } catch (err) {
     fail((err as Error).message);
   }
+  let dialect: DialectName;
+  let dialectCodec: Codec | undefined;
+  let auth: LegAuth | undefined;
+  try {
+    dialect = parseDialect(values.dialect, '--dialect');
+    if (dialect !== 'default') {
+      dialectCodec = parseDialectCodec(
+        dialect,
+        values.codec === 'slin' ? undefined : values.codec,
+        '--codec',
+      );
+      const r = parseDialectRate(dialect, rate, dialectCodec, '--rate');
+      if (r !== 8000 && r !== 16000) fail(`--rate for a load run must be 8000 or 16000, got ${r}`);
+      rate = r;
+      // The wire codec is the dialect's: the runner's scratch is PCM, the leg encodes.
+      codec = dialectCodec ?? 'slin';
+      auth = {
+        token: values['auth-token'],
+        username: values.user,
+        password: values.password,
+        header: values.header === undefined ? undefined : parseHeader(values.header, '--header'),
+      };
+    }
+  } catch (err) {
+    fail((err as Error).message);
+  }
+  if (dialect !== 'default' && values['against-echo'])
+    fail('--against-echo serves the default dialect only; give --url of the bridge for --dialect');
+  if (values.url !== undefined && dialect === 'audiosocket' && !values.url.startsWith('tcp://'))
+    fail(`--url for audiosocket must be tcp://host:port, got ${values.url}`);
   const rampSeconds = positiveInt('ramp', values.ramp, Math.min(10, Math.ceil(calls / 100)), 0, 3600);
   const procs = positiveInt('procs', values.procs, 1, 1, 64);
   if (values['echo-delay-ms'] !== undefined && !values['against-echo'])
@@ -117,7 +163,10 @@ async function main(): Promise<void> {
     encoding,
     token,
     background,
-    chunkMs: 20,
+    // Exotel's platform sends ~100 ms chunks; the others 20 ms.
+    chunkMs: dialect === 'exotel' ? 100 : 20,
+    dialect,
+    auth,
     markerEveryMs: positiveInt('marker-every-ms', values['marker-every-ms'], 1000, 100, 60_000),
     markerBurstMs: 60,
     drainMs: 2_000,

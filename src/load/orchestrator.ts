@@ -196,6 +196,7 @@ export async function orchestrate(
     'markersLost',
     'markersUnmatched',
     'errorEvents',
+    'breaches',
     'samplesSent',
     'samplesReceived',
     'cpuMs',

@@ -8,6 +8,7 @@ import { round } from './stats.js';
 export interface LoadReport {
   target: string;
   url: string;
+  dialect: string;
   calls: number;
   seconds: number;
   rampSeconds: number;
@@ -20,6 +21,8 @@ export interface LoadReport {
   dropped: number;
   failures: Record<string, number>;
   errorEvents: number;
+  /** Platform rules the bridge broke (dialect runs). */
+  breaches: number;
   roundTripMs: { p50: number; p95: number; p99: number; max: number; n: number };
   markers: { sent: number; returned: number; lost: number; unmatched: number };
   audioReturnedPct: number;
@@ -42,6 +45,7 @@ export function buildReport(target: string, o: RunOptions, r: OrchestratedResult
   return {
     target,
     url: o.url,
+    dialect: o.dialect ?? 'default',
     calls: o.calls,
     seconds: o.seconds,
     rampSeconds: o.rampSeconds,
@@ -54,6 +58,7 @@ export function buildReport(target: string, o: RunOptions, r: OrchestratedResult
     dropped: res.callsDropped,
     failures: res.failures,
     errorEvents: res.errorEvents,
+    breaches: res.breaches,
     roundTripMs: { p50: nz(rtt.p50), p95: nz(rtt.p95), p99: nz(rtt.p99), max: nz(rtt.max), n: rtt.n },
     markers: {
       sent: res.markersSent,
@@ -95,8 +100,8 @@ export function progressText(target: string, p: ProgressLine, calls: number): st
 
 export function summaryText(r: LoadReport): string {
   const lines = [
-    `${r.target}: ${r.calls} calls x ${r.seconds}s (${r.rate} Hz ${r.codec} ${r.encoding}, ramp ${r.rampSeconds}s, ${r.processes} load process(es)) -> ${r.url}`,
-    `  calls       ${r.connected} connected, ${r.failed} failed, ${r.dropped} dropped${Object.keys(r.failures).length > 0 ? ` ${JSON.stringify(r.failures)}` : ''}`,
+    `${r.target}: ${r.calls} ${r.dialect} calls x ${r.seconds}s (${r.rate} Hz ${r.codec} ${r.encoding}, ramp ${r.rampSeconds}s, ${r.processes} load process(es)) -> ${r.url}`,
+    `  calls       ${r.connected} connected, ${r.failed} failed, ${r.dropped} dropped${Object.keys(r.failures).length > 0 ? ` ${JSON.stringify(r.failures)}` : ''}; ${r.breaches} breaches, ${r.errorEvents} errors`,
     `  round trip  p50 ${r.roundTripMs.p50} p95 ${r.roundTripMs.p95} p99 ${r.roundTripMs.p99} max ${r.roundTripMs.max} ms (${r.roundTripMs.n} markers)`,
     `  markers     ${r.markers.sent} sent, ${r.markers.returned} back, ${r.markers.lost} lost, ${r.markers.unmatched} unmatched`,
     `  audio back  ${r.audioReturnedPct}%   inter-arrival p50 ${r.interArrivalMs.p50} p99 ${r.interArrivalMs.p99} ms, jitter p99 ${r.jitterP99Ms} ms`,

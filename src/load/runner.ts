@@ -4,10 +4,17 @@
  * times each marker's round trip through the bot from the chunk that carried it out to the chunk that
  * brought it back. One timer serves all calls of the process.
  */
+import { randomUUID } from 'node:crypto';
 import { performance } from 'node:perf_hooks';
 import WebSocket from 'ws';
 import { decodeInto, encodeInto, fromBase64, pcm16View, toBase64 } from '../audio/codec.js';
 import type { Codec, Encoding } from '../audio/format.js';
+import {
+  createProviderLeg,
+  type DialectName,
+  type LegAuth,
+  type ProviderLeg,
+} from '../emulator/dialects/index.js';
 import { fillChunk, type MarkerPlan, markerPlan, OnsetDetector } from './markers.js';
 import { Histogram } from './stats.js';
 
@@ -33,6 +40,10 @@ export interface RunOptions {
   readonly markerTimeoutMs: number;
   /** Session ids are `${idPrefix}-${n}`. */
   readonly idPrefix: string;
+  /** Which provider places the calls (src/emulator/dialects/); the default dialect when absent. */
+  readonly dialect?: DialectName | undefined;
+  /** The platform's credentials, for the other dialects (`token` above is the default's). */
+  readonly auth?: LegAuth | undefined;
 }
 
 /** What a process measured: plain data, so it can cross to a parent process and merge. */
@@ -49,6 +60,8 @@ export interface RunResult {
   /** Onsets found in returned audio that matched no marker. */
   markersUnmatched: number;
   errorEvents: number;
+  /** Platform rules the bridge broke, as the emulated providers recorded them. */
+  breaches: number;
   samplesSent: number;
   samplesReceived: number;
   rtt: { counts: Uint32Array; max: number };
@@ -68,6 +81,8 @@ export interface Progress {
 
 class LoadCall {
   ws: WebSocket | undefined;
+  /** The emulated provider of a call in another dialect than the default. */
+  leg: ProviderLeg | undefined;
   open = false;
   done = false;
   /** Chunks sent so far. */
@@ -107,6 +122,7 @@ export class LoadRun {
     markersLost: 0,
     markersUnmatched: 0,
     errorEvents: 0,
+    breaches: 0,
     samplesSent: 0,
     samplesReceived: 0,
   };
@@ -176,6 +192,10 @@ export class LoadRun {
   #connect(call: LoadCall): void {
     const o = this.#o;
     this.#r.callsStarted++;
+    if (o.dialect !== undefined && o.dialect !== 'default') {
+      this.#connectLeg(call, o.dialect);
+      return;
+    }
     const headers: Record<string, string> = {};
     if (o.token !== undefined) headers.authorization = `Bearer ${o.token}`;
     const ws = new WebSocket(o.url, { headers, perMessageDeflate: false, handshakeTimeout: 10_000 });
@@ -206,6 +226,54 @@ export class LoadRun {
     });
   }
 
+  /** A call placed through an emulated provider: its handshake, framing and playout rules. */
+  #connectLeg(call: LoadCall, dialect: DialectName): void {
+    const o = this.#o;
+    // AudioSocket names calls by UUID; the id prefix stays in the others for the bridge's logs.
+    const callId = dialect === 'audiosocket' ? randomUUID() : `${call.id}-${randomUUID().slice(0, 8)}`;
+    let leg: ProviderLeg;
+    try {
+      leg = createProviderLeg(dialect, {
+        url: o.url,
+        callId,
+        from: '15550100000',
+        to: '15550199',
+        direction: 'inbound',
+        rate: o.rate,
+        codec: o.codec,
+        auth: o.auth,
+        connectTimeoutMs: 10_000,
+        onHeard: (pcm) => this.#heard(call, pcm),
+      });
+    } catch (err) {
+      this.#fail(call, (err as Error).message);
+      return;
+    }
+    call.leg = leg;
+    void leg.open().then((ok) => {
+      if (!ok) {
+        this.#fail(call, leg.record.errors[0]?.code ?? 'connect_error');
+        return;
+      }
+      call.startAt = performance.now();
+      call.open = true;
+      this.#r.callsConnected++;
+      this.#sendDue(call, performance.now());
+    });
+    void leg.closed.then(() => {
+      if (call.open && !call.done) this.#r.callsDropped++;
+      call.open = false;
+      call.done = true;
+    });
+  }
+
+  /** What the caller of a dialect call heard, at its playout time. */
+  #heard(call: LoadCall, pcm: Int16Array): void {
+    const now = performance.now();
+    this.#r.samplesReceived += pcm.length;
+    if (call.detector.push(pcm) >= 0) this.#matchMarker(call, now);
+  }
+
   #sessionStart(call: LoadCall): string {
     const o = this.#o;
     const bytesPerSample = o.codec === 'slin' ? 2 : 1;
@@ -231,6 +299,17 @@ export class LoadRun {
     const ws = call.ws!;
     while (call.startAt + call.index * o.chunkMs <= now) {
       const marker = fillChunk(this.#plan, o.background, call.index, this.#pcm);
+      if (call.leg !== undefined) {
+        // Every leg encodes the chunk before it returns, so the scratch serves every call.
+        call.leg.sendAudio(this.#pcm);
+        if (marker) {
+          call.outstanding.push(performance.now());
+          this.#r.markersSent++;
+        }
+        this.#r.samplesSent += this.#plan.chunkSamples;
+        call.index++;
+        continue;
+      }
       const n = encodeInto(o.codec, this.#pcm, this.#wire);
       // ws copies the bytes when it masks the frame, so one scratch buffer serves every call.
       const bytes = this.#wire.subarray(0, n);
@@ -304,6 +383,15 @@ export class LoadRun {
   async #end(call: LoadCall): Promise<void> {
     this.#r.markersLost += call.outstanding.length;
     call.outstanding.length = 0;
+    const leg = call.leg;
+    if (leg !== undefined) {
+      call.done = true;
+      await leg.hangup();
+      for (const gap of leg.record.arrivalGapsMs) this.#gaps.add(gap);
+      this.#r.breaches += leg.record.breaches.length;
+      this.#r.errorEvents += leg.record.errors.length;
+      return;
+    }
     const ws = call.ws;
     if (ws === undefined) return;
     call.done = true;

@@ -315,3 +315,32 @@ export function onFirstAudio(fn: (peer: Peer) => void): Script {
     };
   };
 }
+
+/**
+ * An echo bridge: the caller's audio straight back in the dialect's framing, 20 ms a message (Exotel:
+ * gathered to its 3.2 KB floor). It answers as fast as the caller sends, so it is paced by the caller.
+ */
+export function echo(rate: number): Script {
+  return (peer) => {
+    const w = wireOf(peer.dialect, rate);
+    const frame = (w.rate / 50) * (peer.dialect === 'exotel' ? Math.ceil(3200 / ((w.rate / 50) * 2)) : 1);
+    let pending = new Int16Array(0);
+    (peer as { onAudio?: () => void }).onAudio = () => {
+      const got = peer.heard.splice(0);
+      const all = new Int16Array(pending.length + got.reduce((s, c) => s + c.length, 0));
+      all.set(pending);
+      let at = pending.length;
+      for (const c of got) {
+        all.set(c, at);
+        at += c.length;
+      }
+      let i = 0;
+      for (; i + frame <= all.length; i += frame) {
+        const msg = mediaMessage(peer, encode(w.codec, all.subarray(i, i + frame)));
+        if (typeof msg === 'string') peer.sendText(msg);
+        else peer.sendBinary(msg);
+      }
+      pending = all.slice(i);
+    };
+  };
+}
