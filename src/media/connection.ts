@@ -10,6 +10,7 @@ import { BridgeError, isBridgeError } from '../errors.js';
 import { displayUrl } from '../log.js';
 import type { AudioPipeline } from '../pipeline/types.js';
 import type { SessionInfo } from '../state/types.js';
+import { choiceFromUrl } from './bot/index.js';
 import type { MediaAuth } from './endpoint.js';
 import { resolveFormat } from './format.js';
 import type { PacingLoop } from './pacing-loop.js';
@@ -191,8 +192,10 @@ export class ProviderConnection {
         ctx,
         pipeline: this.#deps.pipeline,
         loop: this.#deps.loop,
-        tenantBotUrl: stored?.bot_url,
-        tenantBotUnreadable: stored?.bot_url_unreadable === true,
+        bot:
+          stored?.bot_url_unreadable === true
+            ? { unreadable: true }
+            : choiceFromUrl(stored?.bot_url ?? ctx.config.botUrl, stored?.bot_url !== undefined),
         onEnded: (s) => this.#sessionEnded(s),
       });
     } catch (err) {

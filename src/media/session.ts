@@ -16,7 +16,7 @@ import { BridgeError, isBridgeError } from '../errors.js';
 import type { Logger } from '../log.js';
 import type { AudioPipeline, Leg } from '../pipeline/types.js';
 import type { SessionInfo } from '../state/types.js';
-import { botFormat, createBotLeg } from './bot/index.js';
+import { type BotChoice, botFormat, createBotLeg } from './bot/index.js';
 import type { BotLeg, BotNotice } from './bot/types.js';
 import { ToBot, ToCaller } from './bot-ports.js';
 import type { SessionFormat } from './format.js';
@@ -29,10 +29,8 @@ export interface SessionDeps {
   readonly ctx: BridgeContext;
   readonly pipeline: AudioPipeline;
   readonly loop: PacingLoop;
-  /** The tenant's own bot (its stored `bot_url`); undefined: the bridge's `BOT_URL`. */
-  readonly tenantBotUrl?: string | undefined;
-  /** The tenant has a stored `bot_url` this instance cannot read: the call gets no bot (not `BOT_URL`). */
-  readonly tenantBotUnreadable?: boolean | undefined;
+  /** The call's bot: the tenant's own, else the environment's; or a tenant's that cannot be read. */
+  readonly bot: BotChoice;
   /** Called once the session is over (socket closed or closing), to forget it. */
   readonly onEnded: (session: MediaSession) => void;
 }
@@ -79,7 +77,7 @@ export class MediaSession {
       log: this.log,
     });
     deps.loop.add(this.#out);
-    const bot = botFormat(ctx.config);
+    const bot = botFormat(deps.bot, format, ctx.config);
     let botLeg: Leg | undefined;
     let callerLeg: Leg | undefined;
     let botSide: BotLeg | undefined;
@@ -90,12 +88,11 @@ export class MediaSession {
         { log: this.log },
       );
       const toCaller = new ToCaller(botLeg, callerMarks, this.#out, ctx.metrics, this.log);
-      this.#bot = botSide = createBotLeg(info, toCaller, {
+      this.#bot = botSide = createBotLeg(info, toCaller, bot, {
         ctx,
         loop: deps.loop,
         log: this.log,
-        tenantBotUrl: deps.tenantBotUrl,
-        tenantBotUnreadable: deps.tenantBotUnreadable,
+        choice: deps.bot,
       });
       this.#callerLeg = callerLeg = pipeline.open(
         { from: { codec: format.codec, rate: format.inputRate }, to: bot },

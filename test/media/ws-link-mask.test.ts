@@ -1,6 +1,6 @@
 /** The masking keys of frames to a ws bot: never all zeros, so ws always masks into its own copy. */
 import { describe, expect, it } from 'vitest';
-import { nonZeroMasks } from '../../src/media/bot/ws-bot.js';
+import { nonZeroMasks } from '../../src/media/bot/ws-link.js';
 
 describe('masking keys for frames to a bot', () => {
   it('redraws an all-zero key', () => {
