@@ -1,6 +1,6 @@
 import Fastify from 'fastify';
 import { describe, expect, it } from 'vitest';
-import type { RcsButtonClickEvent, RcsDeliveryStatusEvent } from '../../src/provider/messaging/types.js';
+import type { RcsButtonClickEvent, RcsDeliveryStatusEvent } from '../../src/messaging/types.js';
 import { call } from '../helpers/http-call.js';
 import { useMessagingEmulator } from '../helpers/messaging-emulator.js';
 import { waitFor } from '../helpers/wait.js';

@@ -16,7 +16,7 @@ import { loadConfig } from '../../src/config.js';
 import type { MessagingOptions } from '../../src/emulator/messaging/emulator.js';
 import { createEmulator, type Emulator } from '../../src/emulator/server.js';
 import { createLogger } from '../../src/log.js';
-import type { MessagingClient, RcsCampaignRequest } from '../../src/provider/messaging/types.js';
+import type { MessagingClient, RcsCampaignRequest } from '../../src/messaging/types.js';
 import { call, type JsonAnswer } from '../control/harness.js';
 import { type BotConnection, TestBot } from './bot.js';
 import { TestProvider } from './provider.js';

@@ -7,7 +7,7 @@
  */
 import { afterEach, describe, expect, it } from 'vitest';
 import type { SendRecord } from '../../src/emulator/messaging/state.js';
-import type { ChatMessage } from '../../src/provider/messaging/types.js';
+import type { ChatMessage } from '../../src/messaging/types.js';
 import {
   type MessagingRig,
   type MessagingRigOptions,

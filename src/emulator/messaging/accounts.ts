@@ -6,7 +6,7 @@
 import { randomBytes, randomUUID } from 'node:crypto';
 import { bearerToken, type RestVerifier } from '../../auth/jwt.js';
 import { isBridgeError } from '../../errors.js';
-import { NETWORK_ERRORS } from '../../provider/messaging/types.js';
+import { NETWORK_ERRORS } from '../../messaging/types.js';
 import { ApiError, badRequest } from './errors.js';
 import { type Account, type MessagingState, TIER_LIMITS, type Workspace } from './state.js';
 

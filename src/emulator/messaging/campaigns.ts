@@ -6,7 +6,7 @@
  * once; one timer per busy lane.
  */
 import { randomUUID } from 'node:crypto';
-import type { ChatMessage } from '../../provider/messaging/types.js';
+import type { ChatMessage } from '../../messaging/types.js';
 import { assertRoom } from './accounts.js';
 import { chatMessageId, type Delivery, rcsMessageId } from './delivery.js';
 import { ApiError } from './errors.js';

@@ -15,14 +15,14 @@ import {
   TEMPLATE_CATEGORIES,
   TEMPLATE_STATUSES,
   type TemplateStatus,
-} from '../../provider/messaging/types.js';
+} from '../../messaging/types.js';
 import {
   checkAudienceAgainstTemplate,
   parseTemplateManagerRequest,
   templateBodyVariableCount,
   validateChatCampaignRequest,
   validateChatSendRequest,
-} from '../../provider/messaging/validate.js';
+} from '../../messaging/validate.js';
 import { accountOf, admitList, admitSend, assertRoom } from './accounts.js';
 import { CAMPAIGN_BODY_LIMIT, launchCampaign, saveCampaign } from './campaigns.js';
 import { callerOf, type MessagingContext } from './context.js';

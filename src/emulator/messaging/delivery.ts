@@ -13,7 +13,7 @@ import type {
   RcsButtonClickEvent,
   RcsDeliveryStatusEvent,
   RcsSuggestion,
-} from '../../provider/messaging/types.js';
+} from '../../messaging/types.js';
 import { ApiError, badRequest } from './errors.js';
 import type { Account, MessagingState, SentMessage } from './state.js';
 import type { WebhookPoster } from './webhooks.js';

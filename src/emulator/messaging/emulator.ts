@@ -5,7 +5,7 @@
 import type { FastifyInstance } from 'fastify';
 import type { RestVerifier } from '../../auth/jwt.js';
 import type { Logger } from '../../log.js';
-import type { ChatWebhookPayload, RcsButtonClickEvent } from '../../provider/messaging/types.js';
+import type { ChatWebhookPayload, RcsButtonClickEvent } from '../../messaging/types.js';
 import { API_KEY_PATTERN, createWorkspace } from './accounts.js';
 import { FanOut } from './campaigns.js';
 import { registerChat, reviewTemplate } from './chat.js';

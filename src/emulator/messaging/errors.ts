@@ -4,7 +4,7 @@
  */
 import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify';
 import { isBridgeError } from '../../errors.js';
-import type { MessagingErrorBody } from '../../provider/messaging/types.js';
+import type { MessagingErrorBody } from '../../messaging/types.js';
 
 export class ApiError extends Error {
   readonly status: number;

@@ -1,11 +1,11 @@
 import type { FastifyInstance } from 'fastify';
-import type { RcsCampaignResult, RcsTemplateCreated } from '../../provider/messaging/types.js';
+import type { RcsCampaignResult, RcsTemplateCreated } from '../../messaging/types.js';
 import {
   checkContactsAgainstTemplate,
   rcsTemplateVariables,
   validateRcsCampaignRequest,
   validateRcsTemplate,
-} from '../../provider/messaging/validate.js';
+} from '../../messaging/validate.js';
 import { accountOf } from './accounts.js';
 import { CAMPAIGN_BODY_LIMIT, launchCampaign, saveCampaign } from './campaigns.js';
 import { callerOf, type MessagingContext } from './context.js';

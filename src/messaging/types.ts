@@ -373,7 +373,7 @@ export const NETWORK_ERRORS = {
 } as const;
 
 // ---------------------------------------------------------------------------------------------------
-// The client the bridge uses (src/provider/messaging/client.ts)
+// The client the bridge uses (client.ts)
 
 export interface MessagingClient {
   listChatTemplates(filter?: ChatTemplateFilter): Promise<{ templates: ChatTemplateEntry[]; count: number }>;

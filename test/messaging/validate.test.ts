@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { BridgeError } from '../../src/errors.js';
-import type { RcsTemplate, TemplateComponent } from '../../src/provider/messaging/types.js';
+import type { RcsTemplate, TemplateComponent } from '../../src/messaging/types.js';
 import {
   checkAudienceAgainstTemplate,
   checkContactsAgainstTemplate,
@@ -14,7 +14,7 @@ import {
   validatePhone,
   validateRcsCampaignRequest,
   validateRcsTemplate,
-} from '../../src/provider/messaging/validate.js';
+} from '../../src/messaging/validate.js';
 
 /**
  * `validate` accepts `input` and returns it as given: a validator that dropped or rewrote a field would

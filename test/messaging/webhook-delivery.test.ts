@@ -9,6 +9,7 @@
  */
 import { afterEach, describe, expect, it } from 'vitest';
 import { BridgeError } from '../../src/errors.js';
+import { call } from '../control/harness.js';
 import { TestBot } from '../helpers/bot.js';
 import {
   chatButton,
@@ -27,7 +28,6 @@ import {
   WEBHOOK_SECRET,
 } from '../helpers/messaging.js';
 import { redisSkipReason, type TestRedis, useRedis } from '../helpers/redis.js';
-import { call } from './harness.js';
 
 describe('messaging webhooks: events to the call bot', () => {
   const { open, rigWithCall } = useWebhookRigs();
@@ -330,7 +330,7 @@ describe('messaging webhooks: events to the call bot', () => {
 });
 
 const skip = redisSkipReason();
-if (skip !== undefined) console.warn(`control/messaging-webhook-delivery.test.ts: ${skip}`);
+if (skip !== undefined) console.warn(`messaging/webhook-delivery.test.ts: ${skip}`);
 
 describe.skipIf(skip !== undefined)('messaging webhooks with Redis', () => {
   let redis: TestRedis | undefined;

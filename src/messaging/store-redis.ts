@@ -18,7 +18,18 @@
  * recipients are recorded CAMPAIGN_BATCH to a script. (The scripts build the keys of an orphan they
  * adopt from the prefix: one Redis, not a cluster, as elsewhere in the store.)
  */
-import type { MessagingEvent } from '../provider/messaging/types.js';
+
+import type { RedisLink } from '../state/redis-link.js';
+import type {
+  CampaignOutcome,
+  CampaignSends,
+  EventOutcome,
+  MessageRecord,
+  MessageStore,
+  PendingRcsSend,
+  PendingSend,
+  SentMessage,
+} from './records.js';
 import {
   CLOCK_SKEW_MS,
   dedupeKey,
@@ -31,18 +42,8 @@ import {
   PENDING_TTL_MS,
   pendingTtlMs,
   reservationId,
-} from './message-rules.js';
-import type { RedisLink } from './redis-link.js';
-import type {
-  CampaignOutcome,
-  CampaignSends,
-  EventOutcome,
-  MessageRecord,
-  MessageStore,
-  PendingRcsSend,
-  PendingSend,
-  SentMessage,
-} from './types.js';
+} from './rules.js';
+import type { MessagingEvent } from './types.js';
 
 /** Campaign recipients recorded per script: one script holds Redis for well under a millisecond. */
 const CAMPAIGN_BATCH = 500;

@@ -1,14 +1,14 @@
 import Fastify, { type FastifyReply, type FastifyRequest } from 'fastify';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { BridgeError } from '../../src/errors.js';
-import { createMetrics } from '../../src/metrics.js';
 import {
   createMessagingClient,
   type MessagingClientOptions,
   MIN_ATTEMPT_MS,
   retryAfterMs,
-} from '../../src/provider/messaging/client.js';
-import type { ChatSendRequest, MessagingClient } from '../../src/provider/messaging/types.js';
+} from '../../src/messaging/client.js';
+import type { ChatSendRequest, MessagingClient } from '../../src/messaging/types.js';
+import { createMetrics } from '../../src/metrics.js';
 import { closedPort } from '../control/harness.js';
 import { failure } from '../helpers/errors.js';
 import { captureLog } from '../helpers/log-capture.js';

@@ -8,7 +8,7 @@
  *   recorded too.
  *
  * This file holds the session message route and the record route, and registers all of them; the
- * webhook is in messaging-webhook.ts, the management routes in messaging-manage.ts.
+ * webhook is in webhook.ts, the management routes in manage.ts.
  *
  * The customer's number comes from the session's `customer_phone`, read as E.164: a leading "+" (or
  * "00") and spaces, dashes, dots and brackets dropped, then a country code and a national number of a
@@ -18,24 +18,20 @@
  */
 import { randomBytes } from 'node:crypto';
 import type { FastifyBaseLogger, FastifyInstance, FastifyRequest } from 'fastify';
-import { parsePhoneNumberFromString } from 'libphonenumber-js';
 import { Counter } from 'prom-client';
 import type { RestVerifier } from '../auth/jwt.js';
 import type { BridgeContext } from '../context.js';
+import { principal, scopeGuard } from '../control/guard.js';
+import { BEARER, errorResponses, SESSION_ID_PARAMS } from '../control/schemas.js';
+import { rejectUnknownFields, useUniformValidation } from '../control/validation.js';
 import { BridgeError, invalidField, isBridgeError } from '../errors.js';
-import { type ChatMessage, MESSAGE_STATUSES, type MessagingClient } from '../provider/messaging/types.js';
-import {
-  chatPhoneProblem,
-  rcsMobileFrom,
-  validateChatSendRequest,
-  validateRcsCampaignRequest,
-} from '../provider/messaging/validate.js';
-import type { MessageKind, SessionInfo } from '../state/types.js';
-import { principal, scopeGuard } from './guard.js';
-import { messagingOf, registerManagement } from './messaging-manage.js';
-import { forwardAll, registerWebhook } from './messaging-webhook.js';
-import { BEARER, errorResponses, SESSION_ID_PARAMS } from './schemas.js';
-import { rejectUnknownFields, useUniformValidation } from './validation.js';
+import type { SessionInfo } from '../state/types.js';
+import { messagingOf, registerManagement } from './manage.js';
+import { customerMobile, customerNumber } from './phone.js';
+import type { MessageKind } from './records.js';
+import { type ChatMessage, MESSAGE_STATUSES, type MessagingClient } from './types.js';
+import { validateChatSendRequest, validateRcsCampaignRequest } from './validate.js';
+import { forwardAll, registerWebhook } from './webhook.js';
 
 // ---------------------------------------------------------------------------------------------------
 // Schemas
@@ -344,60 +340,6 @@ function campaignName(sessionId: string, at: number): string {
     .replace(/^_+|_+$/g, '')
     .slice(0, 40);
   return `call_${slug || 'session'}_${at}_${randomBytes(3).toString('hex')}`;
-}
-
-/** What a message needs of the number: said in every refusal of a session's customer_phone. */
-const E164_ACCEPTED =
-  'a chat or RCS message needs the customer\'s number in E.164: its country code, then the national number ("+", spaces, dashes, dots and brackets allowed)';
-
-/**
- * The session's customer_phone as the chat API takes it: digits only, with the country code. A number
- * that cannot be messaged is a 422 naming customer_phone (the provider's session_start gave it, not the
- * request); the refusal says what is wrong, never the number.
- */
-function customerNumber(session: SessionInfo): string {
-  const raw = session.customer_phone;
-  const digits = raw
-    ?.trim()
-    .replace(/[\s().-]/g, '')
-    .replace(/^(\+|00)/, '');
-  const problem =
-    digits === undefined || digits === ''
-      ? 'is missing: the session_start gave none'
-      : /^[0-9]+$/.test(digits)
-        ? chatPhoneProblem(digits)
-        : 'holds characters other than digits and "+", spaces, dashes, dots or brackets';
-  if (problem !== undefined || digits === undefined) {
-    throw new BridgeError(
-      'unusable_customer_phone',
-      `the session's customer_phone (from its session_start) ${problem ?? 'is missing'}; ${E164_ACCEPTED}`,
-      { field: 'customer_phone' },
-    );
-  }
-  return digits;
-}
-
-/**
- * The session's customer_phone as the RCS launcher takes it: the 10-digit national number, when the
- * number has the country calling code RCS is sent to (MESSAGING_RCS_COUNTRY_CODE). Any other number is
- * refused: its last 10 digits would be somebody else's mobile in that country.
- */
-function customerMobile(session: SessionInfo, countryCode: string): string {
-  const digits = customerNumber(session);
-  const mobile = rcsMobileFrom(digits, countryCode);
-  if (mobile === undefined) {
-    const parsed = parsePhoneNumberFromString(`+${digits}`);
-    const got =
-      parsed === undefined || parsed.countryCallingCode !== countryCode
-        ? `has the country code ${parsed?.countryCallingCode ?? 'of no country'}`
-        : `has ${parsed.nationalNumber.length} digits after it`;
-    throw new BridgeError(
-      'unusable_customer_phone',
-      `the session's customer_phone (from its session_start) cannot take RCS: RCS goes to numbers with the country code ${countryCode} (MESSAGING_RCS_COUNTRY_CODE) and a 10-digit national number; this one ${got} (chat takes any country)`,
-      { field: 'customer_phone' },
-    );
-  }
-  return mobile;
 }
 
 /** Runs a validator, naming `message.template.*` fields as `template.*` when the body gave a template. */

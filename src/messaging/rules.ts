@@ -13,9 +13,9 @@
  * is one stamped before the send.
  */
 import { randomBytes } from 'node:crypto';
-import type { MessageStatus, MessagingEvent } from '../provider/messaging/types.js';
-import { rcsMobileFrom } from '../provider/messaging/validate-fields.js';
-import type { CampaignSends, PendingSend, SentMessage } from './types.js';
+import type { CampaignSends, PendingSend, SentMessage } from './records.js';
+import type { MessageStatus, MessagingEvent } from './types.js';
+import { rcsMobileFrom } from './validate-fields.js';
 
 /** Events listed per record; later ones still move the status. A button tapped 100 times is enough. */
 export const MAX_EVENTS_PER_MESSAGE = 100;

@@ -32,11 +32,11 @@
  * provider's `error` text may quote phone numbers.
  */
 import { setMaxListeners } from 'node:events';
-import { BridgeError, invalidField } from '../../errors.js';
-import type { Logger } from '../../log.js';
-import type { Metrics } from '../../metrics.js';
-import { type CallTrace, createAgent, type Exchange, exchange, observeCall } from '../http.js';
-import { isObj } from '../json.js';
+import { BridgeError, invalidField } from '../errors.js';
+import type { Logger } from '../log.js';
+import type { Metrics } from '../metrics.js';
+import { type CallTrace, createAgent, type Exchange, exchange, observeCall } from '../provider/http.js';
+import { isObj } from '../provider/json.js';
 import {
   CAMPAIGN_CREATE,
   CAMPAIGN_LAUNCH,

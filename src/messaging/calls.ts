@@ -3,8 +3,8 @@
  * and metrics, the check of its answer (the client trusts nothing the provider sends until it has passed
  * one), and whether a 500 may be retried without sending anything twice.
  */
-import { bool, first, int, isObj, nested, type Obj, oneOf, str } from '../json.js';
-import type { ShapeCheck } from '../types.js';
+import { bool, first, int, isObj, nested, type Obj, oneOf, str } from '../provider/json.js';
+import type { ShapeCheck } from '../provider/types.js';
 import { MESSAGE_STATUSES, RCS_TEMPLATE_TYPES, TEMPLATE_CATEGORIES, TEMPLATE_STATUSES } from './types.js';
 export const checkTemplateList: ShapeCheck = (v) => {
   if (!isObj(v)) return 'it is not a JSON object';

@@ -8,7 +8,12 @@ import { Redis } from 'ioredis';
 import { Registry } from 'prom-client';
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
 import { createLogger } from '../../src/log.js';
-import type { MessagingEvent } from '../../src/provider/messaging/types.js';
+import type {
+  CampaignSends,
+  MessageStore,
+  PendingRcsSend,
+  SentMessage,
+} from '../../src/messaging/records.js';
 import {
   CLOCK_SKEW_MS,
   eventNumber,
@@ -16,16 +21,16 @@ import {
   PENDING_TTL_MS,
   rcsMobile,
   recipientOf,
-} from '../../src/state/message-rules.js';
-import { MemoryMessageStore } from '../../src/state/messages.js';
+} from '../../src/messaging/rules.js';
+import { MemoryMessageStore } from '../../src/messaging/store-memory.js';
+import { RedisMessageStore } from '../../src/messaging/store-redis.js';
+import type { MessagingEvent } from '../../src/messaging/types.js';
 import { RedisLink } from '../../src/state/redis-link.js';
-import { RedisMessageStore } from '../../src/state/redis-messages.js';
 import { createStoreMetrics } from '../../src/state/store-metrics.js';
-import type { CampaignSends, MessageStore, PendingRcsSend, SentMessage } from '../../src/state/types.js';
 import { redisSkipReason, type TestRedis, useRedis } from '../helpers/redis.js';
 
 const skip = redisSkipReason();
-if (skip !== undefined) console.warn(`state/messages.test.ts: ${skip}`);
+if (skip !== undefined) console.warn(`messaging/store.test.ts: ${skip}`);
 
 const HOUR = 3_600_000;
 /** A campaign recorded with nothing adopted at once and nothing skipped. */

@@ -2,7 +2,7 @@
  * Validation of the chat API's request bodies (shared/provider-api/chat.md): templates, single sends and
  * campaigns. Where the document gives a refusal message it is used word for word.
  */
-import { describe } from '../../errors.js';
+import { describe } from '../errors.js';
 import {
   type AudienceRow,
   type BodyComponent,
