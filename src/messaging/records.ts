@@ -64,6 +64,10 @@ export interface PendingRcsSend extends Omit<PendingSend, 'channel'> {
 export interface CampaignSends {
   readonly tenant: string;
   readonly channel: 'chat' | 'rcs';
+  /** A call's chat template send (a campaign of one): the call whose bot hears of its events. */
+  readonly session_id?: string;
+  /** What each send is recorded as: `campaign` (the default), or `template` for a call's template send. */
+  readonly kind?: 'campaign' | 'template';
   readonly campaign_id: string;
   /** Each recipient as the webhook will name it: chat digits with the country code, RCS 10 digits. */
   readonly recipients: readonly string[];

@@ -126,17 +126,23 @@ export function reservationId(): string {
   return randomBytes(9).toString('base64url');
 }
 
-/** The pending sends of one campaign, one per recipient (kind `campaign`). */
-export function campaignSends(c: CampaignSends): PendingSend[] {
-  return c.recipients.map((to) => ({
+/** What every pending send of a campaign holds but its recipient (both stores build them here). */
+export function campaignSend(c: CampaignSends): Omit<PendingSend, 'to'> {
+  return {
     tenant: c.tenant,
     channel: c.channel,
-    to,
-    kind: 'campaign',
+    ...(c.session_id === undefined ? {} : { session_id: c.session_id }),
+    kind: c.kind ?? 'campaign',
     sent_at: c.sent_at,
     campaign_id: c.campaign_id,
     requested_at_ms: c.requested_at_ms,
-  }));
+  };
+}
+
+/** The pending sends of one campaign, one per recipient (kind `campaign`, or the campaign's own). */
+export function campaignSends(c: CampaignSends): PendingSend[] {
+  const send = campaignSend(c);
+  return c.recipients.map((to) => ({ ...send, to }));
 }
 
 /** The record of a pending send once its message id is known. */

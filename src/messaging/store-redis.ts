@@ -32,6 +32,7 @@ import type {
 } from './records.js';
 import {
   CLOCK_SKEW_MS,
+  campaignSend,
   dedupeKey,
   earlierStatusKeys,
   firstEventTime,
@@ -353,15 +354,7 @@ export class RedisMessageStore implements MessageStore {
     for (let i = 0; i < recipients.length; i += CAMPAIGN_BATCH) {
       const batch = recipients.slice(i, i + CAMPAIGN_BATCH);
       const now = Date.now();
-      const send: Omit<PendingSend, 'to'> & { exp: number } = {
-        tenant: rest.tenant,
-        channel: rest.channel,
-        kind: 'campaign',
-        sent_at: rest.sent_at,
-        campaign_id: rest.campaign_id,
-        requested_at_ms: rest.requested_at_ms,
-        exp: now + ttl,
-      };
+      const send: Omit<PendingSend, 'to'> & { exp: number } = { ...campaignSend(campaign), exp: now + ttl };
       const keys = batch.flatMap((to) => [
         this.#recipientKey('mp', rest.channel, to),
         this.#recipientKey('mom', rest.channel, to),

@@ -40,7 +40,8 @@ export const LOCALE = /^[a-z]{2,3}_[A-Z]{2}$/;
 export const E164 = /^\+[1-9][0-9]{6,14}$/;
 
 export const MANAGER_ACTIONS = ['create', 'get_status', 'sync', 'delete'] as const;
-export const MESSAGE_TYPES = ['text', 'image', 'document', 'interactive', 'template'] as const;
+/** The message types chat.md lists for `/chat_message_sender`: all free-form (no template there). */
+export const MESSAGE_TYPES = ['text', 'image', 'document', 'interactive'] as const;
 export const IMAGE_EXTENSIONS = ['jpg', 'jpeg', 'png'] as const;
 export const DOCUMENT_EXTENSIONS = ['pdf', 'doc', 'docx', 'xls', 'xlsx', 'ppt', 'pptx'] as const;
 

@@ -43,9 +43,23 @@ function str(v: unknown, field: string): string {
 
 const ISO_8601 = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d{1,9})?(Z|[+-]\d{2}:?\d{2})$/;
 
+/**
+ * A field a provider may leave out or send as null where it does not apply (rcs.md lists `postback_data`
+ * and `url` on every tap, and `error` only "when status is failed"): both read as absent.
+ */
+function given<T>(v: T | null | undefined): T | undefined {
+  return v === null ? undefined : v;
+}
+
 function time(v: unknown, field: string): string {
   if (typeof v !== 'string' || !ISO_8601.test(v)) malformed(field, 'an ISO 8601 timestamp', v);
   return v;
+}
+
+/** An error code: rcs.md gives a string (`INVALID_NUMBER`), chat.md numbers (131026); either is kept as text. */
+function code(v: unknown, field: string): string {
+  if (typeof v === 'number' && Number.isFinite(v)) return String(v);
+  return str(v, field);
 }
 
 function messageStatus(v: unknown, field: string): MessageStatus {
@@ -132,9 +146,9 @@ function rcsEvent(e: Obj, p: string): MessagingEvent {
     const status = messageStatus(e.status, `${p}status`);
     const recipient = str(e.recipient, `${p}recipient`);
     let error: { code: string; message: string } | undefined;
-    if (e.error !== undefined) {
+    if (given(e.error) !== undefined) {
       const x = obj(e.error, `${p}error`);
-      error = { code: str(x.code, `${p}error.code`), message: str(x.message, `${p}error.message`) };
+      error = { code: code(x.code, `${p}error.code`), message: str(x.message, `${p}error.message`) };
     }
     return {
       kind: 'status',
@@ -150,9 +164,12 @@ function rcsEvent(e: Obj, p: string): MessagingEvent {
     const from = str(e.user_phone, `${p}user_phone`);
     const i = obj(e.interaction, `${p}interaction`);
     const button_text = str(i.button_text, `${p}interaction.button_text`);
+    // The field that does not apply to the tap (url on a postback, postback_data on a URL) may be null.
     const postback =
-      i.postback_data === undefined ? undefined : str(i.postback_data, `${p}interaction.postback_data`);
-    const url = i.url === undefined ? undefined : str(i.url, `${p}interaction.url`);
+      given(i.postback_data) === undefined
+        ? undefined
+        : str(i.postback_data, `${p}interaction.postback_data`);
+    const url = given(i.url) === undefined ? undefined : str(i.url, `${p}interaction.url`);
     return {
       kind: 'button',
       channel: 'rcs',
@@ -208,14 +225,11 @@ function chatStatus(s: Obj, p: string): MessagingEvent {
   const timestamp = time(s.timestamp, `${p}.timestamp`);
   const recipient = str(s.recipient_id, `${p}.recipient_id`);
   let error: { code: string; message: string } | undefined;
-  if (s.errors !== undefined) {
+  if (given(s.errors) !== undefined) {
     const first = list(s.errors, `${p}.errors`)[0];
     if (first !== undefined) {
       const x = obj(first, `${p}.errors[0]`);
-      if (typeof x.code !== 'number' && typeof x.code !== 'string') {
-        malformed(`${p}.errors[0].code`, 'a number', x.code);
-      }
-      error = { code: String(x.code), message: str(x.title, `${p}.errors[0].title`) };
+      error = { code: code(x.code, `${p}.errors[0].code`), message: str(x.title, `${p}.errors[0].title`) };
     }
   }
   return {

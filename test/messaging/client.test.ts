@@ -147,15 +147,7 @@ describe('messaging client: requests', () => {
       rejection_reason: null,
       quality_score: 'GREEN',
     };
-    const rcsCreated = {
-      success: true,
-      template: {
-        template_name: 'promo',
-        template_type: 'text',
-        bot_name: 'Shop',
-        created_at: '2026-11-22T07:00:00Z',
-      },
-    };
+    const rcsCreated = { message: 'created' };
     const p = await provider((req, reply) => {
       const b = req.body as { action?: string } | undefined;
       switch (req.url.replace(/\?.*/, '')) {
@@ -184,7 +176,7 @@ describe('messaging client: requests', () => {
     const c = client(p.url, { accountId: 'acc-1' });
     const list = await c.listChatTemplates({ status: 'APPROVED', category: 'UTILITY' });
     expect(list.count).toBe(1);
-    expect(list.templates[0]?.template_name).toBe('order_update');
+    expect((list.templates[0] as { template_name?: string } | undefined)?.template_name).toBe('order_update');
     expect(await c.createChatTemplate(TEMPLATE_INPUT)).toEqual(template);
     expect(await c.getChatTemplateStatus('order_update')).toEqual(status);
     await c.syncChatTemplates();
@@ -198,7 +190,9 @@ describe('messaging client: requests', () => {
       bot_name: 'Shop',
       text: 'Hi {{name}}',
     } as const;
-    expect(await c.createRcsTemplate(rcs)).toEqual(rcsCreated);
+    expect(await c.createRcsTemplate(rcs)).toEqual({
+      template: { template_name: 'promo', template_type: 'text', bot_name: 'Shop' },
+    });
     const rcsCampaign = {
       template_name: 'promo',
       campaign_name: 'Promo 1',
