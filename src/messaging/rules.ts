@@ -150,3 +150,29 @@ export function adopted(send: PendingSend, messageId: string): SentMessage {
   const { requested_at_ms: _requested, ...rest } = send;
   return { ...rest, message_id: messageId };
 }
+
+/**
+ * The adoption rule as a table: which event, after which earlier events of its message, stamped how
+ * long after its send was asked for, adopts a pending send. Both stores keep it (the memory store in
+ * code above, the Redis store in its Lua script); test/messaging/store.test.ts runs every row through
+ * both, so neither can drift from it.
+ */
+export const ADOPTION_RULE: readonly {
+  readonly event: MessageStatus | 'button';
+  /** Events of the same message seen before it (held, no send matched them). */
+  readonly after: readonly MessageStatus[];
+  /** Its timestamp less the time its send was asked for, in ms. */
+  readonly stampedMs: number;
+  readonly adopts: boolean;
+}[] = [
+  { event: 'sent', after: [], stampedMs: 0, adopts: true },
+  { event: 'sent', after: [], stampedMs: 2_000, adopts: true },
+  { event: 'sent', after: [], stampedMs: -(CLOCK_SKEW_MS - 1_000), adopts: true },
+  { event: 'sent', after: [], stampedMs: -(CLOCK_SKEW_MS + 1_000), adopts: false },
+  { event: 'failed', after: [], stampedMs: 0, adopts: true },
+  { event: 'failed', after: [], stampedMs: -(CLOCK_SKEW_MS + 1_000), adopts: false },
+  { event: 'failed', after: ['delivered'], stampedMs: 0, adopts: false },
+  { event: 'delivered', after: [], stampedMs: 0, adopts: false },
+  { event: 'read', after: [], stampedMs: 0, adopts: false },
+  { event: 'button', after: [], stampedMs: 0, adopts: false },
+];
