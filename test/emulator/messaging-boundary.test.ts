@@ -1,5 +1,5 @@
 /**
- * The messaging emulator checks requests from its own tables (src/emulator/messaging/documents.ts),
+ * The messaging emulator checks requests from its own tables (src/emulator/messaging/documents.ts, documents-rcs.ts),
  * written from the provider's documents, so that the bridge's client (src/messaging/) and the emulator
  * check each other. This test fails when any module the emulator's messaging code loads, directly or
  * through other modules, is in src/messaging/.

@@ -6,7 +6,7 @@ import type { FastifyInstance } from 'fastify';
 import { accountOf } from './accounts.js';
 import { CAMPAIGN_BODY_LIMIT, launchCampaign, saveCampaign } from './campaigns.js';
 import { callerOf, type MessagingContext } from './context.js';
-import { rcsCampaignRequest, rcsTemplate, rcsVariables } from './documents.js';
+import { rcsCampaignRequest, rcsTemplate, rcsVariables } from './documents-rcs.js';
 import { ApiError, bodyOf } from './errors.js';
 import type { RcsTemplateRecord } from './state.js';
 
