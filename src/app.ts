@@ -10,7 +10,6 @@ import { registerCallRoutes } from './control/calls.js';
 import { registerDocs } from './control/docs.js';
 import { registerHealthRoutes } from './control/health.js';
 import { registerMediaStreamRoutes } from './control/media-stream.js';
-import { registerMessagingRoutes } from './control/messaging.js';
 import { registerSessionRoutes } from './control/sessions.js';
 import { BridgeError, isBridgeError } from './errors.js';
 import { trustFn } from './limits/client-address.js';
@@ -18,12 +17,13 @@ import { registerRestRateLimit } from './limits/rest.js';
 import { createLogger, type Logger } from './log.js';
 import type { BotNotice } from './media/bot/types.js';
 import { attachMediaEndpoint, type MediaEndpoint } from './media/endpoint.js';
+import { createMessagingClient } from './messaging/client.js';
+import { registerMessagingRoutes } from './messaging/routes.js';
+import type { MessagingClient } from './messaging/types.js';
 import { createMetrics } from './metrics.js';
 import { createPipeline } from './pipeline/index.js';
 import type { AudioPipeline } from './pipeline/types.js';
 import { createProviderClient, type ProviderClient } from './provider/client.js';
-import { createMessagingClient } from './provider/messaging/client.js';
-import type { MessagingClient } from './provider/messaging/types.js';
 import { createStateStore } from './state/index.js';
 
 export interface BridgeOptions {

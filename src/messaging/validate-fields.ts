@@ -2,9 +2,10 @@
  * The limits of the messaging documents (and ours where they say "not shown"), and the small checks
  * the chat and RCS validators share: each throws a 400 BridgeError naming the field and what is accepted.
  */
-import { parsePhoneNumberFromString, validatePhoneNumberLength } from 'libphonenumber-js';
-import { BridgeError, describe } from '../../errors.js';
-import { isObj, type Obj } from '../json.js';
+import { BridgeError, describe } from '../errors.js';
+import { isObj, type Obj } from '../provider/json.js';
+
+export { chatPhoneProblem, RCS_MOBILE, rcsMobileFrom } from './phone.js';
 
 // ---------------------------------------------------------------------------------------------------
 // Limits of the documents, and ours where they say "not shown"
@@ -37,59 +38,17 @@ export const LIMITS = {
 export const TEMPLATE_NAME = /^[a-z]+(_[a-z]+)*$/;
 export const LOCALE = /^[a-z]{2,3}_[A-Z]{2}$/;
 export const E164 = /^\+[1-9][0-9]{6,14}$/;
-export const RCS_MOBILE = /^[0-9]{10}$/;
 
 export const MANAGER_ACTIONS = ['create', 'get_status', 'sync', 'delete'] as const;
-export const MESSAGE_TYPES = ['text', 'image', 'document', 'interactive', 'template'] as const;
+/** The message types chat.md lists for `/chat_message_sender`: all free-form (no template there). */
+export const MESSAGE_TYPES = ['text', 'image', 'document', 'interactive'] as const;
 export const IMAGE_EXTENSIONS = ['jpg', 'jpeg', 'png'] as const;
 export const DOCUMENT_EXTENSIONS = ['pdf', 'doc', 'docx', 'xls', 'xlsx', 'ppt', 'pptx'] as const;
 
 // ---------------------------------------------------------------------------------------------------
-// Phone numbers: which country codes exist and each country's possible lengths are libphonenumber-js's
-// knowledge (Google's metadata), kept current by its maintainers.
-
-/**
- * What is wrong with `digits` as a chat recipient (country code and number, digits only), worded to
- * follow the field's name, or undefined when it is a possible number: a known country calling code
- * followed by a national number of a length that country uses. Possible, not valid: the number may
- * still be unassigned or unreachable, which only the network knows.
- */
-export function chatPhoneProblem(digits: string): string | undefined {
-  if (digits.includes('+')) return 'must be digits only: no "+"';
-  if (/\s/.test(digits)) return 'must be digits only: no spaces';
-  if (!/^[0-9]+$/.test(digits)) return 'must be digits only, the country code first';
-  if (digits.startsWith('0')) return 'must start with the country code, not a 0';
-  const parsed = parsePhoneNumberFromString(`+${digits}`);
-  const why = validatePhoneNumberLength(`+${digits}`);
-  if (parsed?.isPossible() === true && why === undefined) return undefined;
-  if (parsed === undefined || why === 'INVALID_COUNTRY') {
-    return why === 'TOO_SHORT'
-      ? 'is too short: a country code and a number are needed'
-      : 'starts with no known country code (is the country code missing?)';
-  }
-  const cc = parsed.countryCallingCode;
-  const n = parsed.nationalNumber.length;
-  if (why === 'TOO_LONG') return `has ${n} digits after the country code ${cc}: too many for it`;
-  const length = why === 'TOO_SHORT' ? 'too few' : 'a length it does not use';
-  return `has ${n} digits after the country code ${cc}: ${length} (is the country code missing?)`;
-}
-
-/**
- * The 10-digit national number of `e164Digits` (digits with the country code, a "+" allowed) when its
- * country calling code is `countryCode` and its national number has 10 digits; else undefined. RCS
- * contacts take a 10-digit mobile (rcs.md), e.g. `rcsMobileFrom('919876543210', '91')` is `9876543210`.
- */
-export function rcsMobileFrom(e164Digits: string, countryCode: string): string | undefined {
-  if (!/^\+?[0-9]+$/.test(e164Digits) || !/^[1-9][0-9]{0,2}$/.test(countryCode)) return undefined;
-  const n = parsePhoneNumberFromString(e164Digits.startsWith('+') ? e164Digits : `+${e164Digits}`);
-  if (n === undefined || n.countryCallingCode !== countryCode) return undefined;
-  return RCS_MOBILE.test(n.nationalNumber) ? n.nationalNumber : undefined;
-}
-
-// ---------------------------------------------------------------------------------------------------
 // Helpers
 
-export { isObj, type Obj } from '../json.js';
+export { isObj, type Obj } from '../provider/json.js';
 
 export function invalid(field: string, message: string): never {
   throw new BridgeError('invalid_field', message, { field });

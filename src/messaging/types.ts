@@ -69,11 +69,8 @@ export interface ChatTemplateStatus {
   readonly quality_score: string;
 }
 
-/** An entry of `GET /chat_templates` *(ours: the document does not show the fields)*. */
-export interface ChatTemplateEntry extends ChatTemplate {
-  readonly rejection_reason: string | null;
-  readonly components: readonly TemplateComponent[];
-}
+/** An entry of `GET /chat_templates`: "Fields of each entry in the array: not shown", so any JSON value. */
+export type ChatTemplateEntry = unknown;
 
 export interface ChatTemplateFilter {
   readonly status?: TemplateStatus;
@@ -89,9 +86,9 @@ export interface InteractiveButton {
 }
 
 /**
- * `message` of a single send. `template` is ours (the document's order of use sends a template "to one
- * number through the message sender" without showing the shape): the template's name and language, and
- * the body variables in order, `{{1}}` first.
+ * `message` of a single send: the four types chat.md lists for `/chat_message_sender`, all free-form
+ * (within 24 hours of the customer's last message). A template goes to one number as a campaign of one
+ * (`CallTemplate`), never through the sender: the document shows no template type there.
  */
 export type ChatMessage =
   | { readonly type: 'text'; readonly text: { readonly body: string } }
@@ -110,15 +107,18 @@ export type ChatMessage =
         readonly body: { readonly text: string };
         readonly action: { readonly buttons: readonly InteractiveButton[] };
       };
-    }
-  | {
-      readonly type: 'template';
-      readonly template: {
-        readonly name: string;
-        readonly language: string;
-        readonly body_params?: readonly string[];
-      };
     };
+
+/**
+ * An approved template for one number (ours: the route's `template`): sent through the campaign creator
+ * with one audience row, its `BODY_1`..`BODY_n` the body variables in order.
+ */
+export interface CallTemplate {
+  readonly name: string;
+  /** Checked as a locale when given; the campaign creator sends the template in its own language. */
+  readonly language?: string;
+  readonly body_params?: readonly string[];
+}
 
 export type ChatMessageType = ChatMessage['type'];
 
@@ -132,11 +132,14 @@ export interface ChatSendRequest {
 export const MESSAGE_STATUSES = ['sent', 'delivered', 'read', 'failed'] as const;
 export type MessageStatus = (typeof MESSAGE_STATUSES)[number];
 
-/** The sender's answer (the document shows it for text; the same for every type is ours). */
+/**
+ * The sender's answer. chat.md shows it for a text send; for the other types only `data.message_id` is
+ * relied on, the rest may be absent.
+ */
 export interface ChatSendResult {
-  readonly success: boolean;
-  readonly data: { readonly message_id: string; readonly wa_id: string; readonly status: MessageStatus };
-  readonly performance: { readonly total_time_ms: number };
+  readonly success?: boolean;
+  readonly data: { readonly message_id: string; readonly wa_id?: string; readonly status?: MessageStatus };
+  readonly performance?: { readonly total_time_ms: number };
 }
 
 // ---------------------------------------------------------------------------------------------------
@@ -156,12 +159,12 @@ export interface ChatCampaignRequest {
 
 export interface ChatCampaign {
   readonly id: string;
-  readonly campaign_name: string;
-  readonly template_name: string;
-  /** `launched`; a campaign saved but not launched (HTTP 207) says `saved` *(ours)*. */
-  readonly status: string;
-  readonly total_recipients: number;
-  readonly queued_at: string;
+  readonly campaign_name?: string;
+  readonly template_name?: string;
+  /** `launched` (documented). A 207's campaign is only sure to hold `id`: the rest may be absent. */
+  readonly status?: string;
+  readonly total_recipients?: number;
+  readonly queued_at?: string;
 }
 
 /** The campaign creator's answer, with whether it launched (false on HTTP 207: retry with `campaign.id`). */
@@ -221,14 +224,15 @@ export interface RcsCarouselTemplate extends RcsTemplateCommon {
 }
 export type RcsTemplate = RcsTextTemplate | RcsStandaloneTemplate | RcsCarouselTemplate;
 
-/** The create answer *(ours: "Body shape of the creation response: not shown")*. */
+/**
+ * What a create tells: the template that was created. rcs.md: "Response 200 means the template was
+ * created. Body shape of the creation response: not shown", so this is the request's, not the answer's.
+ */
 export interface RcsTemplateCreated {
-  readonly success: boolean;
   readonly template: {
     readonly template_name: string;
     readonly template_type: RcsTemplateType;
     readonly bot_name: string;
-    readonly created_at: string;
   };
 }
 
@@ -273,11 +277,12 @@ export interface RcsButtonClickEvent {
   readonly message_id: string;
   readonly bot_id: string;
   readonly user_phone: string;
+  /** The field that does not apply to the tap (`url` on a postback, `postback_data` on a URL) may be null or absent. */
   readonly interaction: {
     readonly type: 'action' | 'url' | 'phone';
     readonly button_text: string;
-    readonly postback_data?: string;
-    readonly url?: string;
+    readonly postback_data?: string | null;
+    readonly url?: string | null;
   };
 }
 
@@ -373,7 +378,7 @@ export const NETWORK_ERRORS = {
 } as const;
 
 // ---------------------------------------------------------------------------------------------------
-// The client the bridge uses (src/provider/messaging/client.ts)
+// The client the bridge uses (client.ts)
 
 export interface MessagingClient {
   listChatTemplates(filter?: ChatTemplateFilter): Promise<{ templates: ChatTemplateEntry[]; count: number }>;

@@ -18,9 +18,21 @@
  * recipients are recorded CAMPAIGN_BATCH to a script. (The scripts build the keys of an orphan they
  * adopt from the prefix: one Redis, not a cluster, as elsewhere in the store.)
  */
-import type { MessagingEvent } from '../provider/messaging/types.js';
+
+import type { RedisLink } from '../state/redis-link.js';
+import type {
+  CampaignOutcome,
+  CampaignSends,
+  EventOutcome,
+  MessageRecord,
+  MessageStore,
+  PendingRcsSend,
+  PendingSend,
+  SentMessage,
+} from './records.js';
 import {
   CLOCK_SKEW_MS,
+  campaignSend,
   dedupeKey,
   earlierStatusKeys,
   firstEventTime,
@@ -31,18 +43,8 @@ import {
   PENDING_TTL_MS,
   pendingTtlMs,
   reservationId,
-} from './message-rules.js';
-import type { RedisLink } from './redis-link.js';
-import type {
-  CampaignOutcome,
-  CampaignSends,
-  EventOutcome,
-  MessageRecord,
-  MessageStore,
-  PendingRcsSend,
-  PendingSend,
-  SentMessage,
-} from './types.js';
+} from './rules.js';
+import type { MessagingEvent } from './types.js';
 
 /** Campaign recipients recorded per script: one script holds Redis for well under a millisecond. */
 const CAMPAIGN_BATCH = 500;
@@ -352,15 +354,7 @@ export class RedisMessageStore implements MessageStore {
     for (let i = 0; i < recipients.length; i += CAMPAIGN_BATCH) {
       const batch = recipients.slice(i, i + CAMPAIGN_BATCH);
       const now = Date.now();
-      const send: Omit<PendingSend, 'to'> & { exp: number } = {
-        tenant: rest.tenant,
-        channel: rest.channel,
-        kind: 'campaign',
-        sent_at: rest.sent_at,
-        campaign_id: rest.campaign_id,
-        requested_at_ms: rest.requested_at_ms,
-        exp: now + ttl,
-      };
+      const send: Omit<PendingSend, 'to'> & { exp: number } = { ...campaignSend(campaign), exp: now + ttl };
       const keys = batch.flatMap((to) => [
         this.#recipientKey('mp', rest.channel, to),
         this.#recipientKey('mom', rest.channel, to),

@@ -4,10 +4,11 @@
  * messages that are not events, duplicates counted once, and a store that fails answered 503 with its
  * retry recorded. The messaging provider here is a stand-in client answering with fixed ids: these
  * tests post the provider's webhooks themselves. (Events reaching the call's bot, and Redis, down or
- * shared by two instances: messaging-webhook-delivery.test.ts; random posts:
- * messaging-webhook-fuzz.test.ts.)
+ * shared by two instances: webhook-delivery.test.ts; random posts:
+ * webhook-fuzz.test.ts.)
  */
 import { describe, expect, it } from 'vitest';
+import { call } from '../control/harness.js';
 import {
   chatStatuses,
   notices,
@@ -17,7 +18,6 @@ import {
   useWebhookRigs,
   WEBHOOK_SECRET,
 } from '../helpers/messaging.js';
-import { call } from './harness.js';
 
 describe('messaging webhooks', () => {
   const { open, rigWithCall } = useWebhookRigs();

@@ -13,6 +13,7 @@ import {
   E164,
   httpUrl,
   invalid,
+  isObj,
   LIMITS,
   missing,
   mustBe,
@@ -78,7 +79,19 @@ export function validateRcsTemplate(v: unknown): RcsTemplate {
   const common = { action: 'create_template', template_name, bot_name } as const;
   switch (template_type) {
     case 'text': {
-      const s = suggestions(b.suggestions, 'suggestions', ['reply', 'url', 'phone'], LIMITS.rcsSuggestions);
+      // rcs.md lists phone suggestions on text templates but not "the field that carries the number"
+      // there: a shape the document does not define is not sent.
+      if (Array.isArray(b.suggestions)) {
+        b.suggestions.forEach((x, i) => {
+          if (isObj(x) && x.type === 'phone') {
+            invalid(
+              `suggestions[${i}].type`,
+              `suggestions[${i}].type phone is not sent on a text template: the provider's document does not show which field carries its number there (a standalone template takes phone suggestions); reply or url`,
+            );
+          }
+        });
+      }
+      const s = suggestions(b.suggestions, 'suggestions', ['reply', 'url'], LIMITS.rcsSuggestions);
       return {
         ...common,
         template_type,

@@ -8,7 +8,7 @@
  *   recorded too.
  *
  * This file holds the session message route and the record route, and registers all of them; the
- * webhook is in messaging-webhook.ts, the management routes in messaging-manage.ts.
+ * webhook is in webhook.ts, the management routes in manage.ts.
  *
  * The customer's number comes from the session's `customer_phone`, read as E.164: a leading "+" (or
  * "00") and spaces, dashes, dots and brackets dropped, then a country code and a national number of a
@@ -18,24 +18,25 @@
  */
 import { randomBytes } from 'node:crypto';
 import type { FastifyBaseLogger, FastifyInstance, FastifyRequest } from 'fastify';
-import { parsePhoneNumberFromString } from 'libphonenumber-js';
 import { Counter } from 'prom-client';
 import type { RestVerifier } from '../auth/jwt.js';
 import type { BridgeContext } from '../context.js';
+import { principal, scopeGuard } from '../control/guard.js';
+import { BEARER, errorResponses, SESSION_ID_PARAMS } from '../control/schemas.js';
+import { rejectUnknownFields, useUniformValidation } from '../control/validation.js';
 import { BridgeError, invalidField, isBridgeError } from '../errors.js';
-import { type ChatMessage, MESSAGE_STATUSES, type MessagingClient } from '../provider/messaging/types.js';
+import type { SessionInfo } from '../state/types.js';
+import { messagingOf, registerManagement } from './manage.js';
+import { customerMobile, customerNumber } from './phone.js';
+import type { CampaignSends, MessageKind, MessageRecord } from './records.js';
+import { type CallTemplate, type ChatMessage, MESSAGE_STATUSES, type MessagingClient } from './types.js';
 import {
-  chatPhoneProblem,
-  rcsMobileFrom,
+  templateCampaign,
+  validateCallTemplate,
   validateChatSendRequest,
   validateRcsCampaignRequest,
-} from '../provider/messaging/validate.js';
-import type { MessageKind, SessionInfo } from '../state/types.js';
-import { principal, scopeGuard } from './guard.js';
-import { messagingOf, registerManagement } from './messaging-manage.js';
-import { forwardAll, registerWebhook } from './messaging-webhook.js';
-import { BEARER, errorResponses, SESSION_ID_PARAMS } from './schemas.js';
-import { rejectUnknownFields, useUniformValidation } from './validation.js';
+} from './validate.js';
+import { forwardAll, registerWebhook } from './webhook.js';
 
 // ---------------------------------------------------------------------------------------------------
 // Schemas
@@ -47,7 +48,7 @@ const SEND_BODY = {
     template: {
       type: 'object',
       description:
-        'chat: an approved template, {"name", "language", "body_params"?: the body variables in order}',
+        'chat: an approved template, {"name", "language"?, "body_params"?: the body variables in order}, sent as a campaign of one',
     },
     message: {
       type: 'object',
@@ -75,10 +76,16 @@ const SEND_RESULT = {
     channel: { type: 'string', enum: ['chat', 'rcs'] },
     message_id: {
       type: ['string', 'null'],
-      description: 'chat: the provider message id; rcs: null until the first webhook event names it',
+      description:
+        'a chat message: the provider message id; a template (chat or rcs): null until the first webhook event names it',
     },
-    campaign_id: { type: 'string', description: 'rcs: the campaign the message was launched as' },
-    status: { type: 'string', enum: ['sent', 'queued'] },
+    campaign_id: { type: 'string', description: 'a template: the campaign the message was launched as' },
+    status: {
+      type: 'string',
+      enum: ['sent', 'queued', 'saved'],
+      description:
+        'sent: a chat message the sender took; queued: a template launched (chat: a campaign of one; rcs); saved: a chat template whose launch failed at the provider, held until POST /v1/messaging/chat/campaigns/{campaign_id}/launch',
+    },
     session_id: { type: 'string' },
   },
 } as const;
@@ -181,7 +188,7 @@ function registerSend(scope: FastifyInstance, ctx: BridgeContext, verify: RestVe
     async (req) => {
       const body = req.body as SendBody;
       // The body first (400), then the session (404), then the provider (503).
-      const message = checkSendBody(body);
+      const checked = checkSendBody(body);
       const { tenant } = principal(req);
       const { id } = req.params as { id: string };
       const session = await ctx.sessions.get(tenant, id);
@@ -192,9 +199,14 @@ function registerSend(scope: FastifyInstance, ctx: BridgeContext, verify: RestVe
         );
       }
       const client = messagingOf(ctx);
-      return message !== undefined
-        ? sendChat(ctx, req, client, session, message)
-        : sendRcs(ctx, req, client, session, body);
+      switch (checked.kind) {
+        case 'message':
+          return sendChat(ctx, req, client, session, checked.message);
+        case 'template':
+          return sendTemplate(ctx, req, client, session, checked.template);
+        case 'rcs':
+          return sendRcs(ctx, req, client, session, body);
+      }
     },
   );
 }
@@ -202,8 +214,14 @@ function registerSend(scope: FastifyInstance, ctx: BridgeContext, verify: RestVe
 /** A number of the right form, for checking a body before the session's own number is known. */
 const SAMPLE_NUMBER = '10000000000';
 
-/** Checks the body whole; for chat, returns the message as the sender takes it. */
-function checkSendBody(body: SendBody): ChatMessage | undefined {
+/** What a send body asks for, checked whole. */
+type Checked =
+  | { readonly kind: 'message'; readonly message: ChatMessage }
+  | { readonly kind: 'template'; readonly template: CallTemplate }
+  | { readonly kind: 'rcs' };
+
+/** Checks the body whole: a chat message as the sender takes it, a chat template, or an RCS template. */
+function checkSendBody(body: SendBody): Checked {
   if (body.channel === 'chat') {
     for (const f of ['template_name', 'params'] as const) {
       if (body[f] !== undefined) throw invalidField(f, 'left out on chat (it is for rcs)', body[f]);
@@ -216,16 +234,19 @@ function checkSendBody(body: SendBody): ChatMessage | undefined {
     if (body.template === undefined && body.message === undefined) {
       throw new BridgeError(
         'invalid_field',
-        'template or message is required on chat: an approved template {name, language, body_params?}, or a free-form message',
+        'template or message is required on chat: an approved template {name, language?, body_params?}, or a free-form message',
         { field: 'template' },
       );
     }
-    const message =
-      body.template !== undefined ? { type: 'template', template: body.template } : body.message;
-    // The messaging validators name fields as the provider's body has them: `message.template.name` is
-    // this route's `template.name`.
-    return renamed(() => validateChatSendRequest({ to: SAMPLE_NUMBER, message }), body.template !== undefined)
-      .message;
+    if (body.template !== undefined) {
+      const template = validateCallTemplate(body.template);
+      templateCampaign(SAMPLE_NUMBER, template, campaignName('session'));
+      return { kind: 'template', template };
+    }
+    return {
+      kind: 'message',
+      message: validateChatSendRequest({ to: SAMPLE_NUMBER, message: body.message }).message,
+    };
   }
   for (const f of ['template', 'message'] as const) {
     if (body[f] !== undefined) throw invalidField(f, 'left out on rcs (it is for chat)', body[f]);
@@ -239,14 +260,14 @@ function checkSendBody(body: SendBody): ChatMessage | undefined {
       },
     );
   }
-  rcsCampaign(body, SAMPLE_NUMBER.slice(-10), 0);
-  return undefined;
+  rcsCampaign(body, SAMPLE_NUMBER.slice(-10));
+  return { kind: 'rcs' };
 }
 
-function rcsCampaign(body: SendBody, mobile: string, at: number, sessionId = 'session') {
+function rcsCampaign(body: SendBody, mobile: string, sessionId = 'session') {
   return validateRcsCampaignRequest({
     template_name: body.template_name,
-    campaign_name: campaignName(sessionId, at),
+    campaign_name: campaignName(sessionId),
     contacts: [{ mobile, ...(body.params === undefined ? {} : { params: body.params }) }],
   });
 }
@@ -279,6 +300,60 @@ async function sendChat(
   return { channel: 'chat', message_id: messageId, status: 'sent', session_id: session.session_id };
 }
 
+/**
+ * A chat template to the call's customer, as chat.md defines a template send: the campaign creator with
+ * one audience row (the sender lists free-form types only). The creator answers a campaign, not a
+ * message id: the send is recorded pending, and the first event (`sent`) for the number names it, as
+ * with RCS. A campaign saved with its launch failed (207) is held until it is relaunched
+ * (`POST /v1/messaging/chat/campaigns/{campaign_id}/launch`), and answered `saved`.
+ */
+async function sendTemplate(
+  ctx: BridgeContext,
+  req: FastifyRequest,
+  client: MessagingClient,
+  session: SessionInfo,
+  template: CallTemplate,
+) {
+  const to = customerNumber(session);
+  const requestedAt = Date.now();
+  const request = templateCampaign(to, template, campaignName(session.session_id));
+  const result = await client.createChatCampaign(request).catch(logFailure(req, session, 'chat'));
+  const campaign: CampaignSends = {
+    tenant: session.tenant,
+    channel: 'chat',
+    session_id: session.session_id,
+    kind: 'template',
+    campaign_id: result.campaign.id,
+    recipients: [to],
+    sent_at: new Date().toISOString(),
+    requested_at_ms: requestedAt,
+  };
+  req.log.info(
+    {
+      session_id: session.session_id,
+      campaign_id: result.campaign.id,
+      channel: 'chat',
+      launched: result.launched,
+    },
+    result.launched ? 'message queued' : 'message saved, its launch failed',
+  );
+  let record: MessageRecord | undefined;
+  if (result.launched) {
+    const outcome = await ctx.messages.recordCampaign(campaign).catch(logStoreFailure(req.log, session));
+    record = outcome?.adopted[0];
+    if (record !== undefined) forwardAll(ctx, req.log, record);
+  } else {
+    await ctx.messages.saveCampaign(campaign).catch(logStoreFailure(req.log, session));
+  }
+  return {
+    channel: 'chat',
+    message_id: record?.message_id ?? null,
+    campaign_id: result.campaign.id,
+    status: result.launched ? 'queued' : 'saved',
+    session_id: session.session_id,
+  };
+}
+
 async function sendRcs(
   ctx: BridgeContext,
   req: FastifyRequest,
@@ -289,7 +364,7 @@ async function sendRcs(
   const mobile = customerMobile(session, ctx.config.messagingRcsCountryCode);
   // Asked for from now on (a first event stamped before this is another message's).
   const requestedAt = Date.now();
-  const campaign = rcsCampaign(body, mobile, requestedAt, session.session_id);
+  const campaign = rcsCampaign(body, mobile, session.session_id);
   // The launcher answers with no message id: the send takes the id of the first event for the number.
   // Two calls' sends waiting on one number at once could take each other's (any tenant's): refused.
   const reservation = await ctx.messages.reserveRcs(mobile);
@@ -336,80 +411,18 @@ async function sendRcs(
   };
 }
 
-/** `call_<session>_<time>_<random>`: lowercase words and underscores, unique per send. */
-function campaignName(sessionId: string, at: number): string {
+/**
+ * `call_<session>_<random>`: chat.md takes campaign names of lowercase letters joined by underscores
+ * (no digits), unique per run; 14 random letters (~65 bits) keep each send's own.
+ */
+function campaignName(sessionId: string): string {
   const slug = sessionId
     .toLowerCase()
-    .replace(/[^a-z0-9]+/g, '_')
-    .replace(/^_+|_+$/g, '')
-    .slice(0, 40);
-  return `call_${slug || 'session'}_${at}_${randomBytes(3).toString('hex')}`;
-}
-
-/** What a message needs of the number: said in every refusal of a session's customer_phone. */
-const E164_ACCEPTED =
-  'a chat or RCS message needs the customer\'s number in E.164: its country code, then the national number ("+", spaces, dashes, dots and brackets allowed)';
-
-/**
- * The session's customer_phone as the chat API takes it: digits only, with the country code. A number
- * that cannot be messaged is a 422 naming customer_phone (the provider's session_start gave it, not the
- * request); the refusal says what is wrong, never the number.
- */
-function customerNumber(session: SessionInfo): string {
-  const raw = session.customer_phone;
-  const digits = raw
-    ?.trim()
-    .replace(/[\s().-]/g, '')
-    .replace(/^(\+|00)/, '');
-  const problem =
-    digits === undefined || digits === ''
-      ? 'is missing: the session_start gave none'
-      : /^[0-9]+$/.test(digits)
-        ? chatPhoneProblem(digits)
-        : 'holds characters other than digits and "+", spaces, dashes, dots or brackets';
-  if (problem !== undefined || digits === undefined) {
-    throw new BridgeError(
-      'unusable_customer_phone',
-      `the session's customer_phone (from its session_start) ${problem ?? 'is missing'}; ${E164_ACCEPTED}`,
-      { field: 'customer_phone' },
-    );
-  }
-  return digits;
-}
-
-/**
- * The session's customer_phone as the RCS launcher takes it: the 10-digit national number, when the
- * number has the country calling code RCS is sent to (MESSAGING_RCS_COUNTRY_CODE). Any other number is
- * refused: its last 10 digits would be somebody else's mobile in that country.
- */
-function customerMobile(session: SessionInfo, countryCode: string): string {
-  const digits = customerNumber(session);
-  const mobile = rcsMobileFrom(digits, countryCode);
-  if (mobile === undefined) {
-    const parsed = parsePhoneNumberFromString(`+${digits}`);
-    const got =
-      parsed === undefined || parsed.countryCallingCode !== countryCode
-        ? `has the country code ${parsed?.countryCallingCode ?? 'of no country'}`
-        : `has ${parsed.nationalNumber.length} digits after it`;
-    throw new BridgeError(
-      'unusable_customer_phone',
-      `the session's customer_phone (from its session_start) cannot take RCS: RCS goes to numbers with the country code ${countryCode} (MESSAGING_RCS_COUNTRY_CODE) and a 10-digit national number; this one ${got} (chat takes any country)`,
-      { field: 'customer_phone' },
-    );
-  }
-  return mobile;
-}
-
-/** Runs a validator, naming `message.template.*` fields as `template.*` when the body gave a template. */
-function renamed<T>(validate: () => T, template: boolean): T {
-  try {
-    return validate();
-  } catch (err) {
-    if (!template || !isBridgeError(err) || err.field?.startsWith('message.template') !== true) throw err;
-    throw new BridgeError(err.code, err.message.replaceAll('message.template', 'template'), {
-      field: err.field.replace('message.template', 'template'),
-    });
-  }
+    .replace(/[^a-z]+/g, '_')
+    .slice(0, 40)
+    .replace(/^_+|_+$/g, '');
+  const random = [...randomBytes(14)].map((b) => String.fromCharCode(97 + (b % 26))).join('');
+  return `call_${slug || 'session'}_${random}`;
 }
 
 /** Logs a failed send with its session, then rethrows: upstream faults at warn, refusals at info. */

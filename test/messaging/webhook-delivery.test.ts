@@ -9,6 +9,7 @@
  */
 import { afterEach, describe, expect, it } from 'vitest';
 import { BridgeError } from '../../src/errors.js';
+import { call } from '../control/harness.js';
 import { TestBot } from '../helpers/bot.js';
 import {
   chatButton,
@@ -27,7 +28,6 @@ import {
   WEBHOOK_SECRET,
 } from '../helpers/messaging.js';
 import { redisSkipReason, type TestRedis, useRedis } from '../helpers/redis.js';
-import { call } from './harness.js';
 
 describe('messaging webhooks: events to the call bot', () => {
   const { open, rigWithCall } = useWebhookRigs();
@@ -113,7 +113,7 @@ describe('messaging webhooks: events to the call bot', () => {
       template_name: 'order_update',
       contacts: [{ mobile: RCS_MOBILE, params: { name: 'Ada' } }],
     });
-    expect(messaging.campaigns[0]!.campaign_name).toMatch(/^call_call_1_\d+_[0-9a-f]{6}$/);
+    expect(messaging.campaigns[0]!.campaign_name).toMatch(/^call_call_[a-z]{14}$/);
 
     const events = [
       rcsStatus('rcs-msg-1', 'sent', `+91${RCS_MOBILE}`),
@@ -243,8 +243,8 @@ describe('messaging webhooks: events to the call bot', () => {
     expect(chat.status).toBe(200);
   });
 
-  it('a failed status carries its error to the bot, and failed stays the status', async () => {
-    const { rig, conn, token } = await rigWithCall();
+  it("a chat template goes as a campaign of one row; a failed status carries its error to the call's bot, and failed stays the status", async () => {
+    const { rig, conn, token, messaging } = await rigWithCall();
     const sent = await call(rig.http, 'POST', '/v1/sessions/call-1/message', {
       token,
       body: {
@@ -252,8 +252,23 @@ describe('messaging webhooks: events to the call bot', () => {
         template: { name: 'appointment_reminder', language: 'en_US', body_params: ['3pm'] },
       },
     });
-    expect(sent.status).toBe(200);
-    const id = sent.body.message_id as string;
+    expect(sent.status, JSON.stringify(sent.body)).toBe(200);
+    // chat.md's template send: the campaign creator, one audience row with its BODY_n values.
+    expect(messaging.sends).toEqual([]);
+    expect(messaging.chatCampaigns).toHaveLength(1);
+    expect(messaging.chatCampaigns[0]).toMatchObject({
+      template_name: 'appointment_reminder',
+      audience_rows: [{ phone: '14155550100', BODY_1: '3pm' }],
+    });
+    expect(messaging.chatCampaigns[0]!.campaign_name).toMatch(/^call_call_[a-z]{14}$/);
+    expect(sent.body).toMatchObject({
+      channel: 'chat',
+      message_id: null,
+      status: 'queued',
+      campaign_id: 'chat-camp-1',
+    });
+    // The first event for the number names the message (a failed one, when nothing else came first).
+    const id = 'wamid.tpl-1';
     const failed = chatStatuses(id, 'failed');
     const st = failed.entry[0]!.changes[0]!.value.statuses[0]! as Record<string, unknown>;
     st.errors = [{ code: 131026, title: 'Message undeliverable' }];
@@ -330,7 +345,7 @@ describe('messaging webhooks: events to the call bot', () => {
 });
 
 const skip = redisSkipReason();
-if (skip !== undefined) console.warn(`control/messaging-webhook-delivery.test.ts: ${skip}`);
+if (skip !== undefined) console.warn(`messaging/webhook-delivery.test.ts: ${skip}`);
 
 describe.skipIf(skip !== undefined)('messaging webhooks with Redis', () => {
   let redis: TestRedis | undefined;

@@ -15,17 +15,17 @@
 import type { FastifyBaseLogger, FastifyInstance, RouteShorthandOptions } from 'fastify';
 import type { RestVerifier } from '../auth/jwt.js';
 import type { BridgeContext } from '../context.js';
+import { principal, scopeGuard } from '../control/guard.js';
+import { BEARER, errorResponses } from '../control/schemas.js';
 import { BridgeError, invalidField } from '../errors.js';
-import { type MessagingClient, TEMPLATE_CATEGORIES, TEMPLATE_STATUSES } from '../provider/messaging/types.js';
+import type { CampaignSends, MessageStore } from './records.js';
+import { type MessagingClient, TEMPLATE_CATEGORIES, TEMPLATE_STATUSES } from './types.js';
 import {
   validateChatCampaignRequest,
   validateChatTemplateInput,
   validateRcsCampaignRequest,
   validateRcsTemplate,
-} from '../provider/messaging/validate.js';
-import type { CampaignSends, MessageStore } from '../state/types.js';
-import { principal, scopeGuard } from './guard.js';
-import { BEARER, errorResponses } from './schemas.js';
+} from './validate.js';
 
 const NAME_PARAMS = {
   type: 'object',

@@ -13,9 +13,9 @@
  * is one stamped before the send.
  */
 import { randomBytes } from 'node:crypto';
-import type { MessageStatus, MessagingEvent } from '../provider/messaging/types.js';
-import { rcsMobileFrom } from '../provider/messaging/validate-fields.js';
-import type { CampaignSends, PendingSend, SentMessage } from './types.js';
+import type { CampaignSends, PendingSend, SentMessage } from './records.js';
+import type { MessageStatus, MessagingEvent } from './types.js';
+import { rcsMobileFrom } from './validate-fields.js';
 
 /** Events listed per record; later ones still move the status. A button tapped 100 times is enough. */
 export const MAX_EVENTS_PER_MESSAGE = 100;
@@ -126,17 +126,23 @@ export function reservationId(): string {
   return randomBytes(9).toString('base64url');
 }
 
-/** The pending sends of one campaign, one per recipient (kind `campaign`). */
-export function campaignSends(c: CampaignSends): PendingSend[] {
-  return c.recipients.map((to) => ({
+/** What every pending send of a campaign holds but its recipient (both stores build them here). */
+export function campaignSend(c: CampaignSends): Omit<PendingSend, 'to'> {
+  return {
     tenant: c.tenant,
     channel: c.channel,
-    to,
-    kind: 'campaign',
+    ...(c.session_id === undefined ? {} : { session_id: c.session_id }),
+    kind: c.kind ?? 'campaign',
     sent_at: c.sent_at,
     campaign_id: c.campaign_id,
     requested_at_ms: c.requested_at_ms,
-  }));
+  };
+}
+
+/** The pending sends of one campaign, one per recipient (kind `campaign`, or the campaign's own). */
+export function campaignSends(c: CampaignSends): PendingSend[] {
+  const send = campaignSend(c);
+  return c.recipients.map((to) => ({ ...send, to }));
 }
 
 /** The record of a pending send once its message id is known. */
@@ -144,3 +150,29 @@ export function adopted(send: PendingSend, messageId: string): SentMessage {
   const { requested_at_ms: _requested, ...rest } = send;
   return { ...rest, message_id: messageId };
 }
+
+/**
+ * The adoption rule as a table: which event, after which earlier events of its message, stamped how
+ * long after its send was asked for, adopts a pending send. Both stores keep it (the memory store in
+ * code above, the Redis store in its Lua script); test/messaging/store.test.ts runs every row through
+ * both, so neither can drift from it.
+ */
+export const ADOPTION_RULE: readonly {
+  readonly event: MessageStatus | 'button';
+  /** Events of the same message seen before it (held, no send matched them). */
+  readonly after: readonly MessageStatus[];
+  /** Its timestamp less the time its send was asked for, in ms. */
+  readonly stampedMs: number;
+  readonly adopts: boolean;
+}[] = [
+  { event: 'sent', after: [], stampedMs: 0, adopts: true },
+  { event: 'sent', after: [], stampedMs: 2_000, adopts: true },
+  { event: 'sent', after: [], stampedMs: -(CLOCK_SKEW_MS - 1_000), adopts: true },
+  { event: 'sent', after: [], stampedMs: -(CLOCK_SKEW_MS + 1_000), adopts: false },
+  { event: 'failed', after: [], stampedMs: 0, adopts: true },
+  { event: 'failed', after: [], stampedMs: -(CLOCK_SKEW_MS + 1_000), adopts: false },
+  { event: 'failed', after: ['delivered'], stampedMs: 0, adopts: false },
+  { event: 'delivered', after: [], stampedMs: 0, adopts: false },
+  { event: 'read', after: [], stampedMs: 0, adopts: false },
+  { event: 'button', after: [], stampedMs: 0, adopts: false },
+];

@@ -1,14 +1,14 @@
 import Fastify, { type FastifyReply, type FastifyRequest } from 'fastify';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { BridgeError } from '../../src/errors.js';
-import { createMetrics } from '../../src/metrics.js';
 import {
   createMessagingClient,
   type MessagingClientOptions,
   MIN_ATTEMPT_MS,
   retryAfterMs,
-} from '../../src/provider/messaging/client.js';
-import type { ChatSendRequest, MessagingClient } from '../../src/provider/messaging/types.js';
+} from '../../src/messaging/client.js';
+import type { ChatSendRequest, MessagingClient } from '../../src/messaging/types.js';
+import { createMetrics } from '../../src/metrics.js';
 import { closedPort } from '../control/harness.js';
 import { failure } from '../helpers/errors.js';
 import { captureLog } from '../helpers/log-capture.js';
@@ -147,15 +147,7 @@ describe('messaging client: requests', () => {
       rejection_reason: null,
       quality_score: 'GREEN',
     };
-    const rcsCreated = {
-      success: true,
-      template: {
-        template_name: 'promo',
-        template_type: 'text',
-        bot_name: 'Shop',
-        created_at: '2026-11-22T07:00:00Z',
-      },
-    };
+    const rcsCreated = { message: 'created' };
     const p = await provider((req, reply) => {
       const b = req.body as { action?: string } | undefined;
       switch (req.url.replace(/\?.*/, '')) {
@@ -184,7 +176,7 @@ describe('messaging client: requests', () => {
     const c = client(p.url, { accountId: 'acc-1' });
     const list = await c.listChatTemplates({ status: 'APPROVED', category: 'UTILITY' });
     expect(list.count).toBe(1);
-    expect(list.templates[0]?.template_name).toBe('order_update');
+    expect((list.templates[0] as { template_name?: string } | undefined)?.template_name).toBe('order_update');
     expect(await c.createChatTemplate(TEMPLATE_INPUT)).toEqual(template);
     expect(await c.getChatTemplateStatus('order_update')).toEqual(status);
     await c.syncChatTemplates();
@@ -198,7 +190,9 @@ describe('messaging client: requests', () => {
       bot_name: 'Shop',
       text: 'Hi {{name}}',
     } as const;
-    expect(await c.createRcsTemplate(rcs)).toEqual(rcsCreated);
+    expect(await c.createRcsTemplate(rcs)).toEqual({
+      template: { template_name: 'promo', template_type: 'text', bot_name: 'Shop' },
+    });
     const rcsCampaign = {
       template_name: 'promo',
       campaign_name: 'Promo 1',
@@ -699,5 +693,60 @@ describe('messaging client: close', () => {
     expect(performance.now() - closedAt).toBeLessThan(200);
     expect(p.seen).toHaveLength(1);
     expect(timers()).toBeLessThan(during);
+  });
+});
+
+describe('messaging client: answers whose shape the documents leave open', () => {
+  it('an image send answered with the message id alone is taken; without one it is a 502', async () => {
+    let body: unknown = { data: { message_id: 'img-1' } };
+    const p = await provider((req, reply) => answer(200, body)(req, reply));
+    const c = client(p.url);
+    const image: ChatSendRequest = {
+      to: '14155550100',
+      message: { type: 'image', image: { link: 'https://cdn.example/a.png' } },
+    };
+    expect((await c.sendChatMessage(image)).data.message_id).toBe('img-1');
+    body = { success: true, data: {} };
+    expect((await failure(c.sendChatMessage(image))).code).toBe('upstream_bad_answer');
+    // A text send's answer is the one chat.md shows: it is checked whole.
+    body = { data: { message_id: 'txt-1' } };
+    expect((await failure(c.sendChatMessage(TEXT))).message).toMatch(/"success" is not a boolean/);
+  });
+
+  it('template list entries may hold any fields; a 207 campaign need hold only its id', async () => {
+    const p = await provider((req, reply) =>
+      req.url.startsWith('/v1/chat_templates')
+        ? answer(200, { success: true, data: { templates: [{ name: 'x', extra: 1 }, 'odd'] }, count: 2 })(
+            req,
+            reply,
+          )
+        : answer(207, { success: true, campaign: { id: 'c-9' } })(req, reply),
+    );
+    const c = client(p.url);
+    expect((await c.listChatTemplates()).templates).toEqual([{ name: 'x', extra: 1 }, 'odd']);
+    expect(await c.createChatCampaign(CAMPAIGN_REQUEST)).toEqual({
+      launched: false,
+      campaign: { id: 'c-9' },
+    });
+  });
+
+  it('an RCS template create answered 200 is created whatever its body: empty, no success flag, success false', async () => {
+    const bodies: unknown[] = ['', { message: 'ok' }, { success: false }, { template: null }];
+    let n = 0;
+    const p = await provider((req, reply) => answer(200, bodies[n++])(req, reply));
+    const c = client(p.url);
+    const t = {
+      action: 'create_template',
+      template_name: 'promo',
+      template_type: 'text',
+      bot_name: 'Shop',
+      text: 'Hi',
+    } as const;
+    for (let i = 0; i < bodies.length; i++) {
+      expect(await c.createRcsTemplate(t)).toEqual({
+        template: { template_name: 'promo', template_type: 'text', bot_name: 'Shop' },
+      });
+    }
+    expect(p.seen).toHaveLength(bodies.length);
   });
 });

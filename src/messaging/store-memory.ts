@@ -1,10 +1,20 @@
 /**
- * Message records in memory (one instance), by the rules every message store shares (message-rules.ts).
+ * Message records in memory (one instance), by the rules every message store shares (rules.ts).
  *
  * Records, dedupe keys and saved campaigns are kept for MESSAGE_RETENTION_MS and up to a cap each (oldest
  * out first): a flood of webhook posts or sends cannot grow the process without bound.
  */
-import type { MessageStatus, MessagingEvent } from '../provider/messaging/types.js';
+
+import type {
+  CampaignOutcome,
+  CampaignSends,
+  EventOutcome,
+  MessageRecord,
+  MessageStore,
+  PendingRcsSend,
+  PendingSend,
+  SentMessage,
+} from './records.js';
 import {
   adopted,
   CLOCK_SKEW_MS,
@@ -21,17 +31,8 @@ import {
   PENDING_TTL_MS,
   pendingTtlMs,
   reservationId,
-} from './message-rules.js';
-import type {
-  CampaignOutcome,
-  CampaignSends,
-  EventOutcome,
-  MessageRecord,
-  MessageStore,
-  PendingRcsSend,
-  PendingSend,
-  SentMessage,
-} from './types.js';
+} from './rules.js';
+import type { MessageStatus, MessagingEvent } from './types.js';
 
 export interface MemoryMessageLimits {
   /** Records kept (oldest out): 100,000 records of ~1 KB is ~100 MB at worst. */

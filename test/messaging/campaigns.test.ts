@@ -5,10 +5,10 @@
  * back to the bridge.
  */
 import { afterEach, describe, expect, it } from 'vitest';
-import { MAX_CAMPAIGN_RECIPIENTS } from '../../src/state/message-rules.js';
+import { MAX_CAMPAIGN_RECIPIENTS } from '../../src/messaging/rules.js';
+import { call } from '../control/harness.js';
 import { type MessagingRig, restToken, startMessagingRig } from '../helpers/messaging.js';
 import { waitFor } from '../helpers/wait.js';
-import { call } from './harness.js';
 
 type Rig = MessagingRig;
 

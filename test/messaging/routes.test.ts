@@ -14,9 +14,9 @@ import { loadConfig } from '../../src/config.js';
 import { startInProcessProvider } from '../../src/emulator/in-process.js';
 import { createEmulator, type Emulator } from '../../src/emulator/server.js';
 import { createLogger } from '../../src/log.js';
+import { call } from '../control/harness.js';
 import { TestBot } from '../helpers/bot.js';
 import { TestProvider } from '../helpers/provider.js';
-import { call } from './harness.js';
 
 const AUTH_SECRET = 'messaging-routes-auth-secret';
 const MEDIA_SECRET = 'messaging-routes-media-secret';

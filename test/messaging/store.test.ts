@@ -8,24 +8,30 @@ import { Redis } from 'ioredis';
 import { Registry } from 'prom-client';
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
 import { createLogger } from '../../src/log.js';
-import type { MessagingEvent } from '../../src/provider/messaging/types.js';
+import type {
+  CampaignSends,
+  MessageStore,
+  PendingRcsSend,
+  SentMessage,
+} from '../../src/messaging/records.js';
 import {
+  ADOPTION_RULE,
   CLOCK_SKEW_MS,
   eventNumber,
   nextStatus,
   PENDING_TTL_MS,
   rcsMobile,
   recipientOf,
-} from '../../src/state/message-rules.js';
-import { MemoryMessageStore } from '../../src/state/messages.js';
+} from '../../src/messaging/rules.js';
+import { MemoryMessageStore } from '../../src/messaging/store-memory.js';
+import { RedisMessageStore } from '../../src/messaging/store-redis.js';
+import type { MessagingEvent } from '../../src/messaging/types.js';
 import { RedisLink } from '../../src/state/redis-link.js';
-import { RedisMessageStore } from '../../src/state/redis-messages.js';
 import { createStoreMetrics } from '../../src/state/store-metrics.js';
-import type { CampaignSends, MessageStore, PendingRcsSend, SentMessage } from '../../src/state/types.js';
 import { redisSkipReason, type TestRedis, useRedis } from '../helpers/redis.js';
 
 const skip = redisSkipReason();
-if (skip !== undefined) console.warn(`state/messages.test.ts: ${skip}`);
+if (skip !== undefined) console.warn(`messaging/store.test.ts: ${skip}`);
 
 const HOUR = 3_600_000;
 /** A campaign recorded with nothing adopted at once and nothing skipped. */
@@ -93,9 +99,46 @@ const campaign = (id: string, recipients: string[], o: Partial<CampaignSends> = 
   ...o,
 });
 
+/** Every row of the adoption rule (rules.ts), for a call's RCS send and a chat campaign's recipient. */
+function adoptionRule(make: () => Promise<{ a: MessageStore; b: MessageStore }>): void {
+  it.each(ADOPTION_RULE.map((row, i) => ({ ...row, i })))(
+    'adoption rule $i: $event after [$after] stamped $stampedMs ms from the ask adopts: $adopts',
+    async (row) => {
+      const { a, b } = await make();
+      for (const channel of ['rcs', 'chat'] as const) {
+        const number =
+          channel === 'rcs'
+            ? `70000000${String(row.i).padStart(2, '0')}`
+            : `1415555${String(row.i).padStart(4, '0')}`;
+        const id = `adopt-${channel}-${row.i}-${Date.now()}`;
+        const requested = Date.now();
+        const at = new Date(requested + row.stampedMs).toISOString();
+        if (channel === 'rcs') {
+          expect(
+            await b.recordPendingRcs(pending(number, `camp-a${row.i}`, { requested_at_ms: requested })),
+          ).toBeUndefined();
+        } else {
+          const out = await b.recordCampaign(
+            campaign(`camp-c${row.i}`, [number], { requested_at_ms: requested }),
+          );
+          expect(out).toEqual(NONE);
+        }
+        for (const s of row.after) await add(a, status(id, s, { channel, recipient: number, at: requested }));
+        const ev =
+          row.event === 'button'
+            ? { ...button(id, number, channel), timestamp: at }
+            : { ...status(id, row.event, { channel, recipient: number }), timestamp: at };
+        const rec = await add(a, ev);
+        expect(rec?.message_id === id, `${channel}: ${JSON.stringify(rec)}`).toBe(row.adopts);
+      }
+    },
+  );
+}
+
 /** The behaviour both stores share. */
 function sharedCases(name: string, make: () => Promise<{ a: MessageStore; b: MessageStore }>): void {
   describe(name, () => {
+    adoptionRule(make);
     it('an event is fresh once, also across two stores sharing the state; it is stored with its dedupe key', async () => {
       const { a, b } = await make();
       await a.recordSent(sent('m-d'));

@@ -1,5 +1,5 @@
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
-import { backoffMs, delay, SendSlots, type Slot } from '../../src/provider/messaging/rate.js';
+import { backoffMs, delay, SendSlots, type Slot } from '../../src/messaging/rate.js';
 import { maxInWindow } from '../helpers/window.js';
 
 describe('send slots', () => {

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { BridgeError } from '../../src/errors.js';
-import type { RcsTemplate, TemplateComponent } from '../../src/provider/messaging/types.js';
+import type { RcsTemplate, TemplateComponent } from '../../src/messaging/types.js';
 import {
   checkAudienceAgainstTemplate,
   checkContactsAgainstTemplate,
@@ -8,13 +8,15 @@ import {
   rcsMobileFrom,
   rcsTemplateVariables,
   templateBodyVariableCount,
+  templateCampaign,
+  validateCallTemplate,
   validateChatCampaignRequest,
   validateChatSendRequest,
   validateChatTemplateInput,
   validatePhone,
   validateRcsCampaignRequest,
   validateRcsTemplate,
-} from '../../src/provider/messaging/validate.js';
+} from '../../src/messaging/validate.js';
 
 /**
  * `validate` accepts `input` and returns it as given: a validator that dropped or rewrote a field would
@@ -356,7 +358,7 @@ describe('chat sends', () => {
     );
     expect(refusal(() => send({ type: 'image', text: { body: 'hi' } })).field).toBe('message.image');
     expect(refusal(() => send({ type: 'video', video: {} })).message).toMatch(
-      /message.type must be one of text, image, document, interactive, template/,
+      /message.type must be one of text, image, document, interactive, got "video"/,
     );
     expect(refusal(() => validateChatSendRequest({ to: '14155550100' })).message).toBe('message is required');
   });
@@ -445,21 +447,32 @@ describe('chat sends', () => {
     );
   });
 
-  it('template: name, locale and string params', () => {
-    sent({
-      type: 'template',
-      template: { name: 'order_update', language: 'en_US', body_params: ['Ada', 'A1'] },
+  it('template is not a sender type: chat.md lists text, image, document and interactive there', () => {
+    const t = { type: 'template', template: { name: 'order_update', language: 'en_US' } };
+    expect(refusal(() => send(t)).field).toBe('message.type');
+  });
+
+  it("a call's template: name, optional locale and string params, sent as a campaign of one row", () => {
+    const t = validateCallTemplate({ name: 'order_update', language: 'en_US', body_params: ['Ada', 'A1'] });
+    expect(templateCampaign('14155550100', t, 'call_one_abc')).toEqual({
+      campaign_name: 'call_one_abc',
+      template_name: 'order_update',
+      audience_rows: [{ phone: '14155550100', BODY_1: 'Ada', BODY_2: 'A1' }],
     });
     expect(
-      refusal(() => send({ type: 'template', template: { name: 'Order', language: 'en_US' } })).field,
-    ).toBe('message.template.name');
-    expect(refusal(() => send({ type: 'template', template: { name: 'a', language: 'en' } })).field).toBe(
-      'message.template.language',
+      templateCampaign('14155550100', validateCallTemplate({ name: 'plain' }), 'c').audience_rows,
+    ).toEqual([{ phone: '14155550100' }]);
+    expect(refusal(() => validateCallTemplate({ name: 'Order' })).field).toBe('template.name');
+    expect(refusal(() => validateCallTemplate({ name: 'a', language: 'en' })).field).toBe(
+      'template.language',
+    );
+    expect(refusal(() => validateCallTemplate({ name: 'a', body_params: [1] })).field).toBe(
+      'template.body_params[0]',
     );
     expect(
-      refusal(() => send({ type: 'template', template: { name: 'a', language: 'en_US', body_params: [1] } }))
-        .field,
-    ).toBe('message.template.body_params[0]');
+      refusal(() => validateCallTemplate({ name: 'a', body_params: Array(11).fill('x') })).message,
+    ).toMatch(/at most 10 values/);
+    expect(refusal(() => validateCallTemplate({ name: 'a', lang: 'en_US' })).field).toBe('template.lang');
   });
 
   it('to and account_id', () => {
@@ -578,7 +591,6 @@ describe('RCS templates', () => {
     suggestions: [
       { type: 'reply', label: 'Yes', postback: 'yes_{{name}}' },
       { type: 'url', label: 'Open', url: 'https://shop.example/{{offer}}' },
-      { type: 'phone', label: 'Call', phone: '+14155550100' },
     ],
   };
   const standalone = {
@@ -665,8 +677,16 @@ describe('RCS templates', () => {
     expect(
       refusal(() => validateRcsTemplate(sug({ type: 'url', label: 'Go', url: 'javascript:x' }))).field,
     ).toBe('suggestions[0].url');
+    // rcs.md does not show which field carries a phone suggestion's number on a text template: not sent.
     expect(
-      refusal(() => validateRcsTemplate(sug({ type: 'phone', label: 'Call', phone: '14155550100' }))).message,
+      refusal(() => validateRcsTemplate(sug({ type: 'phone', label: 'Call', phone: '+14155550100' })))
+        .message,
+    ).toMatch(/^suggestions\[0\]\.type phone is not sent on a text template/);
+    const onCard = (s: unknown) => ({ ...standalone, suggestions: [s] });
+    accepted(validateRcsTemplate, onCard({ type: 'phone', label: 'Call', phone: '+14155550100' }));
+    expect(
+      refusal(() => validateRcsTemplate(onCard({ type: 'phone', label: 'Call', phone: '14155550100' })))
+        .message,
     ).toBe('suggestions[0].phone must be an E.164 number like +14155550100, got "14155550100"');
     expect(refusal(() => validateRcsTemplate(sug({ type: 'reply', postback: 'x' }))).field).toBe(
       'suggestions[0].label',
@@ -676,7 +696,7 @@ describe('RCS templates', () => {
         .message,
     ).toMatch(/at most 25/);
     expect(refusal(() => validateRcsTemplate(sug({ type: 'share', label: 'x' }))).message).toBe(
-      'suggestions[0].type must be one of reply, url, phone, got "share"',
+      'suggestions[0].type must be one of reply, url, got "share"',
     );
     expect(
       refusal(() =>

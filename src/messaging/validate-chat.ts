@@ -2,11 +2,12 @@
  * Validation of the chat API's request bodies: templates, single sends and
  * campaigns. Where the document gives a refusal message it is used word for word.
  */
-import { describe } from '../../errors.js';
+import { describe } from '../errors.js';
 import {
   type AudienceRow,
   type BodyComponent,
   type ButtonsComponent,
+  type CallTemplate,
   type ChatCampaignRequest,
   type ChatMessage,
   type ChatSendRequest,
@@ -321,25 +322,62 @@ export function validateChatSendRequest(v: unknown): ChatSendRequest {
       message = { type, interactive: { type: 'button', body: { text: bodyText }, action: { buttons } } };
       break;
     }
-    case 'template': {
-      const name = text(p.name, `${pf}.name`);
-      if (!TEMPLATE_NAME.test(name)) mustBe(`${pf}.name`, 'lowercase words joined by underscores', name);
-      const language = text(p.language, `${pf}.language`);
-      if (!LOCALE.test(language)) mustBe(`${pf}.language`, 'a locale like en_US', language);
-      let body_params: string[] | undefined;
-      if (p.body_params !== undefined) {
-        if (!Array.isArray(p.body_params)) mustBe(`${pf}.body_params`, 'an array of strings', p.body_params);
-        body_params = p.body_params.map((s, i) => text(s, `${pf}.body_params[${i}]`));
-      }
-      message = {
-        type,
-        template: { name, language, ...(body_params === undefined ? {} : { body_params }) },
-      };
-      break;
-    }
   }
   const account_id = optionalText(b.account_id, 'account_id');
   return { to, message, ...(account_id === undefined ? {} : { account_id }) };
+}
+
+/** A route's `template` for one number: an approved template's name, its body values in order. */
+export function validateCallTemplate(v: unknown, pf = 'template'): CallTemplate {
+  const p = object(v, pf);
+  for (const k of Object.keys(p)) {
+    if (k !== 'name' && k !== 'language' && k !== 'body_params') {
+      invalid(`${pf}.${k}`, `${pf} holds name, language and body_params only; got ${k}`);
+    }
+  }
+  const name = text(p.name, `${pf}.name`);
+  if (!TEMPLATE_NAME.test(name)) mustBe(`${pf}.name`, 'lowercase words joined by underscores', name);
+  let language: string | undefined;
+  if (p.language !== undefined) {
+    language = text(p.language, `${pf}.language`);
+    if (!LOCALE.test(language)) mustBe(`${pf}.language`, 'a locale like en_US', language);
+  }
+  let body_params: string[] | undefined;
+  if (p.body_params !== undefined) {
+    if (!Array.isArray(p.body_params)) mustBe(`${pf}.body_params`, 'an array of strings', p.body_params);
+    if (p.body_params.length > LIMITS.bodyVariables) {
+      invalid(
+        `${pf}.body_params`,
+        `${pf}.body_params may hold at most ${LIMITS.bodyVariables} values (a body's variables), got ${p.body_params.length}`,
+      );
+    }
+    body_params = p.body_params.map((s, i) => text(s, `${pf}.body_params[${i}]`));
+  }
+  return {
+    name,
+    ...(language === undefined ? {} : { language }),
+    ...(body_params === undefined ? {} : { body_params }),
+  };
+}
+
+/**
+ * A template to one number as chat.md defines it: the campaign creator with one audience row, whose
+ * `BODY_1`..`BODY_n` are the template's body values in order (the sender takes free-form types only).
+ */
+export function templateCampaign(
+  to: string,
+  template: CallTemplate,
+  campaignName: string,
+): ChatCampaignRequest {
+  const row: Record<string, string> = { phone: to };
+  template.body_params?.forEach((value, i) => {
+    row[`BODY_${i + 1}`] = value;
+  });
+  return validateChatCampaignRequest({
+    campaign_name: campaignName,
+    template_name: template.name,
+    audience_rows: [row],
+  });
 }
 
 // ---------------------------------------------------------------------------------------------------
