@@ -135,7 +135,11 @@ export async function createBridge(config: Config, options: BridgeOptions = {}):
   );
 
   // Both hook routes as they are added: register them first.
-  await registerRestRateLimit(app, { max: config.restRateLimit, windowMs: config.restRateWindowMs });
+  await registerRestRateLimit(app, {
+    max: config.restRateLimit,
+    windowMs: config.restRateWindowMs,
+    authFailMax: config.restAuthFailLimit,
+  });
   await registerDocs(app);
   registerHealthRoutes(app, ctx);
   registerMediaStreamRoutes(app, ctx, ctx.verifyRest);

@@ -87,6 +87,8 @@ export interface Config {
   /** REST requests per client address per `restRateWindowMs` above which it gets 429. */
   readonly restRateLimit: number;
   readonly restRateWindowMs: number;
+  /** Failed REST authentications (401s) per client address per minute; past it 429, no token verified. */
+  readonly restAuthFailLimit: number;
   /** Largest REST request body; over it: 413. The largest real body (a media-stream upsert) is < 1 KB. */
   readonly bodyLimitBytes: number;
   /** TRUST_PROXY: proxies whose X-Forwarded-For names the client (limits are per client address). */
@@ -306,6 +308,10 @@ export function loadConfig(env: Env = process.env, argv: readonly string[] = [])
     mediaConnectPerSec: int('MEDIA_CONNECT_PER_SEC', 500, 1, 1_000_000),
     restRateLimit: int('REST_RATE_LIMIT', 100, 1, 1_000_000),
     restRateWindowMs: int('REST_RATE_WINDOW_MS', 1_000, 100, 3_600_000),
+    // 30 a minute: a client whose token expired fails once and refreshes, a misconfigured one learns
+    // why from its first 401, and a neighbour retrying every few seconds behind a shared address does
+    // not lock the address out; a flood of bad tokens costs 30 verifications a minute, not 100 a second.
+    restAuthFailLimit: int('REST_AUTH_FAIL_LIMIT', 30, 1, 1_000_000),
     bodyLimitBytes: int('BODY_LIMIT_BYTES', 64 * 1024, 1024, 16 * 1024 * 1024),
     trustProxy: typeof trustProxy === 'object' && 'problem' in trustProxy ? undefined : trustProxy,
     ...messaging,
