@@ -6,9 +6,8 @@
 import type { Logger } from '../log.js';
 import type { Metrics } from '../metrics.js';
 import { SessionDsp } from './dsp.js';
-import type { DspPipeline } from './index.js';
 import { checkSpec } from './spec.js';
-import type { PipelineSession, PipelineSessionSpec, PipelineSink } from './types.js';
+import type { DspPipeline, PipelineSession, PipelineSessionSpec, PipelineSink } from './types.js';
 
 /** DSP seconds are summed here and added to the Prometheus counter every this many chunks. */
 const METRIC_EVERY_CHUNKS = 512;

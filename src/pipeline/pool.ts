@@ -26,7 +26,6 @@ import { samplesIn } from '../audio/codec.js';
 import type { Codec } from '../audio/format.js';
 import type { Logger } from '../log.js';
 import type { Metrics } from '../metrics.js';
-import type { DspPipeline, WorkerFault } from './index.js';
 import {
   align4,
   type BatchWriter,
@@ -52,7 +51,13 @@ import {
   TO_WORKER,
 } from './protocol.js';
 import { checkSpec } from './spec.js';
-import type { PipelineSession, PipelineSessionSpec, PipelineSink } from './types.js';
+import type {
+  DspPipeline,
+  PipelineSession,
+  PipelineSessionSpec,
+  PipelineSink,
+  WorkerFault,
+} from './types.js';
 
 /** Batches a worker may hold unanswered; more would only queue inside it, out of our sight. */
 const MAX_IN_FLIGHT = 2;

@@ -54,3 +54,30 @@ export interface AudioPipeline {
   /** Stops the workers. */
   close(): Promise<void>;
 }
+
+/**
+ * How a fault test kills a worker: `throw` raises an uncaught error in it, `exit` calls process.exit in
+ * it, `hang` spins it forever (the watchdog then terminates it after ~2 s of silence).
+ */
+export type WorkerFault = 'throw' | 'exit' | 'hang';
+
+export interface PipelineStats {
+  readonly sessions: number;
+  /** Chunks dropped because a worker's staging buffer was full. */
+  readonly dropped: number;
+  /** Workers replaced after dying. */
+  readonly replaced: number;
+  /** Sessions per worker. */
+  readonly perWorker: readonly number[];
+}
+
+export interface DspPipeline extends AudioPipeline {
+  /** The worker a session runs on, or -1 inline. */
+  workerOf(session: PipelineSession): number;
+  /**
+   * For fault tests: makes worker `worker` die in the way `fault` names after it has processed what was
+   * submitted before this call. Its sessions are then re-opened on a replacement (each sink gets onGap).
+   */
+  injectWorkerFault(worker: number, fault: WorkerFault): void;
+  stats(): PipelineStats;
+}
