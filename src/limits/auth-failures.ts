@@ -39,6 +39,8 @@ export interface AuthFailureLimiter {
 
 export function createAuthFailureLimiter(o: AuthFailureOptions): AuthFailureLimiter {
   const windowMs = o.windowMs ?? AUTH_FAIL_WINDOW_MS;
+  // As the general limit's store (rest.ts): 10,000 addresses hold 1.3 MB of heap (measured, ~135 bytes
+  // each); past it, addresses cycle out oldest first.
   const capacity = o.capacity ?? 10_000;
   const now = o.now ?? (() => performance.now());
   // Insertion order is window-start order: a new window re-inserts its address at the end.

@@ -44,7 +44,9 @@ export async function registerRestRateLimit(
     global: false,
     max: o.max,
     timeWindow: o.windowMs,
-    // The in-memory store keeps one entry per address, evicting the least recently used past this.
+    // The in-memory store keeps one entry per address, evicting the least recently used past this:
+    // a key and a small record each, about a megabyte in all; and a client spread over more addresses
+    // than this is not held back by a per-address limit anyway.
     cache: 10_000,
     allowList: (req) => UNLIMITED.test(req.url),
     // Thrown into the app's error handler, which answers with the error's status and body.
