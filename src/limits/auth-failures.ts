@@ -31,8 +31,11 @@ export interface AuthFailureLimiter {
   readonly max: number;
   /** Seconds until `addr` may try again when its budget is spent, else undefined. */
   refusal(addr: string): number | undefined;
-  /** Spends one unit of `addr`'s budget (a request from it failed authentication). */
-  fail(addr: string): void;
+  /**
+   * Spends one unit of `addr`'s budget (a request from it failed authentication); answers the failures
+   * counted in its window, this one included (above `max`: past the budget).
+   */
+  fail(addr: string): number;
   /** Addresses tracked (metrics and tests). */
   readonly size: number;
 }
@@ -65,15 +68,13 @@ export function createAuthFailureLimiter(o: AuthFailureOptions): AuthFailureLimi
     fail(addr) {
       const t = now();
       const w = current(addr, t);
-      if (w !== undefined) {
-        w.failures++;
-        return;
-      }
+      if (w !== undefined) return ++w.failures;
       windows.set(addr, { start: t, failures: 1 });
       if (windows.size > capacity) {
         const oldest = windows.keys().next().value;
         if (oldest !== undefined) windows.delete(oldest);
       }
+      return 1;
     },
     get size() {
       return windows.size;

@@ -25,7 +25,7 @@ export interface RestLimitOptions {
 
 const UNLIMITED = /^\/(healthz|readyz|metrics|docs)(\/|\?|$)/;
 
-/** The key both limits count under: the client address, an IPv6 one by its /64 (one host's range). */
+/** The key both limits count under: the client address, an IPv6 one by its /64 (a site's usual range). */
 const addressKey = (req: FastifyRequest): string => normalizeIP(req.ip);
 
 type Hook = ReturnType<FastifyInstance['rateLimit']>;
@@ -48,7 +48,6 @@ export async function registerRestRateLimit(
     // a key and a small record each, about a megabyte in all; and a client spread over more addresses
     // than this is not held back by a per-address limit anyway.
     cache: 10_000,
-    allowList: (req) => UNLIMITED.test(req.url),
     // Thrown into the app's error handler, which answers with the error's status and body.
     errorResponseBuilder: (_req, ctx) =>
       new BridgeError(
@@ -69,21 +68,31 @@ export async function registerRestRateLimit(
   };
 
   const failures = createAuthFailureLimiter({ max: o.authFailMax });
+  const spent = (wait: number) =>
+    new BridgeError(
+      'too_many_requests',
+      `too many failed authentications from this address: at most ${failures.max} per minute (REST_AUTH_FAIL_LIMIT); retry after ${wait} s`,
+    );
   app.addHook('onRequest', async (req, reply) => {
     if (UNLIMITED.test(req.url)) return;
     await limitOf(req).call(app, req, reply);
     const wait = failures.refusal(addressKey(req));
     if (wait !== undefined) {
       reply.header('retry-after', wait);
-      throw new BridgeError(
-        'too_many_requests',
-        `too many failed authentications from this address: at most ${failures.max} per minute (REST_AUTH_FAIL_LIMIT); retry after ${wait} s`,
-      );
+      throw spent(wait);
     }
   });
-  // Counted as the answer leaves, whichever check refused it (bearer token, webhook secret).
-  app.addHook('onSend', async (req, reply) => {
-    if (reply.statusCode === 401) failures.fail(addressKey(req));
+  // Counted as the answer leaves, whichever check refused it (bearer token, webhook secret). Requests
+  // let in before the budget ran out may still fail after it (their signatures were being checked, off
+  // the main thread, as others failed): they are answered 429 too, so an address sees at most the
+  // budget's worth of 401s a minute, and none after its first 429.
+  app.addHook('onSend', async (req, reply, payload) => {
+    if (reply.statusCode !== 401) return payload;
+    const key = addressKey(req);
+    if (failures.fail(key) <= failures.max) return payload;
+    const wait = failures.refusal(key) ?? 1;
+    reply.code(429).header('retry-after', wait).header('content-type', 'application/json; charset=utf-8');
+    return JSON.stringify(spent(wait).toBody());
   });
   return failures;
 }
