@@ -95,6 +95,8 @@ export interface Config {
   /** REST requests per client address per `restRateWindowMs` above which it gets 429. */
   readonly restRateLimit: number;
   readonly restRateWindowMs: number;
+  /** Failed REST authentications (401s) per client address per minute; past it 429, no token verified. */
+  readonly restAuthFailLimit: number;
   /** Largest REST request body; over it: 413. The largest real body (a media-stream upsert) is < 1 KB. */
   readonly bodyLimitBytes: number;
   /** TRUST_PROXY: proxies whose X-Forwarded-For names the client (limits are per client address). */

@@ -361,6 +361,17 @@ export const CONFIG_SPEC = [
     1000,
     'The window of `REST_RATE_LIMIT`.',
   ),
+  // 30 a minute: a client whose token expired fails once and refreshes, a misconfigured one learns why
+  // from its first 401, and a neighbour retrying every few seconds behind a shared address does not lock
+  // the address out; a flood of bad tokens costs 30 verifications a minute, not 100 a second.
+  int(
+    'limits',
+    'REST_AUTH_FAIL_LIMIT',
+    'restAuthFailLimit',
+    { min: 1, max: 1_000_000 },
+    30,
+    'Failed REST authentications (401) per client address per minute; past it the address gets 429 with `Retry-After`, no token checked, until its minute ends.',
+  ),
   int(
     'limits',
     'BODY_LIMIT_BYTES',

@@ -11,11 +11,17 @@ import { displayUrl } from '../log.js';
 import type { AudioPipeline } from '../pipeline/types.js';
 import type { SessionInfo } from '../state/types.js';
 import { choiceFromUrl } from './bot/index.js';
-import type { MediaAuth } from './endpoint.js';
 import { resolveFormat } from './format.js';
 import type { PacingLoop } from './pacing-loop.js';
 import { errorFrame, parseSessionStart, type SessionStartEvent } from './protocol.js';
 import { MediaSession } from './session.js';
+
+/** What the upgrade's authentication established (endpoint.ts). */
+export interface MediaAuth {
+  readonly tenant: string;
+  /** Token expiry, seconds since the epoch; undefined without auth. */
+  readonly exp: number | undefined;
+}
 
 export interface ConnectionDeps {
   readonly ctx: BridgeContext;

@@ -14,7 +14,7 @@ import { Admission } from '../limits/admission.js';
 import { clientAddress, trustFn } from '../limits/client-address.js';
 import type { AudioPipeline } from '../pipeline/types.js';
 import type { BotNotice } from './bot/types.js';
-import { ProviderConnection } from './connection.js';
+import { type MediaAuth, ProviderConnection } from './connection.js';
 import { PacingLoop } from './pacing-loop.js';
 
 export const MEDIA_PATH = '/v1/media';
@@ -153,15 +153,7 @@ export function attachMediaEndpoint(
   };
 }
 
-interface Auth {
-  readonly tenant: string;
-  /** Token expiry, seconds since the epoch; undefined without auth. */
-  readonly exp: number | undefined;
-}
-
-export type { Auth as MediaAuth };
-
-async function authenticate(ctx: BridgeContext, req: IncomingMessage, url: URL): Promise<Auth> {
+async function authenticate(ctx: BridgeContext, req: IncomingMessage, url: URL): Promise<MediaAuth> {
   if (ctx.config.mediaAuth === 'none') return { tenant: DEFAULT_TENANT, exp: undefined };
   const header = req.headers.authorization;
   const m = header === undefined ? null : /^Bearer[ ]+([^ ]+)[ ]*$/i.exec(header);
