@@ -166,6 +166,8 @@ export class OpenAIRealtimeBot extends WsLink {
     } catch {
       throw new BridgeError('bad_json', 'an event from the Realtime server is not JSON');
     }
+    if (ev === null || typeof ev !== 'object' || typeof ev.type !== 'string')
+      throw new BridgeError('unknown_event', 'an event from the Realtime server has no type');
     switch (ev.type) {
       case 'response.output_audio.delta':
         this.#delta(ev as unknown as RT.ResponseAudioDeltaEvent);
