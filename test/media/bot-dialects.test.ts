@@ -13,12 +13,9 @@
  * 60 ms of the reply audio the caller had actually received. That last figure is what shows the marks
  * are echoed (or the audio reckoned) at the right time.
  */
-import type { AddressInfo } from 'node:net';
 import { performance } from 'node:perf_hooks';
-import { TwilioRealtimeTransportLayer } from '@openai/agents-extensions';
-import { RealtimeAgent, RealtimeSession } from '@openai/agents-realtime';
 import { afterEach, describe, expect, it } from 'vitest';
-import { WebSocketServer } from 'ws';
+import { type AgentsBot, startAgentsBot } from '../../examples/agents-sdk-bot/bot.js';
 import { decodeInto, encodeInto } from '../../src/audio/codec.js';
 import { steadyToneSnrDb, trimSilence } from '../../src/audio/tone.js';
 import type { RealtimeConnection } from '../../src/emulator/realtime/connection.js';
@@ -32,8 +29,7 @@ import { waitFor } from '../helpers/wait.js';
 type Dialect = 'twilio' | 'openai-realtime';
 
 let emulator: RealtimeEmulator | undefined;
-let agents: WebSocketServer | undefined;
-const sessions: RealtimeSession[] = [];
+let agents: AgentsBot | undefined;
 let bridge: TestBridge | undefined;
 const providers: TestProvider[] = [];
 
@@ -41,30 +37,16 @@ afterEach(async () => {
   for (const p of providers.splice(0)) p.close();
   await bridge?.close();
   bridge = undefined;
-  for (const s of sessions.splice(0)) s.close();
-  if (agents !== undefined) {
-    for (const c of agents.clients) c.terminate();
-    await new Promise<void>((r) => agents!.close(() => r()));
-    agents = undefined;
-  }
+  await agents?.close();
+  agents = undefined;
   await emulator?.close();
   emulator = undefined;
 });
 
-/** A Twilio-dialect bot server: an Agents SDK voice agent per connection, its model the stand-in. */
+/** A Twilio-dialect bot server: the Agents SDK bot of examples/, its model the stand-in. */
 async function agentServer(modelUrl: string, instructions: string): Promise<string> {
-  agents = new WebSocketServer({ port: 0, host: '127.0.0.1' });
-  agents.on('connection', (ws) => {
-    const transport = new TwilioRealtimeTransportLayer({ twilioWebSocket: ws, url: modelUrl });
-    const session = new RealtimeSession(new RealtimeAgent({ name: 'bridge test agent', instructions }), {
-      transport,
-      model: 'gpt-realtime',
-    });
-    sessions.push(session);
-    session.connect({ apiKey: 'sk-test-key' }).catch(() => {});
-  });
-  await new Promise<void>((r) => agents!.once('listening', () => r()));
-  return `ws://127.0.0.1:${(agents.address() as AddressInfo).port}`;
+  agents = await startAgentsBot({ port: 0, realtimeUrl: modelUrl, apiKey: 'sk-test-key', instructions });
+  return agents.url;
 }
 
 interface Call {
