@@ -37,6 +37,8 @@ export interface Config {
   readonly authJwtSecret: string | undefined;
   readonly authJwksUrl: string | undefined;
   readonly authSecretIsDev: boolean;
+  /** Tenant default's Twilio auth token (TWILIO_AUTH_TOKEN): the key of `X-Twilio-Signature`. */
+  readonly twilioAuthToken: string | undefined;
   readonly providerBaseUrl: string | undefined;
   readonly providerToken: string | undefined;
   readonly botUrl: string;
@@ -232,6 +234,8 @@ export function loadConfig(
     authJwtSecret = DEV_AUTH_JWT_SECRET;
   }
 
+  const twilioAuthToken = read('TWILIO_AUTH_TOKEN') || undefined;
+
   const botUrl = text('BOT_URL')!;
   // A bot URL may carry credentials or a ?token=: a bad one is shown as scheme, host and path only.
   const botProblem = botUrlProblem(botUrl);
@@ -282,6 +286,7 @@ export function loadConfig(
     mediaAuth,
     mediaSecret,
     mediaSecretIsDev,
+    twilioAuthToken,
     authJwtSecret,
     authJwksUrl,
     authSecretIsDev,

@@ -101,6 +101,13 @@ export const CONFIG_SPEC = [
     { accepts: 'an http or https URL' },
     'A JWKS document whose keys verify REST bearer tokens; when set, it is used instead of `AUTH_JWT_SECRET`.',
   ),
+  other(
+    'security',
+    'TWILIO_AUTH_TOKEN',
+    'secret',
+    { accepts: 'any text', defaultRule: 'unset: Twilio streams of tenant default are refused (401)' },
+    "The auth token of tenant `default`'s Twilio account: `/v1/media/twilio` checks `X-Twilio-Signature` with it.",
+  ),
 
   // The provider's voice API
   other(

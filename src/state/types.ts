@@ -12,6 +12,8 @@ export interface SessionInfo {
   readonly direction: 'inbound' | 'outbound' | undefined;
   readonly started_at: string;
   readonly conferenceNumbers: readonly string[];
+  /** The provider dialect the call came in by (`default` for /v1/media; absent in entries of older instances). */
+  readonly dialect?: string;
 }
 
 export interface SessionRegistry {
