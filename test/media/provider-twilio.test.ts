@@ -53,7 +53,7 @@ class TwilioSide {
     });
     this.opened.catch(() => {});
     this.ws.on('message', (d: Buffer) =>
-      this.got.push({ at: performance.now(), msg: JSON.parse(d.toString()) }),
+      this.got.push({ at: performance.now(), runDelay: runDelayMs(), msg: JSON.parse(d.toString()) }),
     );
     this.ws.on('close', (code) => {
       this.closeCode = code;
