@@ -8,6 +8,8 @@ import { statSync } from 'node:fs';
 import { availableParallelism } from 'node:os';
 import { resolve } from 'node:path';
 import { getCountries, getCountryCallingCode } from 'libphonenumber-js';
+import { checkBotFields, ENV_BOT_FIELDS } from './config/bot-fields.js';
+import type { BotSettings } from './config/bot-settings.js';
 import { type BotHostAllowlist, botUrlProblem, parseAllowedHosts } from './config/bot-url.js';
 import {
   CONFIG_SPEC,
@@ -40,6 +42,11 @@ export interface Config {
   readonly providerBaseUrl: string | undefined;
   readonly providerToken: string | undefined;
   readonly botUrl: string;
+  /**
+   * The default bot (BOT_URL, BOT_DIALECT and their twins) of every tenant without its own: `url` is
+   * `botUrl`. Its `apiKey` (BOT_API_KEY) is never printed.
+   */
+  readonly bot: BotSettings;
   /** The directory (absolute) a tenant's `bot_url` of `builtin:wav:<path>` must lie in; undefined: refused. */
   readonly botWavDir: string | undefined;
   /** The hosts a tenant's ws/wss `bot_url` may dial (BOT_URL_ALLOWED_HOSTS); `BOT_URL` itself is not limited. */
@@ -231,10 +238,22 @@ export function loadConfig(
   }
 
   const botUrl = text('BOT_URL')!;
-  // A bot URL may carry credentials or a ?token=: a bad one is shown as scheme, host and path only.
-  const botProblem = botUrlProblem(botUrl);
-  if (botProblem !== undefined)
-    problems.push(`BOT_URL must be ${botProblem.accepts}, got ${botProblem.shown}`);
+  // A bot URL may carry credentials or a ?token=: a bad one is shown as scheme, host and path only; the
+  // api key is described by its length only.
+  const defaultBot = checkBotFields(
+    {
+      url: botUrl,
+      dialect: read('BOT_DIALECT') || undefined,
+      apiKey: read('BOT_API_KEY') || undefined,
+      model: read('BOT_MODEL') || undefined,
+      instructions: read('BOT_INSTRUCTIONS') || undefined,
+      voice: read('BOT_VOICE') || undefined,
+      turnDetection: read('BOT_TURN_DETECTION') || undefined,
+    },
+    ENV_BOT_FIELDS,
+    botUrlProblem,
+  );
+  for (const p of defaultBot.problems) problems.push(p.message);
   const botWavDir = wavDir(read('BOT_WAV_DIR'), problems);
   const allowed = parseAllowedHosts(read('BOT_URL_ALLOWED_HOSTS'), production);
   if (typeof allowed === 'string') problems.push(allowed);
@@ -286,6 +305,7 @@ export function loadConfig(
     providerBaseUrl,
     providerToken: read('PROVIDER_TOKEN') || undefined,
     botUrl,
+    bot: defaultBot.bot ?? { dialect: 'builtin', url: 'builtin:echo' },
     botWavDir,
     botUrlAllowedHosts,
     stateStore,
