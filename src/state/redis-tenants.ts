@@ -147,12 +147,12 @@ export class RedisTenantStore implements TenantStore {
       if (typeof sealedBotObject === 'string') config = this.#openBot(tenant, config, sealedBotObject);
       if (typeof sealedBot === 'string') {
         try {
-          config = { ...stored, bot_url: this.#box.open(sealedBot, botUrlContext(tenant)) };
+          config = { ...config, bot_url: this.#box.open(sealedBot, botUrlContext(tenant)) };
         } catch {
           // Fail closed: not the bridge's BOT_URL (the tenant chose another bot), nor a bot_url cached
           // before (the tenant may have replaced it): its calls get no bot until this is fixed. Never
           // log the value.
-          config = { ...stored, bot_url_unreadable: true };
+          config = { ...config, bot_url_unreadable: true };
           this.#metrics.errors.labels('open_bot_url').inc();
           this.#log.error(
             { tenant },
