@@ -8,6 +8,7 @@ import { startupBanner } from '../src/cli/banner.js';
 import { type BotSettings, resolveBot } from '../src/config/bot-settings.js';
 import { ConfigError, loadConfig } from '../src/config.js';
 import { createLogger } from '../src/log.js';
+import type { MediaStreamConfig } from '../src/state/types.js';
 
 const KEY = 'sk-env-Pq7Wm2Xc9Lr4Tz8Nb1Kd';
 
@@ -136,7 +137,7 @@ describe('the default bot from the environment', () => {
 
 describe('resolveBot', () => {
   const env: BotSettings = { dialect: 'openai-realtime', url: 'wss://rt.example/v1', apiKey: KEY };
-  const base = { tenant: 't', media_ws_url: 'wss://bridge.example/v1/media', channels: 1 } as const;
+  const base: MediaStreamConfig = { tenant: 't', media_ws_url: 'wss://bridge.example/v1/media', channels: 1 };
 
   it("the tenant's bot (either form, own) before the environment's; unreadable is no bot at all", () => {
     expect(resolveBot(undefined, { bot: env })).toEqual({ bot: env, own: false });
