@@ -102,7 +102,7 @@ export interface Config {
   /** REST requests per client address per `restRateWindowMs` above which it gets 429. */
   readonly restRateLimit: number;
   readonly restRateWindowMs: number;
-  /** Largest REST request body; over it: 413. The largest real body (a media-stream upsert) is < 1 KB. */
+  /** Largest REST request body; over it: 413. A media-stream upsert is < 1 KB, or < 40 KB with a `bot` at every bound. */
   readonly bodyLimitBytes: number;
   /** TRUST_PROXY: proxies whose X-Forwarded-For names the client (limits are per client address). */
   readonly trustProxy: TrustProxy | undefined;

@@ -30,7 +30,7 @@ export const BOT_OPTION_DIALECTS: Readonly<Record<BotOptionKey, readonly BotDial
   turnDetection: ['openai-realtime'],
 };
 
-/** Bounds, so a stored bot stays small: a body of these fits well within BODY_LIMIT_BYTES's default. */
+/** Bounds, so a stored bot stays small: an upsert with each reached (in ASCII) is < 40 KB, within BODY_LIMIT_BYTES's 64 KiB default. */
 export const BOT_LIMITS = {
   urlChars: 2048,
   apiKeyChars: 512,
