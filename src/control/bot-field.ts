@@ -117,6 +117,13 @@ export function botFromUpsert(
   return checked.bot;
 }
 
+/** Removes the fields of a checked `bot` that are null (the same as left out), so the schema sees none. */
+export function dropNullFields(bot: unknown): void {
+  if (typeof bot !== 'object' || bot === null) return;
+  const fields = bot as Record<string, unknown>;
+  for (const key of Object.keys(fields)) if (fields[key] === null) delete fields[key];
+}
+
 /** A bot as its tenant reads it back: the same fields, the URL masked, the api key as a hint. */
 export function shownBot(bot: BotSettings) {
   return {

@@ -34,7 +34,13 @@ import { displayUrl } from '../log.js';
 import { resolveFormat } from '../media/format.js';
 import type { MediaStreamUpsert } from '../provider/types.js';
 import type { MediaStreamConfig } from '../state/types.js';
-import { BOT_READ_SCHEMA, BOT_UPSERT_SCHEMA, botFromUpsert, botReadFields } from './bot-field.js';
+import {
+  BOT_READ_SCHEMA,
+  BOT_UPSERT_SCHEMA,
+  botFromUpsert,
+  botReadFields,
+  dropNullFields,
+} from './bot-field.js';
 import { principal, scopeGuard } from './guard.js';
 import { BEARER, errorResponses } from './schemas.js';
 import { rejectUnknownFields, useUniformValidation } from './validation.js';
@@ -256,8 +262,10 @@ export function registerMediaStreamRoutes(
           // `bot` is checked in full before the schema, so a 400 names the field inside it.
           async (req) => {
             const body = req.body;
-            if (typeof body === 'object' && body !== null && !Array.isArray(body))
+            if (typeof body === 'object' && body !== null && !Array.isArray(body)) {
               botFromUpsert(body as Record<string, unknown>, ctx.config);
+              dropNullFields((body as Record<string, unknown>).bot);
+            }
           },
         ],
         schema: {

@@ -303,11 +303,17 @@ describe('bot in PUT /v1/media-stream', () => {
         instructions: 'i'.repeat(16_384),
       },
       { ...rt, turn_detection: 'none', instructions: '' },
+      // null is the same as left out, in bot as in the body.
+      { url: ws, dialect: null, model: null, parameters: null },
     ];
     for (const bot of good) {
       const r = await call(rig.http, 'PUT', '/v1/media-stream', { token, body: { media_ws_url, bot } });
       expect(r.status, JSON.stringify(bot).slice(0, 80)).toBe(200);
     }
+    expect((await rig.bridge.ctx.tenants.getMediaStream('default'))?.bot).toStrictEqual({
+      dialect: 'bridge',
+      url: ws,
+    });
   });
 
   it('the OpenAPI document describes bot on the upsert (api_key write-only) and on reads (api_key_hint)', async () => {
