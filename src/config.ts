@@ -39,6 +39,8 @@ export interface Config {
   readonly authJwtSecret: string | undefined;
   readonly authJwksUrl: string | undefined;
   readonly authSecretIsDev: boolean;
+  /** Tenant default's Twilio auth token (TWILIO_AUTH_TOKEN): the key of `X-Twilio-Signature`. */
+  readonly twilioAuthToken: string | undefined;
   readonly providerBaseUrl: string | undefined;
   readonly providerToken: string | undefined;
   readonly botUrl: string;
@@ -102,6 +104,8 @@ export interface Config {
   /** REST requests per client address per `restRateWindowMs` above which it gets 429. */
   readonly restRateLimit: number;
   readonly restRateWindowMs: number;
+  /** Failed REST authentications (401s) per client address per minute; past it 429, no token verified. */
+  readonly restAuthFailLimit: number;
   /** Largest REST request body; over it: 413. A media-stream upsert is < 1 KB, or < 40 KB with a `bot` at every bound. */
   readonly bodyLimitBytes: number;
   /** TRUST_PROXY: proxies whose X-Forwarded-For names the client (limits are per client address). */
@@ -237,6 +241,8 @@ export function loadConfig(
     authJwtSecret = DEV_AUTH_JWT_SECRET;
   }
 
+  const twilioAuthToken = read('TWILIO_AUTH_TOKEN') || undefined;
+
   const botUrl = text('BOT_URL')!;
   // A bot URL may carry credentials or a ?token=: a bad one is shown as scheme, host and path only; the
   // api key is described by its length only.
@@ -299,6 +305,7 @@ export function loadConfig(
     mediaAuth,
     mediaSecret,
     mediaSecretIsDev,
+    twilioAuthToken,
     authJwtSecret,
     authJwksUrl,
     authSecretIsDev,

@@ -25,6 +25,10 @@ export const REDACT_PATHS = [
   'req.headers.authorization',
   'req.query.token',
   'headers.authorization',
+  'twilioAuthToken',
+  '*.twilioAuthToken',
+  'req.headers["x-twilio-signature"]',
+  'headers["x-twilio-signature"]',
 ];
 
 export function createLogger(level: string, destination?: pino.DestinationStream): Logger {

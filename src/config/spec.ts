@@ -101,6 +101,13 @@ export const CONFIG_SPEC = [
     { accepts: 'an http or https URL' },
     'A JWKS document whose keys verify REST bearer tokens; when set, it is used instead of `AUTH_JWT_SECRET`.',
   ),
+  other(
+    'security',
+    'TWILIO_AUTH_TOKEN',
+    'secret',
+    { accepts: 'any text', defaultRule: 'unset: Twilio streams of tenant default are refused (401)' },
+    "The auth token of tenant `default`'s Twilio account: `/v1/media/twilio` checks `X-Twilio-Signature` with it.",
+  ),
 
   // The provider's voice API
   other(
@@ -405,6 +412,17 @@ export const CONFIG_SPEC = [
     { min: 100, max: 3_600_000 },
     1000,
     'The window of `REST_RATE_LIMIT`.',
+  ),
+  // 30 a minute: a client whose token expired fails once and refreshes, a misconfigured one learns why
+  // from its first 401, and a neighbour retrying every few seconds behind a shared address does not lock
+  // the address out; a flood of bad tokens costs 30 verifications a minute, not 100 a second.
+  int(
+    'limits',
+    'REST_AUTH_FAIL_LIMIT',
+    'restAuthFailLimit',
+    { min: 1, max: 1_000_000 },
+    30,
+    'Failed REST authentications (401) per client address per minute; past it the address gets 429 with `Retry-After`, no token checked, until its minute ends.',
   ),
   int(
     'limits',
