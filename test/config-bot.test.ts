@@ -8,6 +8,7 @@ import { startupBanner } from '../src/cli/banner.js';
 import { type BotSettings, resolveBot } from '../src/config/bot-settings.js';
 import { ConfigError, loadConfig } from '../src/config.js';
 import { createLogger } from '../src/log.js';
+import type { BotChoice } from '../src/media/bot/index.js';
 import type { MediaStreamConfig } from '../src/state/types.js';
 
 const KEY = 'sk-env-Pq7Wm2Xc9Lr4Tz8Nb1Kd';
@@ -140,16 +141,18 @@ describe('resolveBot', () => {
   const base: MediaStreamConfig = { tenant: 't', media_ws_url: 'wss://bridge.example/v1/media', channels: 1 };
 
   it("the tenant's bot (either form, own) before the environment's; unreadable is no bot at all", () => {
-    expect(resolveBot(undefined, { bot: env })).toEqual({ bot: env, own: false });
-    expect(resolveBot(base, { bot: env })).toEqual({ bot: env, own: false });
+    // What the media path takes at session_start, as it is.
+    const choice: BotChoice = resolveBot(undefined, { bot: env });
+    expect(choice).toEqual({ settings: env, own: false });
+    expect(resolveBot(base, { bot: env })).toEqual({ settings: env, own: false });
     const own: BotSettings = { dialect: 'twilio', url: 'wss://pipecat.example/ws', parameters: { a: 'b' } };
-    expect(resolveBot({ ...base, bot: own }, { bot: env })).toEqual({ bot: own, own: true });
+    expect(resolveBot({ ...base, bot: own }, { bot: env })).toEqual({ settings: own, own: true });
     expect(resolveBot({ ...base, bot_url: 'wss://bot.example/b' }, { bot: env })).toEqual({
-      bot: { dialect: 'bridge', url: 'wss://bot.example/b' },
+      settings: { dialect: 'bridge', url: 'wss://bot.example/b' },
       own: true,
     });
     expect(resolveBot({ ...base, bot_url: 'builtin:tone:500' }, { bot: env })).toEqual({
-      bot: { dialect: 'builtin', url: 'builtin:tone:500' },
+      settings: { dialect: 'builtin', url: 'builtin:tone:500' },
       own: true,
     });
     expect(resolveBot({ ...base, bot_unreadable: true }, { bot: env })).toEqual({ unreadable: true });

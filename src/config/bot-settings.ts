@@ -44,8 +44,8 @@ export interface StoredBot {
 }
 
 /**
- * The bot of a call, at session_start: the tenant's own (`bot`, else the short `bot_url`) when it has
- * one, else the environment's. `own` says the tenant chose it, so the caller checks its URL again
+ * The bot of a call, at session_start, in the shape of the media path's BotChoice (src/media/bot/index.ts):
+ * the tenant's own (`bot`, else the short `bot_url`) when it has one, else the environment's. `own` says the tenant chose it, so the caller checks its URL again
  * against the current BOT_URL_ALLOWED_HOSTS, BOT_WAV_DIR and BOT_SAMPLE_RATE (tenantBotUrlProblem).
  * A stored bot this instance cannot read is `unreadable`: the call gets no bot, never the environment's
  * (the tenant chose another one).
@@ -53,13 +53,13 @@ export interface StoredBot {
 export function resolveBot(
   stored: StoredBot | undefined,
   config: { readonly bot: BotSettings },
-): { readonly bot: BotSettings; readonly own: boolean } | { readonly unreadable: true } {
+): { readonly settings: BotSettings; readonly own: boolean } | { readonly unreadable: true } {
   if (stored?.bot_unreadable === true || stored?.bot_url_unreadable === true) return { unreadable: true };
-  if (stored?.bot !== undefined) return { bot: stored.bot, own: true };
+  if (stored?.bot !== undefined) return { settings: stored.bot, own: true };
   if (stored?.bot_url !== undefined) {
-    return { bot: { dialect: defaultDialect(stored.bot_url), url: stored.bot_url }, own: true };
+    return { settings: { dialect: defaultDialect(stored.bot_url), url: stored.bot_url }, own: true };
   }
-  return { bot: config.bot, own: false };
+  return { settings: config.bot, own: false };
 }
 
 /** What a read shows of an api key: its last 4 characters behind a mask, and none of a short key. */

@@ -55,7 +55,7 @@ describe('bot in PUT /v1/media-stream', () => {
 
       // The tenant's own bot, for the media path; then a PUT without it gives the environment's back.
       const stored = await rig.bridge.ctx.tenants.getMediaStream('acme');
-      expect(resolveBot(stored, rig.bridge.ctx.config)).toEqual({ bot, own: true });
+      expect(resolveBot(stored, rig.bridge.ctx.config)).toEqual({ settings: bot, own: true });
       const without = await call(rig.http, 'PUT', '/v1/media-stream', {
         token,
         body: { media_ws_url, bot: null },
@@ -64,7 +64,7 @@ describe('bot in PUT /v1/media-stream', () => {
       const after = await rig.bridge.ctx.tenants.getMediaStream('acme');
       expect(after).not.toHaveProperty('bot');
       expect(resolveBot(after, rig.bridge.ctx.config)).toEqual({
-        bot: { dialect: 'builtin', url: 'builtin:echo' },
+        settings: { dialect: 'builtin', url: 'builtin:echo' },
         own: false,
       });
     } finally {
