@@ -5,12 +5,12 @@
  * arrive while the session is being set up (an async registry) are held, in order, and replayed.
  */
 import WebSocket from 'ws';
+import { resolveBot } from '../config/bot-settings.js';
 import type { BridgeContext } from '../context.js';
 import { BridgeError, isBridgeError } from '../errors.js';
 import { displayUrl } from '../log.js';
 import type { AudioPipeline } from '../pipeline/types.js';
 import type { SessionInfo } from '../state/types.js';
-import { choiceFromUrl } from './bot/index.js';
 import type { PacingLoop } from './pacing-loop.js';
 import type { CallStart, MediaAuth, ProviderDialect, ProviderWire } from './providers/types.js';
 import { MediaSession } from './session.js';
@@ -165,7 +165,8 @@ export class ProviderConnection {
     const tenant = this.#auth.exp === undefined && ev.tenant !== undefined ? ev.tenant : this.#auth.tenant;
     const stored = await ctx.tenants.getMediaStream(tenant);
     const format = this.#wire.format(stored);
-    this.#botUrl = stored?.bot_url;
+    const bot = resolveBot(stored, ctx.config);
+    this.#botUrl = 'settings' in bot ? bot.settings.url : undefined;
     const info: SessionInfo = {
       session_id: ev.session_id,
       tenant,
@@ -193,10 +194,7 @@ export class ProviderConnection {
         ctx,
         pipeline: this.#deps.pipeline,
         loop: this.#deps.loop,
-        bot:
-          stored?.bot_url_unreadable === true
-            ? { unreadable: true }
-            : choiceFromUrl(stored?.bot_url ?? ctx.config.botUrl, stored?.bot_url !== undefined),
+        bot,
         onEnded: (s) => this.#sessionEnded(s),
       });
     } catch (err) {
