@@ -10,7 +10,6 @@ import { registerCallRoutes } from './control/calls.js';
 import { registerDocs } from './control/docs.js';
 import { registerHealthRoutes } from './control/health.js';
 import { registerMediaStreamRoutes } from './control/media-stream.js';
-import { registerMessagingRoutes } from './control/messaging.js';
 import { registerSessionRoutes } from './control/sessions.js';
 import { BridgeError, isBridgeError } from './errors.js';
 import { trustFn } from './limits/client-address.js';
@@ -18,12 +17,13 @@ import { registerRestRateLimit } from './limits/rest.js';
 import { createLogger, type Logger } from './log.js';
 import type { BotNotice } from './media/bot/types.js';
 import { attachMediaEndpoint, type MediaEndpoint } from './media/endpoint.js';
+import { createMessagingClient } from './messaging/client.js';
+import { registerMessagingRoutes } from './messaging/routes.js';
+import type { MessagingClient } from './messaging/types.js';
 import { createMetrics } from './metrics.js';
 import { createPipeline } from './pipeline/index.js';
 import type { AudioPipeline } from './pipeline/types.js';
 import { createProviderClient, type ProviderClient } from './provider/client.js';
-import { createMessagingClient } from './provider/messaging/client.js';
-import type { MessagingClient } from './provider/messaging/types.js';
 import { createStateStore } from './state/index.js';
 
 export interface BridgeOptions {
@@ -105,7 +105,14 @@ export async function createBridge(config: Config, options: BridgeOptions = {}):
     logController: new LogController({ disableRequestLogging: true }),
     // The consult route blocks up to the provider's 20 s + 5 s: the server must outlast the client bound.
     requestTimeout: config.requestTimeoutMs,
+    // No idle-socket timeout on top: requestTimeout bounds a request whole (headers 60 s at most, Node's
+    // default), keepAliveTimeout an idle connection between requests, and an upgraded media socket has
+    // the heartbeat (ws clears the socket timeout on upgrade). A third clock would only race those.
     connectionTimeout: 0,
+    // Past the 60 s idle timeout of common load balancers and proxies (a cloud balancer's default, nginx's
+    // upstream keepalive_timeout), so the proxy closes an idle connection first: were the bridge first, a
+    // request the proxy sends on it as it closes would fail with a 502. An idle socket outlives the
+    // headers timeout (checked on Node 20), so this is its bound.
     keepAliveTimeout: 72_000,
     bodyLimit: config.bodyLimitBytes,
     // Client addresses (rate limits, logs) from X-Forwarded-For only for the proxies TRUST_PROXY names.
@@ -135,7 +142,11 @@ export async function createBridge(config: Config, options: BridgeOptions = {}):
   );
 
   // Both hook routes as they are added: register them first.
-  await registerRestRateLimit(app, { max: config.restRateLimit, windowMs: config.restRateWindowMs });
+  await registerRestRateLimit(app, {
+    max: config.restRateLimit,
+    windowMs: config.restRateWindowMs,
+    authFailMax: config.restAuthFailLimit,
+  });
   await registerDocs(app);
   registerHealthRoutes(app, ctx);
   registerMediaStreamRoutes(app, ctx, ctx.verifyRest);

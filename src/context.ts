@@ -4,10 +4,11 @@
 import type { RestVerifier } from './auth/jwt.js';
 import type { Config } from './config.js';
 import type { Logger } from './log.js';
+import type { MessageStore } from './messaging/records.js';
+import type { MessagingClient } from './messaging/types.js';
 import type { Metrics } from './metrics.js';
 import type { ProviderClient } from './provider/client.js';
-import type { MessagingClient } from './provider/messaging/types.js';
-import type { MessageStore, SessionEventBus, SessionRegistry, TenantStore } from './state/types.js';
+import type { SessionEventBus, SessionRegistry, TenantStore } from './state/types.js';
 
 export interface BridgeContext {
   readonly config: Config;

@@ -4,7 +4,7 @@
  * The half-band ratios (8k <-> 16k, the common telephony case) use folded symmetric coefficients.
  */
 import type { FilterDesign } from './filters.js';
-import type { Resampler } from './resampler.js';
+import type { Resampler } from './resampler-types.js';
 
 /** Input samples taken per pass; bounds the history buffer (a few KB per instance). */
 const BLOCK = 512;

@@ -6,7 +6,7 @@
  */
 import { readFileSync } from 'node:fs';
 import type { FilterDesign } from './filters.js';
-import type { Resampler } from './resampler.js';
+import type { Resampler } from './resampler-types.js';
 
 /**
  * Input samples per kernel call; bounds each instance's history buffer (about 2 KB + taps: every live

@@ -7,26 +7,10 @@ import { invalidField } from '../errors.js';
 import { designFilter } from './filters.js';
 import { RESAMPLER_RATES } from './format.js';
 import { JsResampler } from './resampler-js.js';
+import type { Resampler } from './resampler-types.js';
 import { createWasmResampler, wasmAvailable } from './resampler-wasm.js';
 
-export interface Resampler {
-  readonly inRate: number;
-  readonly outRate: number;
-  /** Group delay plus samples held, in milliseconds. */
-  readonly latencyMs: number;
-  /** Most output samples `process` can write for `inputSamples` input samples. */
-  maxOutput(inputSamples: number): number;
-  /**
-   * Resamples the first `inLength` samples of PCM16 `input` (all of it by default) into `output` from
-   * index `outAt` (room for maxOutput(inLength) from there); returns samples written. Allocates nothing:
-   * the length and offset let a caller pass long-lived buffers rather than a fresh view per chunk.
-   */
-  process(input: Int16Array, output: Int16Array, inLength?: number, outAt?: number): number;
-  /** Forgets all history (as if new). */
-  reset(): void;
-  /** Releases the instance's state; the instance must not be used after. */
-  free(): void;
-}
+export type { Resampler } from './resampler-types.js';
 
 export type ResamplerImpl = 'wasm' | 'js';
 

@@ -62,8 +62,13 @@ export function createRestVerifier(options: RestVerifierOptions): RestVerifier {
     options.jwksUrl === undefined
       ? undefined
       : createRemoteJWKSet(new URL(options.jwksUrl), {
+          // A fetch holds the request whose token asked for it: 5 s, well inside the request timeout.
           timeoutDuration: 5_000,
+          // A token naming an unknown key refetches the set at most once per 30 s, so a flood of forged
+          // key ids cannot make the bridge hammer the key server; a rotated-in key works within 30 s.
           cooldownDuration: 30_000,
+          // The set is refetched after 10 min even if every key id is known: a key the issuer withdrew
+          // stops verifying within 10 min.
           cacheMaxAge: 10 * 60_000,
         });
   const secret = options.secret === undefined ? undefined : new TextEncoder().encode(options.secret);

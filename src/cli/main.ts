@@ -4,12 +4,7 @@
  */
 import { createBridge } from '../app.js';
 import { type Config, ConfigError, loadConfig } from '../config.js';
-import {
-  IN_PROCESS_MESSAGING_NOTICE,
-  IN_PROCESS_NOTICE,
-  type InProcessProvider,
-  startInProcessProvider,
-} from '../emulator/in-process.js';
+import type { InProcessProvider } from '../emulator/in-process.js';
 import { createLogger } from '../log.js';
 import { connectableUrl, startupBanner } from './banner.js';
 
@@ -31,12 +26,13 @@ async function main(): Promise<void> {
   let bridgeRef: Awaited<ReturnType<typeof createBridge>> | undefined;
   // Messaging likewise, outside production (where an unset MESSAGING_BASE_URL means no messaging).
   if (config.providerBaseUrl === undefined || (config.messagingBaseUrl === undefined && !config.production)) {
+    // Imported on this path only: a production start never loads src/emulator/.
+    const { startInProcessProvider } = await import('../emulator/in-process.js');
     inProcess = await startInProcessProvider(config, log, async (tenant, id) =>
       bridgeRef?.ctx.sessions.get(tenant, id),
     );
     config = inProcess.config;
-    if (inProcess.voice) log.warn({ emulator: inProcess.url }, IN_PROCESS_NOTICE);
-    if (inProcess.messaging) log.warn({ emulator: inProcess.url }, IN_PROCESS_MESSAGING_NOTICE);
+    for (const notice of inProcess.notices) log.warn({ emulator: inProcess.url }, notice);
   }
   const bridge = await createBridge(config, { log });
   bridgeRef = bridge;
@@ -47,7 +43,7 @@ async function main(): Promise<void> {
   process.stdout.write(startupBanner(url, config));
   if (inProcess !== undefined) {
     process.stdout.write(
-      `  provider: ${[inProcess.voice ? IN_PROCESS_NOTICE : '', inProcess.messaging ? IN_PROCESS_MESSAGING_NOTICE : ''].filter((s) => s !== '').join('\n  provider: ')}\n    emulator at ${inProcess.url} (POST /emulator/calls places synthetic calls${inProcess.messaging ? ', /emulator/messaging/ drives messaging' : ''}${inProcess.secretIsBridgeSecret ? '; tokens from npm run token work there' : ''})\n`,
+      `  provider: ${inProcess.notices.join('\n  provider: ')}\n    emulator at ${inProcess.url} (POST /emulator/calls places synthetic calls${inProcess.messaging ? ', /emulator/messaging/ drives messaging' : ''}${inProcess.secretIsBridgeSecret ? '; tokens from npm run token work there' : ''})\n`,
     );
   }
 

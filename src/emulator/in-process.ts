@@ -4,7 +4,8 @@
  * so consult, conference, media-stream registration and messaging work in development. It takes call
  * control for the calls the bridge holds (including ones placed with `npm run call`), and posts its
  * messaging webhooks to the bridge once the bridge listens. Never in production: the caller refuses that
- * before getting here.
+ * before getting here, and imports this module only on that path, so a production process never loads
+ * src/emulator/.
  */
 import { randomBytes } from 'node:crypto';
 import { mintToken } from '../auth/jwt.js';
@@ -25,6 +26,8 @@ export interface InProcessProvider {
   readonly voice: boolean;
   /** The emulator stands in for the messaging API (MESSAGING_BASE_URL was not set). */
   readonly messaging: boolean;
+  /** One line for each part the emulator stands in for, saying plainly where its traffic goes. */
+  readonly notices: readonly string[];
   /**
    * Points the emulator's messaging webhooks at the bridge listening at `bridgeUrl`, with the bridge's
    * webhook secret as their bearer token; answers the webhook URL (undefined when the emulator does not
@@ -79,6 +82,7 @@ export async function startInProcessProvider(
     secretIsBridgeSecret,
     voice,
     messaging,
+    notices: [...(voice ? [IN_PROCESS_NOTICE] : []), ...(messaging ? [IN_PROCESS_MESSAGING_NOTICE] : [])],
     connectWebhooks(bridgeUrl) {
       if (!messaging) return undefined;
       const hook = `${bridgeUrl}/v1/webhooks/messaging`;

@@ -51,6 +51,8 @@ export async function createEmulator(options: EmulatorOptions): Promise<Emulator
     // Dials may be held open well past 25 s on purpose (a dial plan's afterMs is honoured as given).
     requestTimeout: 0,
     bodyLimit: 64 * 1024,
+    // close() ends idle keep-alive connections at once instead of waiting for clients to drop them, so
+    // a test or `npm start` shutting the emulator down is not held up by the bridge's pooled sockets.
     forceCloseConnections: true,
   });
   app.setErrorHandler((err, req, reply) => {

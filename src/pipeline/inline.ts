@@ -6,10 +6,16 @@
 import type { Logger } from '../log.js';
 import type { Metrics } from '../metrics.js';
 import { LegDsp } from './dsp.js';
-import type { DspPipeline } from './index.js';
 import { PassLeg } from './pass.js';
 import { checkSpec } from './spec.js';
-import { type Leg, type LegSink, type LegSpec, type OpenOptions, sameFormat } from './types.js';
+import {
+  type DspPipeline,
+  type Leg,
+  type LegSink,
+  type LegSpec,
+  type OpenOptions,
+  sameFormat,
+} from './types.js';
 
 /** DSP seconds are summed here and added to the Prometheus counter every this many chunks. */
 const METRIC_EVERY_CHUNKS = 512;

@@ -27,7 +27,6 @@ import { Worker } from 'node:worker_threads';
 import { samplesIn } from '../audio/codec.js';
 import type { Logger } from '../log.js';
 import type { Metrics } from '../metrics.js';
-import type { DspPipeline, WorkerFault } from './index.js';
 import { PassLeg } from './pass.js';
 import {
   type BatchWriter,
@@ -53,7 +52,15 @@ import {
   TO_WORKER,
 } from './protocol.js';
 import { checkSpec } from './spec.js';
-import { type Leg, type LegSink, type LegSpec, type OpenOptions, sameFormat } from './types.js';
+import {
+  type DspPipeline,
+  type Leg,
+  type LegSink,
+  type LegSpec,
+  type OpenOptions,
+  sameFormat,
+  type WorkerFault,
+} from './types.js';
 
 /** Batches a worker may hold unanswered; more would only queue inside it, out of our sight. */
 const MAX_IN_FLIGHT = 2;

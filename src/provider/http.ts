@@ -34,6 +34,9 @@ export function createAgent(bounds: HttpBounds): Agent {
     // bound is the AbortSignal on each request.
     headersTimeout: bounds.readTimeoutMs + BACKSTOP_MS,
     bodyTimeout: bounds.readTimeoutMs + BACKSTOP_MS,
+    // An idle connection is reused for 4 s at most: under the 5 s Node's HTTP servers (and others) keep
+    // one, so a call is never sent on a socket the provider is closing. undici takes a shorter timeout
+    // the provider announces in Keep-Alive.
     keepAliveTimeout: 4_000,
   });
 }

@@ -4,17 +4,18 @@
  */
 import type { Config } from '../config.js';
 import type { Logger } from '../log.js';
+import type { MessageStore } from '../messaging/records.js';
+import { MemoryMessageStore } from '../messaging/store-memory.js';
+import { RedisMessageStore } from '../messaging/store-redis.js';
 import type { Metrics } from '../metrics.js';
 import { MemorySessionRegistry, MemoryTenantStore } from './memory.js';
-import { MemoryMessageStore } from './messages.js';
 import { RedisLink } from './redis-link.js';
-import { RedisMessageStore } from './redis-messages.js';
 import { RedisSessionRegistry } from './redis-sessions.js';
 import { RedisTenantStore } from './redis-tenants.js';
 import { DEV_STATE_KEY, SecretBox } from './secret-box.js';
 import { LocalSessionEvents, RedisSessionEvents } from './session-events.js';
 import { createStoreMetrics } from './store-metrics.js';
-import type { MessageStore, SessionEventBus, SessionRegistry, TenantStore } from './types.js';
+import type { SessionEventBus, SessionRegistry, TenantStore } from './types.js';
 
 export interface StateStore {
   readonly sessions: SessionRegistry;

@@ -19,6 +19,7 @@ const RECONNECT_BASE_MS = 100;
 const RECONNECT_MAX_MS = 2_000;
 /** A Redis that accepts the connection but stops answering must not hold a request for long. */
 const COMMAND_TIMEOUT_MS = 2_000;
+/** A Redis beside the bridge connects in milliseconds; 2 s is a lost one, and reconnection takes over. */
 const CONNECT_TIMEOUT_MS = 2_000;
 
 export type MessageHandler = (message: Record<string, unknown>) => void;

@@ -1,6 +1,6 @@
 import Fastify from 'fastify';
 import { describe, expect, it } from 'vitest';
-import type { ChatStatusItem, ChatWebhookPayload } from '../../src/provider/messaging/types.js';
+import type { ChatStatusItem, ChatWebhookPayload } from '../../src/emulator/messaging/wire.js';
 import { call } from '../helpers/http-call.js';
 import { useMessagingEmulator } from '../helpers/messaging-emulator.js';
 import { waitFor } from '../helpers/wait.js';
@@ -109,7 +109,7 @@ describe('messaging emulator: POST /chat_campaign_creator', () => {
       const row = Number(s.to.slice(-4));
       expect(m, `send ${i}`).toEqual({
         type: 'template',
-        template: { name: 'spring_sale', language: 'en_US', body_params: [`name${row}`, `item${row}`] },
+        template: { name: 'spring_sale', body_params: [`name${row}`, `item${row}`] },
       });
     }
     // Each message: one sent and one delivered, nothing twice.

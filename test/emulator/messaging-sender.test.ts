@@ -1,6 +1,6 @@
 import Fastify from 'fastify';
 import { describe, expect, it } from 'vitest';
-import type { ChatWebhookPayload } from '../../src/provider/messaging/types.js';
+import type { ChatWebhookPayload } from '../../src/emulator/messaging/wire.js';
 import { call } from '../helpers/http-call.js';
 import { useMessagingEmulator } from '../helpers/messaging-emulator.js';
 import { waitFor } from '../helpers/wait.js';
@@ -119,7 +119,7 @@ describe('messaging emulator: POST /chat_message_sender', () => {
     expect(rig.emu!.messaging.webhookView).toEqual({ url: null, token_set: false });
   });
 
-  it('the 24-hour window: free-form refused with 131047 after 24 h, a template is fine, inbound reopens', async () => {
+  it('the 24-hour window: free-form refused with 131047 after 24 h; a template (a campaign of one, never the sender: 100) is fine; inbound reopens', async () => {
     const { url, key } = await start();
     await approvedTemplate(url, key, 'login_code');
     const send = (body: unknown) => call(url, 'POST', '/v1/chat_message_sender', { token: key, body });
@@ -147,16 +147,45 @@ describe('messaging emulator: POST /chat_message_sender', () => {
       expect((await send({ to: CUSTOMER, message })).body.error_data).toMatchObject({ code: 131047 });
     }
 
-    const tpl = await send({
+    // chat.md lists text, image, document and interactive for the sender: a template there is an
+    // invalid parameter (100), as a provider enforcing the document answers.
+    const onSender = await send({
       to: CUSTOMER,
       message: {
         type: 'template',
         template: { name: 'login_code', language: 'en_US', body_params: ['Ann', '42'] },
       },
     });
-    expect(tpl.status).toBe(200);
+    expect(onSender.status).toBe(400);
+    expect(onSender.body.error_data).toMatchObject({ code: 100 });
+    expect(onSender.body.error).toMatch(/message\.type must be one of text, image, document, interactive/);
+
+    // A template to one number: the campaign creator with one audience row and its BODY_n values. The
+    // window does not apply; the message id comes from the send (and its webhook events).
+    const campaign = (name: string, row: Record<string, string>, template = 'login_code') =>
+      call(url, 'POST', '/v1/chat_campaign_creator', {
+        token: key,
+        body: { campaign_name: name, template_name: template, audience_rows: [{ phone: CUSTOMER, ...row }] },
+      });
+    const tpl = await campaign('login_for_ann', { BODY_1: 'Ann', BODY_2: '42' });
+    expect(tpl.status, JSON.stringify(tpl.body)).toBe(200);
+    const campaignId = (tpl.body.campaign as { id: string }).id;
+    let tplId = '';
+    await waitFor(
+      () => {
+        tplId =
+          rig.emu!.messaging.stats('default').sends.find((s) => s.campaign_id === campaignId)?.message_id ??
+          '';
+        return tplId !== '';
+      },
+      2_000,
+      'the campaign of one sent',
+    );
+    expect(rig.emu!.messaging.state.messages.get(tplId)?.message).toEqual({
+      type: 'template',
+      template: { name: 'login_code', body_params: ['Ann', '42'] },
+    });
     // A tap on the template's QUICK_REPLY button is an inbound `button` message with the button's text.
-    const tplId = (tpl.body.data as { message_id: string }).message_id;
     const tap = await call(url, 'POST', '/emulator/messaging/tap', {
       body: { message_id: tplId, button_id: 'Stop' },
     });
@@ -172,20 +201,12 @@ describe('messaging emulator: POST /chat_message_sender', () => {
     expect((await send(text())).status).toBe(200);
     rig.emu!.messaging.state.accounts.get('default')!.lastInbound.set(CUSTOMER, Date.now() - 25 * HOUR);
     expect((await send(text())).status).toBe(400);
-    const wrongCount = await send({
-      to: CUSTOMER,
-      message: {
-        type: 'template',
-        template: { name: 'login_code', language: 'en_US', body_params: ['Ann'] },
-      },
-    });
+    const wrongCount = await campaign('login_short', { BODY_1: 'Ann' });
     expect(wrongCount.status).toBe(400);
-    expect(wrongCount.body.error).toMatch(/body_params must hold 2 values/);
-    const unknown = await send({
-      to: CUSTOMER,
-      message: { type: 'template', template: { name: 'no_such', language: 'en_US' } },
-    });
-    expect(unknown.status).toBe(404);
+    expect(wrongCount.body.error).toMatch(/BODY_2 is required/);
+    const beyond = await campaign('login_long', { BODY_1: 'Ann', BODY_2: '42', BODY_3: 'x' });
+    expect(beyond.status).toBe(400);
+    expect((await campaign('login_none', {}, 'no_such')).status).toBe(404);
 
     // Inbound 23 h ago: still open.
     const control = await call(url, 'POST', '/emulator/messaging/accounts/default/inbound', {

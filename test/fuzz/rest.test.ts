@@ -21,8 +21,11 @@ let good: string;
 let cases = 0;
 
 beforeAll(async () => {
-  // No provider: call control answers 503 at once instead of dialling; the limit is out of the way.
-  rig = await startRig({ providerUrl: null, env: { REST_RATE_LIMIT: '1000000' } });
+  // No provider: call control answers 503 at once instead of dialling; the limits are out of the way.
+  rig = await startRig({
+    providerUrl: null,
+    env: { REST_RATE_LIMIT: '1000000', REST_AUTH_FAIL_LIMIT: '1000000' },
+  });
   // REST cases act for tenant "fuzz", so a PUT cannot change the control call's tenant. No messaging
   // provider either: the messaging routes check their bodies, then answer 503.
   good = await restToken([...ALL_SCOPES, 'messages:read', 'messages:manage'], 'fuzz');

@@ -16,7 +16,7 @@ import { loadConfig } from '../../src/config.js';
 import type { MessagingOptions } from '../../src/emulator/messaging/emulator.js';
 import { createEmulator, type Emulator } from '../../src/emulator/server.js';
 import { createLogger } from '../../src/log.js';
-import type { MessagingClient, RcsCampaignRequest } from '../../src/provider/messaging/types.js';
+import type { ChatCampaignRequest, MessagingClient, RcsCampaignRequest } from '../../src/messaging/types.js';
 import { call, type JsonAnswer } from '../control/harness.js';
 import { type BotConnection, TestBot } from './bot.js';
 import { TestProvider } from './provider.js';
@@ -210,16 +210,26 @@ export async function pooled<T, R>(
 }
 
 /** A stand-in for the provider's messaging API: numbered message and campaign ids, nothing else. */
-export function stubMessaging(): MessagingClient & { sends: unknown[]; campaigns: RcsCampaignRequest[] } {
+export function stubMessaging(): MessagingClient & {
+  sends: unknown[];
+  campaigns: RcsCampaignRequest[];
+  chatCampaigns: ChatCampaignRequest[];
+} {
   let n = 0;
   const sends: unknown[] = [];
   const campaigns: RcsCampaignRequest[] = [];
+  const chatCampaigns: ChatCampaignRequest[] = [];
   const no = async () => {
     throw new Error('not used here');
   };
   return {
     sends,
     campaigns,
+    chatCampaigns,
+    async createChatCampaign(req) {
+      chatCampaigns.push(req);
+      return { launched: true, campaign: { id: `chat-camp-${++n}`, status: 'launched' } };
+    },
     async sendChatMessage(req) {
       sends.push(req);
       return {
@@ -237,7 +247,6 @@ export function stubMessaging(): MessagingClient & { sends: unknown[]; campaigns
     getChatTemplateStatus: no,
     syncChatTemplates: no,
     deleteChatTemplate: no,
-    createChatCampaign: no,
     launchChatCampaign: no,
     createRcsTemplate: no,
     async close() {},

@@ -7,7 +7,7 @@
  */
 import { afterEach, describe, expect, it } from 'vitest';
 import type { SendRecord } from '../../src/emulator/messaging/state.js';
-import type { ChatMessage } from '../../src/provider/messaging/types.js';
+import type { ChatMessage } from '../../src/emulator/messaging/wire.js';
 import {
   type MessagingRig,
   type MessagingRigOptions,
@@ -155,10 +155,17 @@ describe('1. chat template lifecycle through the management routes', () => {
       },
     });
     expect(sent.status, sent.text).toBe(200);
+    expect(sent.body).toMatchObject({ channel: 'chat', status: 'queued' });
+    // Sent as a campaign of one: the message id is its first event's.
+    const first = await bot.waitEvent(
+      'message_status',
+      5_000,
+      (e) => e.channel === 'chat' && e.status === 'sent',
+    );
     await bot.waitEvent(
       'message_status',
       5_000,
-      (e) => e.message_id === sent.body.message_id && e.status === 'delivered',
+      (e) => e.message_id === first.message_id && e.status === 'delivered',
     );
     // The rejected one cannot be sent.
     const fromRejected = await r.api('POST', sendPath('life-call'), {
@@ -545,7 +552,7 @@ const CASES: Case[] = [
     rule: 'BODY_n beyond the template',
     path: CHAT_CAMPAIGNS,
     body: chatCampaign({ audience_rows: [{ phone: '14155550111', BODY_1: 'a', BODY_2: 'b', BODY_3: 'c' }] }),
-    message: /audience_rows\[0\] holds BODY_3, but the template's body has only 2 variables/,
+    message: /audience_rows\[0\]\.BODY_3: the template's body has 2 variables/,
     local: false,
   },
   // RCS templates: carousel size, suggestion rules per type.
@@ -580,7 +587,13 @@ const CASES: Case[] = [
   {
     rule: 'phone not E.164',
     path: RCS_TEMPLATES,
-    body: rcsText({ suggestions: [{ type: 'phone', label: 'Call', phone: '4155550100' }] }),
+    body: {
+      template_name: 'rcs_card',
+      template_type: 'standalone',
+      bot_name: 'Shop',
+      title: 'Hello',
+      suggestions: [{ type: 'phone', label: 'Call', phone: '4155550100' }],
+    },
     message: 'suggestions[0].phone must be an E.164 number like +14155550100, got "4155550100"',
     local: true,
   },
@@ -588,7 +601,14 @@ const CASES: Case[] = [
     rule: 'unknown suggestion type',
     path: RCS_TEMPLATES,
     body: rcsText({ suggestions: [{ type: 'call', label: 'Call' }] }),
-    message: 'suggestions[0].type must be one of reply, url, phone, got "call"',
+    message: 'suggestions[0].type must be one of reply, url, got "call"',
+    local: true,
+  },
+  {
+    rule: 'phone suggestion on a text template (rcs.md does not show its number field there)',
+    path: RCS_TEMPLATES,
+    body: rcsText({ suggestions: [{ type: 'phone', label: 'Call', phone: '+14155550100' }] }),
+    message: /^suggestions\[0\]\.type phone is not sent on a text template/,
     local: true,
   },
   {
@@ -661,7 +681,7 @@ const CASES: Case[] = [
       campaign_name: 'rcs_run',
       contacts: [{ mobile: '4155550100', params: { name: 'Ada', city: 'Rome' } }],
     },
-    message: /contacts\[0\]\.params\.city is not a variable of the template \(it uses \{\{name\}\}\)/,
+    message: /contacts\[0\]\.params\.city is not a variable of the template/,
     local: false,
   },
 ];
@@ -1118,21 +1138,28 @@ describe("7. a message sent from a live call: its events reach the call's bot", 
       body: { channel: 'chat', template: { name: 'visit_confirm', language: 'en_US', body_params: ['Ada'] } },
     });
     expect(chat.status, chat.text).toBe(200);
-    const chatId = chat.body.message_id as string;
-    expect(chat.body).toEqual({
-      channel: 'chat',
-      message_id: chatId,
-      status: 'sent',
+    // A template goes as a campaign of one: its message id comes with its first event (`sent`).
+    expect(chat.body).toMatchObject({ channel: 'chat', status: 'queued', session_id: 'live-call' });
+    expect(typeof chat.body.campaign_id).toBe('string');
+    const chatSent = await bot.waitEvent(
+      'message_status',
+      5_000,
+      (e) => e.channel === 'chat' && e.status === 'sent',
+    );
+    const chatId = chatSent.message_id as string;
+    if (chat.body.message_id !== null) expect(chat.body.message_id).toBe(chatId);
+    const chatDelivered = await bot.waitEvent(
+      'message_status',
+      5_000,
+      (e) => e.message_id === chatId && e.status === 'delivered',
+    );
+    expect(chatDelivered).toMatchObject({ channel: 'chat', recipient: '919876543107' });
+    const chatRec = await r.api('GET', `/v1/messages/${encodeURIComponent(chatId)}`, { token });
+    expect(chatRec.body).toMatchObject({
+      kind: 'template',
       session_id: 'live-call',
+      campaign_id: chat.body.campaign_id,
     });
-    for (const status of ['sent', 'delivered']) {
-      const ev = await bot.waitEvent(
-        'message_status',
-        5_000,
-        (e) => e.message_id === chatId && e.status === status,
-      );
-      expect(ev).toMatchObject({ channel: 'chat', recipient: '919876543107' });
-    }
 
     const rcs = await r.api('POST', sendPath('live-call'), {
       token,

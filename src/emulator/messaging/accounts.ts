@@ -6,9 +6,9 @@
 import { randomBytes, randomUUID } from 'node:crypto';
 import { bearerToken, type RestVerifier } from '../../auth/jwt.js';
 import { isBridgeError } from '../../errors.js';
-import { NETWORK_ERRORS } from '../../provider/messaging/types.js';
 import { ApiError, badRequest } from './errors.js';
 import { type Account, type MessagingState, TIER_LIMITS, type Workspace } from './state.js';
+import { NETWORK_ERRORS } from './wire.js';
 
 export const API_KEY_PATTERN = /^vbk_[0-9a-f]{32}$/;
 const UUID_PATTERN = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;

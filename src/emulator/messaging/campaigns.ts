@@ -6,11 +6,11 @@
  * once; one timer per busy lane.
  */
 import { randomUUID } from 'node:crypto';
-import type { ChatMessage } from '../../provider/messaging/types.js';
 import { assertRoom } from './accounts.js';
 import { chatMessageId, type Delivery, rcsMessageId } from './delivery.js';
 import { ApiError } from './errors.js';
 import type { Account, CampaignRecipient, CampaignRecord, MessagingState, SentMessage } from './state.js';
+import type { ChatMessage } from './wire.js';
 
 /** The emulator's 64 KB body limit holds ~900 audience rows; campaigns of many thousands are normal. */
 export const CAMPAIGN_BODY_LIMIT = 16 * 1024 * 1024;
@@ -100,10 +100,9 @@ export class FanOut {
     a.pendingTier = Math.max(0, a.pendingTier - 1);
     let m: SentMessage;
     if (c.channel === 'chat') {
-      const t = a.chatTemplates.get(c.templateName)!;
       const message: ChatMessage = {
         type: 'template',
-        template: { name: c.templateName, language: t.input.language, body_params: r.bodyParams ?? [] },
+        template: { name: c.templateName, body_params: [...(r.bodyParams ?? [])] },
       };
       m = { id: chatMessageId(), channel: 'chat', accountId: a.id, to: r.to, message, campaignId: c.id };
     } else {

@@ -5,34 +5,28 @@
  */
 import { randomUUID } from 'node:crypto';
 import type { FastifyInstance } from 'fastify';
-import {
-  type ChatCampaign,
-  type ChatSendResult,
-  type ChatTemplate,
-  type ChatTemplateEntry,
-  type ChatTemplateStatus,
-  NETWORK_ERRORS,
-  TEMPLATE_CATEGORIES,
-  TEMPLATE_STATUSES,
-  type TemplateStatus,
-} from '../../provider/messaging/types.js';
-import {
-  checkAudienceAgainstTemplate,
-  parseTemplateManagerRequest,
-  templateBodyVariableCount,
-  validateChatCampaignRequest,
-  validateChatSendRequest,
-} from '../../provider/messaging/validate.js';
 import { accountOf, admitList, admitSend, assertRoom } from './accounts.js';
 import { CAMPAIGN_BODY_LIMIT, launchCampaign, saveCampaign } from './campaigns.js';
 import { callerOf, type MessagingContext } from './context.js';
 import { chatMessageId } from './delivery.js';
+import {
+  bodyValues,
+  bodyVariables,
+  campaignRequest,
+  sendRequest,
+  templateManagerRequest,
+} from './documents.js';
 import { ApiError, badRequest, bodyOf } from './errors.js';
 import { type Account, type CampaignRecord, type ChatTemplateRecord, DAY_MS } from './state.js';
+import {
+  type ChatMessage,
+  NETWORK_ERRORS,
+  TEMPLATE_CATEGORIES,
+  TEMPLATE_STATUSES,
+  type TemplateStatus,
+} from './wire.js';
 
-const FREE_FORM = new Set(['text', 'image', 'document', 'interactive']);
-
-export function templateView(t: ChatTemplateRecord): ChatTemplate {
+export function templateView(t: ChatTemplateRecord) {
   return {
     id: t.id,
     template_name: t.input.name,
@@ -43,7 +37,7 @@ export function templateView(t: ChatTemplateRecord): ChatTemplate {
   };
 }
 
-export function templateStatusView(t: ChatTemplateRecord): ChatTemplateStatus {
+export function templateStatusView(t: ChatTemplateRecord) {
   return {
     id: t.id,
     template_name: t.input.name,
@@ -53,7 +47,7 @@ export function templateStatusView(t: ChatTemplateRecord): ChatTemplateStatus {
   };
 }
 
-function entryView(t: ChatTemplateRecord): ChatTemplateEntry {
+function entryView(t: ChatTemplateRecord) {
   return { ...templateView(t), rejection_reason: t.rejectionReason, components: t.input.components };
 }
 
@@ -127,7 +121,7 @@ export function registerChat(app: FastifyInstance, ctx: MessagingContext): void 
     const b = bodyOf(req.body);
     const a = accountOf(state, await callerOf(ctx, req), b.account_id);
     const { account_id: _, ...rest } = b;
-    const r = parseTemplateManagerRequest(rest);
+    const r = templateManagerRequest(rest);
     switch (r.action) {
       case 'create': {
         const input = r.templateData;
@@ -137,7 +131,7 @@ export function registerChat(app: FastifyInstance, ctx: MessagingContext): void 
           accountId: a.id,
           input,
           category: input.category,
-          bodyVariables: templateBodyVariableCount(input.components),
+          bodyVariables: bodyVariables(input.components),
           createdAt: new Date().toISOString(),
           status: 'PENDING',
           rejectionReason: null,
@@ -191,36 +185,28 @@ export function registerChat(app: FastifyInstance, ctx: MessagingContext): void 
     }
   });
 
-  app.post('/chat_message_sender', async (req): Promise<ChatSendResult> => {
+  app.post('/chat_message_sender', async (req) => {
     const started = performance.now();
     const b = bodyOf(req.body);
     const a = accountOf(state, await callerOf(ctx, req), b.account_id);
     const admittedAt = admitSend(a);
-    const { to, message } = validateChatSendRequest(b);
-    if (FREE_FORM.has(message.type)) {
-      const last = a.lastInbound.get(to);
-      if (last === undefined || Date.now() - last > DAY_MS) {
-        throw badRequest(
-          `Re-engagement required: the 24-hour window with ${to} is closed (no inbound message from them in the last 24 hours); send a template message`,
-          NETWORK_ERRORS.reEngagementRequired,
-        );
-      }
-    } else if (message.type === 'template') {
-      const t = approvedTemplate(a, message.template.name);
-      if (message.template.language !== t.input.language) {
-        throw badRequest(
-          `message.template.language must be the template's language ${t.input.language}, got ${JSON.stringify(message.template.language)}`,
-        );
-      }
-      const given = message.template.body_params?.length ?? 0;
-      if (given !== t.bodyVariables) {
-        throw badRequest(
-          `message.template.body_params must hold ${t.bodyVariables} value${t.bodyVariables === 1 ? '' : 's'} (the body's variables), got ${given}`,
-        );
-      }
+    const { to, message } = sendRequest(b);
+    // Every type the sender takes is free-form: within 24 hours of the customer's last message only.
+    const last = a.lastInbound.get(to);
+    if (last === undefined || Date.now() - last > DAY_MS) {
+      throw badRequest(
+        `Re-engagement required: the 24-hour window with ${to} is closed (no inbound message from them in the last 24 hours); send a template message`,
+        NETWORK_ERRORS.reEngagementRequired,
+      );
     }
     assertRoom(state, a, 1);
-    const m = { id: chatMessageId(), channel: 'chat' as const, accountId: a.id, to, message };
+    const m = {
+      id: chatMessageId(),
+      channel: 'chat' as const,
+      accountId: a.id,
+      to,
+      message: message as ChatMessage,
+    };
     // Recorded at its admission: the records then hold the sliding window exactly as it was counted.
     state.recordSend(a, m, admittedAt);
     ctx.delivery.track(m);
@@ -246,17 +232,14 @@ export function registerChat(app: FastifyInstance, ctx: MessagingContext): void 
       return { success: true, campaign: campaignView(c) };
     }
     const { account_id: _, ...rest } = b;
-    const r = validateChatCampaignRequest(rest);
+    const r = campaignRequest(rest);
     const t = approvedTemplate(a, r.template_name);
-    checkAudienceAgainstTemplate(r.audience_rows, t.bodyVariables);
+    const values = bodyValues(r, t.bodyVariables);
     const c = saveCampaign(state, a, {
       channel: 'chat',
       name: r.campaign_name,
       templateName: r.template_name,
-      recipients: r.audience_rows.map((row) => ({
-        to: row.phone,
-        bodyParams: Array.from({ length: t.bodyVariables }, (_v, i) => row[`BODY_${i + 1}`] ?? ''),
-      })),
+      recipients: r.rows.map((row, i) => ({ to: row.phone, bodyParams: values[i]! })),
     });
     if (state.failNextLaunches > 0) {
       state.failNextLaunches--;
@@ -271,7 +254,7 @@ export function registerChat(app: FastifyInstance, ctx: MessagingContext): void 
   });
 }
 
-export function campaignView(c: CampaignRecord): ChatCampaign {
+export function campaignView(c: CampaignRecord) {
   return {
     id: c.id,
     campaign_name: c.name,

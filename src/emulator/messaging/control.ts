@@ -5,7 +5,6 @@
  * webhook URL and bearer token (shown masked, never the token), and the statistics tests read back.
  */
 import type { FastifyInstance } from 'fastify';
-import type { MessagingEmulator } from './emulator.js';
 import { badRequest, bodyOf } from './errors.js';
 
 const str = (b: Record<string, unknown>, field: string): string => {
@@ -23,7 +22,28 @@ const num = (b: Record<string, unknown>, field: string): number | undefined => {
 
 type Params = Record<string, string>;
 
-export function registerControl(app: FastifyInstance, emu: MessagingEmulator): void {
+/**
+ * What the control routes ask of the emulator (`MessagingEmulator` in emulator.ts, which registers them):
+ * declared here, so the routes need not import the emulator that imports them. Answers pass through as
+ * the response bodies.
+ */
+export interface EmulatorControls {
+  createWorkspace(accounts: number): { readonly accounts: readonly { readonly account_id: string }[] };
+  revoke(token: string): void;
+  expire(token: string, inMs: number): void;
+  accountView(id: string): unknown;
+  setAccount(id: string, o: { credits?: number | null; tier?: number }): unknown;
+  review(accountId: string, templateName: string, status: string, reason?: string): unknown;
+  inbound(accountId: string, from: string, text: string | undefined, ageMs: number): unknown;
+  setUndeliverable(numbers: readonly string[], undeliverable: boolean): unknown;
+  tap(messageId: string, buttonId: string): unknown;
+  failNextLaunch(count: number): number;
+  readonly webhookView: unknown;
+  setWebhook(url: string | undefined, token?: string): void;
+  stats(accountId?: string): unknown;
+}
+
+export function registerControl(app: FastifyInstance, emu: EmulatorControls): void {
   app.post('/workspaces', async (req) => {
     const b = req.body === undefined ? {} : bodyOf(req.body);
     const ws = emu.createWorkspace(num(b, 'accounts') ?? 1);

@@ -5,6 +5,9 @@
  * `ChatWebhookPayload`, RCS posts `RcsDeliveryStatusEvent` and `RcsButtonClickEvent`.
  */
 import { randomBytes } from 'node:crypto';
+import { ApiError, badRequest } from './errors.js';
+import type { Account, MessagingState, SentMessage } from './state.js';
+import type { WebhookPoster } from './webhooks.js';
 import type {
   ChatInboundItem,
   ChatStatusItem,
@@ -13,10 +16,7 @@ import type {
   RcsButtonClickEvent,
   RcsDeliveryStatusEvent,
   RcsSuggestion,
-} from '../../provider/messaging/types.js';
-import { ApiError, badRequest } from './errors.js';
-import type { Account, MessagingState, SentMessage } from './state.js';
-import type { WebhookPoster } from './webhooks.js';
+} from './wire.js';
 
 export interface DeliveryOptions {
   readonly deliveryDelayMs: number;
@@ -138,11 +138,10 @@ export class Delivery {
     const now = Date.now();
     if (m.channel === 'rcs') {
       const t = m.rcsTemplate!;
-      const suggestions: RcsSuggestion[] = (
-        t.template_type === 'carousel'
-          ? t.cards.flatMap((c) => [...(c.suggestions ?? [])])
-          : [...(t.suggestions ?? [])]
-      ).map((x) => ({
+      const suggestions: RcsSuggestion[] = [
+        ...(t.suggestions ?? []),
+        ...(t.cards ?? []).flatMap((c) => c.suggestions ?? []),
+      ].map((x) => ({
         type: x.type,
         label: render(x.label, m.params)!,
         ...(x.postback !== undefined ? { postback: render(x.postback, m.params)! } : {}),
@@ -161,8 +160,9 @@ export class Delivery {
         interaction: {
           type: s.type === 'reply' ? 'action' : s.type,
           button_text: s.label,
-          ...(s.postback !== undefined ? { postback_data: s.postback } : {}),
-          ...(s.url !== undefined ? { url: s.url } : {}),
+          // Every documented field, null where it does not apply to the tap.
+          postback_data: s.postback ?? null,
+          url: s.url ?? null,
         },
       };
       this.#hooks.post(event);

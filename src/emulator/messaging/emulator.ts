@@ -5,7 +5,6 @@
 import type { FastifyInstance } from 'fastify';
 import type { RestVerifier } from '../../auth/jwt.js';
 import type { Logger } from '../../log.js';
-import type { ChatWebhookPayload, RcsButtonClickEvent } from '../../provider/messaging/types.js';
 import { API_KEY_PATTERN, createWorkspace } from './accounts.js';
 import { FanOut } from './campaigns.js';
 import { registerChat, reviewTemplate } from './chat.js';
@@ -16,6 +15,7 @@ import { ApiError, badRequest, messagingErrorHandler } from './errors.js';
 import { registerRcs } from './rcs.js';
 import { type Account, MessagingState, type SendRecord, type WebhookStats } from './state.js';
 import { WebhookPoster } from './webhooks.js';
+import type { ChatWebhookPayload, RcsButtonClickEvent } from './wire.js';
 
 export interface MessagingOptions extends Partial<MessagingSettings> {
   /** API key of the default workspace (`vbk_` + 32 hex); generated when absent. */

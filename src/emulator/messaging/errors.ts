@@ -4,7 +4,7 @@
  */
 import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify';
 import { isBridgeError } from '../../errors.js';
-import type { MessagingErrorBody } from '../../provider/messaging/types.js';
+import type { ErrorBody as MessagingErrorBody } from './wire.js';
 
 export class ApiError extends Error {
   readonly status: number;

@@ -8,7 +8,7 @@ import type {
   RcsTemplate,
   TemplateCategory,
   TemplateStatus,
-} from '../../provider/messaging/types.js';
+} from './wire.js';
 
 export const TIER_LIMITS: Readonly<Record<number, number>> = {
   1: 1_000,

@@ -70,9 +70,15 @@ const echoLines = new WeakMap<PacingLoop, Map<number, EchoLine>>();
 
 function echoLine(loop: PacingLoop, delayMs: number): EchoLine {
   let byDelay = echoLines.get(loop);
-  if (byDelay === undefined) echoLines.set(loop, (byDelay = new Map()));
+  if (byDelay === undefined) {
+    byDelay = new Map();
+    echoLines.set(loop, byDelay);
+  }
   let line = byDelay.get(delayMs);
-  if (line === undefined) byDelay.set(delayMs, (line = new EchoLine(loop)));
+  if (line === undefined) {
+    line = new EchoLine(loop);
+    byDelay.set(delayMs, line);
+  }
   return line;
 }
 

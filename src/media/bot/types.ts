@@ -55,22 +55,3 @@ export interface BotNotice {
   readonly event: string;
   readonly [field: string]: unknown;
 }
-
-/** `session_start` as a bot receives it: the call, with `media` in the bot's format. */
-export function botSessionStart(call: BotCall, botRate: number): string {
-  return JSON.stringify({
-    event: 'session_start',
-    session_id: call.session_id,
-    tenant: call.tenant,
-    customer_phone: call.customer_phone,
-    direction: call.direction,
-    started_at: call.started_at,
-    media: {
-      codec: 'slin',
-      sample_rate: botRate,
-      output_sample_rate: botRate,
-      encoding: 'binary',
-      chunk_bytes: (botRate / 50) * 2,
-    },
-  });
-}

@@ -1,0 +1,96 @@
+/**
+ * The `bridge` dialect: our own protocol toward a bot's WebSocket server (docs/protocol.md). The bot is
+ * told `session_start` with `media` at its format (PCM16 at BOT_SAMPLE_RATE), gets caller audio as binary
+ * frames and `dtmf`/`mark`/`session_end` events; it sends binary audio back plus `mark`, `clear`, `dtmf`
+ * and `session_end`, and is told of bad frames with `error` events.
+ */
+import { BridgeError } from '../../errors.js';
+import type { Format } from '../../pipeline/types.js';
+import { errorFrame, parseBotEvent } from '../protocol.js';
+import type { BotCall, CallerPort } from './types.js';
+import { WsLink, type WsLinkOptions } from './ws-link.js';
+
+/** PCM16 at the configured bot rate, both ways. */
+export function bridgeFormat(botRate: number): Format {
+  return { codec: 'slin', rate: botRate };
+}
+
+export class BridgeBot extends WsLink {
+  readonly #rate: number;
+
+  constructor(call: BotCall, port: CallerPort, o: WsLinkOptions & { readonly botRate: number }) {
+    super(call, port, o);
+    this.#rate = o.botRate;
+    this.start();
+  }
+
+  audio(pcm: Uint8Array): void {
+    this.sendAudio(pcm);
+  }
+
+  dtmf(digit: string): void {
+    this.sendText(JSON.stringify({ event: 'dtmf', digit }));
+  }
+
+  mark(name: string): void {
+    this.sendText(JSON.stringify({ event: 'mark', name }));
+  }
+
+  protected opened(): void {
+    const c = this.call;
+    const rate = this.#rate;
+    this.sendText(
+      JSON.stringify({
+        event: 'session_start',
+        session_id: c.session_id,
+        tenant: c.tenant,
+        customer_phone: c.customer_phone,
+        direction: c.direction,
+        started_at: c.started_at,
+        media: {
+          codec: 'slin',
+          sample_rate: rate,
+          output_sample_rate: rate,
+          encoding: 'binary',
+          chunk_bytes: (rate / 50) * 2,
+        },
+      }),
+    );
+  }
+
+  protected received(data: Buffer, isBinary: boolean): void {
+    if (isBinary) {
+      if ((data.byteLength & 1) !== 0)
+        throw new BridgeError(
+          'odd_length',
+          `bot audio must be PCM16 (an even byte count), got ${data.byteLength}`,
+        );
+      this.port.audio(data);
+      return;
+    }
+    const ev = parseBotEvent(data.toString('utf8'));
+    switch (ev.event) {
+      case 'clear':
+        this.port.clear();
+        return;
+      case 'mark':
+        this.port.mark(ev.name);
+        return;
+      case 'dtmf':
+        this.port.dtmf(ev.digit);
+        return;
+      case 'session_end':
+        this.hangingUp = true;
+        this.port.hangup(ev.reason ?? 'bot');
+        return;
+    }
+  }
+
+  protected override rejected(err: BridgeError): void {
+    this.sendText(errorFrame(err));
+  }
+
+  protected farewell(reason: string): void {
+    this.sendText(JSON.stringify({ event: 'session_end', reason }));
+  }
+}

@@ -1,0 +1,277 @@
+/**
+ * The `openai-realtime` dialect: the bridge is a client of an OpenAI Realtime server (the GA interface),
+ * dialled at session_start with `Authorization: Bearer <api_key>`.
+ *
+ *   open:        `session.update` (type realtime, model, instructions, voice, turn detection, and the audio
+ *                formats under session.audio: audio/pcmu or audio/pcma when the caller is G.711 8 kHz both
+ *                ways, so the audio passes with no DSP at all; else audio/pcm at 24 kHz)
+ *   caller:      `input_audio_buffer.append`, batched to APPEND_MS of audio per event
+ *   model:       `response.output_audio.delta` to the caller, paced by the outbound queue
+ *   barge-in:    on `input_audio_buffer.speech_started`, the caller's playback is cleared (bridge queue,
+ *                DSP, provider `clear`) and `conversation.item.truncate` sent with the `audio_end_ms` the
+ *                caller actually heard of that item, clamped to what the server sent
+ *   DTMF:        a user text item "[DTMF 5]" (no response is asked for: the model hears it with the next turn)
+ *   errors:      `error` events are logged with their type and code, and the call goes on
+ *
+ * What the caller heard: the dialect places its own marks (`vb:<n>:<ms>`) on the bot leg before an item's
+ * first audio and after each delta. The provider reports each one when playback reaches it; from the last
+ * one reported, playback runs on at real time, up to the next mark not yet reported (the audio past it may
+ * not have been played) and never past what the server sent.
+ */
+import type * as RT from 'openai/resources/realtime/realtime';
+import { fromBase64, toBase64 } from '../../audio/codec.js';
+import type { TurnDetection } from '../../config/bot-settings.js';
+import { BridgeError } from '../../errors.js';
+import type { Format } from '../../pipeline/types.js';
+import type { SessionFormat } from '../format.js';
+import type { BotCall, CallerPort } from './types.js';
+import { WsLink, type WsLinkOptions } from './ws-link.js';
+
+/** Caller audio per `input_audio_buffer.append`: 60 ms, a few events a second per call, no audible lag. */
+export const APPEND_MS = 60;
+/** Items whose playback is tracked; older ones are forgotten. */
+const MAX_ITEMS = 16;
+const PCM24: Format = { codec: 'slin', rate: 24_000 };
+
+/** G.711 8 kHz both ways passes as it is; anything else is PCM16 at 24 kHz (the only PCM rate offered). */
+export function realtimeFormat(caller: SessionFormat): Format {
+  const g711 = caller.codec === 'pcmu' || caller.codec === 'pcma';
+  if (g711 && caller.inputRate === 8000 && caller.outputRate === 8000)
+    return { codec: caller.codec, rate: 8000 };
+  return PCM24;
+}
+
+function wireFormat(f: Format): RT.RealtimeAudioFormats {
+  if (f.codec === 'pcmu') return { type: 'audio/pcmu' };
+  if (f.codec === 'pcma') return { type: 'audio/pcma' };
+  return { type: 'audio/pcm', rate: 24000 };
+}
+
+function turnDetection(t: TurnDetection | undefined): RT.RealtimeAudioInputTurnDetection | null {
+  if (t === 'none') return null;
+  return { type: t ?? 'server_vad' };
+}
+
+export interface RealtimeBotOptions extends WsLinkOptions {
+  readonly format: Format;
+  readonly model?: string | undefined;
+  readonly instructions?: string | undefined;
+  readonly voice?: string | undefined;
+  readonly turnDetection?: TurnDetection | undefined;
+}
+
+/** One model item's audio toward the caller, and how much of it the caller has heard. */
+interface Item {
+  readonly id: string;
+  /** Our short number for it in mark names. */
+  readonly n: number;
+  /** Audio of the item the server sent, in ms. */
+  sentMs: number;
+  /** Mark positions placed (ms into the item), not yet reported played, oldest first. */
+  marks: number[];
+  /** The last mark reported played: its position and when. */
+  heardMs: number;
+  heardAt: number;
+  /** A report came: playback has reached the item. */
+  started: boolean;
+  /** Truncated: nothing more of it plays, and late reports of its marks are ignored. */
+  cut: boolean;
+}
+
+export class OpenAIRealtimeBot extends WsLink {
+  readonly #o: RealtimeBotOptions;
+  /** Bytes of caller audio per ms in the leg format. */
+  readonly #bytesPerMs: number;
+  readonly #batch: Uint8Array;
+  #batched = 0;
+  readonly #items: Item[] = [];
+  #nextItem = 0;
+  #now: () => number = () => performance.now();
+
+  constructor(call: BotCall, port: CallerPort, o: RealtimeBotOptions) {
+    super(call, port, o);
+    this.#o = o;
+    this.#bytesPerMs = (o.format.rate / 1000) * (o.format.codec === 'slin' ? 2 : 1);
+    this.#batch = new Uint8Array(Math.round(APPEND_MS * this.#bytesPerMs));
+    this.start();
+  }
+
+  audio(data: Uint8Array): void {
+    if (!this.connected) return;
+    let at = 0;
+    while (at < data.byteLength) {
+      const n = Math.min(data.byteLength - at, this.#batch.byteLength - this.#batched);
+      this.#batch.set(data.subarray(at, at + n), this.#batched);
+      this.#batched += n;
+      at += n;
+      if (this.#batched === this.#batch.byteLength) this.#flush();
+    }
+  }
+
+  dtmf(digit: string): void {
+    this.#flush();
+    this.#send({
+      type: 'conversation.item.create',
+      item: { type: 'message', role: 'user', content: [{ type: 'input_text', text: `[DTMF ${digit}]` }] },
+    });
+  }
+
+  /** The provider reports playback reached one of our marks. */
+  mark(name: string): void {
+    const m = /^vb:(\d+):(\d+)$/.exec(name);
+    if (m === null) return;
+    const item = this.#items.find((i) => i.n === Number(m[1]));
+    if (item === undefined || item.cut) return;
+    const ms = Number(m[2]);
+    const k = item.marks.indexOf(ms);
+    if (k >= 0) item.marks.splice(0, k + 1);
+    item.heardMs = Math.max(item.heardMs, ms);
+    item.heardAt = this.#now();
+    item.started = true;
+  }
+
+  /** For tests: the clock the played audio is reckoned by. */
+  useClock(now: () => number): void {
+    this.#now = now;
+  }
+
+  /** Ms of `itemId`'s audio the caller has heard by now (see the header); undefined for an unknown item. */
+  heardMs(itemId: string): number | undefined {
+    const item = this.#items.find((i) => i.id === itemId);
+    return item === undefined ? undefined : this.#heard(item);
+  }
+
+  protected opened(): void {
+    this.#batched = 0;
+    const f = wireFormat(this.#o.format);
+    const session: RT.RealtimeSessionCreateRequest = {
+      type: 'realtime',
+      ...(this.#o.model !== undefined && { model: this.#o.model }),
+      ...(this.#o.instructions !== undefined && { instructions: this.#o.instructions }),
+      output_modalities: ['audio'],
+      audio: {
+        input: { format: f, turn_detection: turnDetection(this.#o.turnDetection) },
+        output: { format: f, ...(this.#o.voice !== undefined && { voice: this.#o.voice }) },
+      },
+    };
+    this.#send({ type: 'session.update', session });
+  }
+
+  protected received(data: Buffer, isBinary: boolean): void {
+    if (isBinary)
+      throw new BridgeError('unknown_event', 'a Realtime server sends JSON text events, not binary');
+    let ev: { type?: unknown; [k: string]: unknown };
+    try {
+      ev = JSON.parse(data.toString('utf8'));
+    } catch {
+      throw new BridgeError('bad_json', 'an event from the Realtime server is not JSON');
+    }
+    if (ev === null || typeof ev !== 'object' || typeof ev.type !== 'string')
+      throw new BridgeError('unknown_event', 'an event from the Realtime server has no type');
+    switch (ev.type) {
+      case 'response.output_audio.delta':
+        this.#delta(ev as unknown as RT.ResponseAudioDeltaEvent);
+        return;
+      case 'input_audio_buffer.speech_started':
+        this.#bargeIn();
+        return;
+      case 'error': {
+        const e = (ev as unknown as RT.RealtimeErrorEvent).error;
+        this.log.warn({ type: e?.type, code: e?.code, param: e?.param }, 'realtime server error event');
+        return;
+      }
+      default:
+        // The other server events (session.*, response.* bookkeeping, transcripts) need nothing here.
+        return;
+    }
+  }
+
+  protected farewell(): void {
+    this.#flush();
+  }
+
+  #delta(ev: RT.ResponseAudioDeltaEvent): void {
+    if (typeof ev.delta !== 'string' || typeof ev.item_id !== 'string')
+      throw new BridgeError('invalid_field', 'response.output_audio.delta needs delta and item_id strings', {
+        field: 'delta',
+      });
+    let audio: Uint8Array;
+    try {
+      audio = fromBase64(ev.delta);
+    } catch {
+      throw new BridgeError('bad_base64', 'response.output_audio.delta carries a delta that is not base64');
+    }
+    const pcm = this.#o.format.codec === 'slin';
+    if (pcm && (audio.byteLength & 1) !== 0)
+      throw new BridgeError('odd_length', `PCM16 audio must be an even byte count, got ${audio.byteLength}`);
+    if (audio.byteLength === 0) return;
+    let item = this.#items.find((i) => i.id === ev.item_id);
+    if (item === undefined) {
+      item = {
+        id: ev.item_id,
+        n: ++this.#nextItem,
+        sentMs: 0,
+        marks: [],
+        heardMs: 0,
+        heardAt: 0,
+        started: false,
+        cut: false,
+      };
+      this.#items.push(item);
+      if (this.#items.length > MAX_ITEMS) this.#items.shift();
+      this.#placeMark(item, 0);
+    }
+    if (item.cut) return;
+    this.port.audio(audio);
+    item.sentMs += audio.byteLength / this.#bytesPerMs;
+    this.#placeMark(item, Math.floor(item.sentMs));
+  }
+
+  #placeMark(item: Item, ms: number): void {
+    item.marks.push(ms);
+    this.port.mark(`vb:${item.n}:${ms}`);
+  }
+
+  #heard(item: Item): number {
+    if (!item.started) return 0;
+    const next = item.marks.length > 0 ? item.marks[0]! : item.sentMs;
+    const running = item.heardMs + (this.#now() - item.heardAt);
+    return Math.max(0, Math.min(running, next, item.sentMs));
+  }
+
+  /** The caller spoke over the model: stop its audio and tell the server how much was heard. */
+  #bargeIn(): void {
+    const unheard = this.#items
+      .filter((i) => !i.cut)
+      .map((item) => ({ item, heard: Math.floor(this.#heard(item)) }))
+      .filter(({ item, heard }) => heard < Math.floor(item.sentMs));
+    if (unheard.length === 0) return; // nothing of the model's is playing
+    this.port.clear();
+    for (const { item, heard } of unheard) {
+      item.cut = true;
+      this.#send({
+        type: 'conversation.item.truncate',
+        item_id: item.id,
+        content_index: 0,
+        audio_end_ms: heard,
+      });
+      this.log.debug(
+        { item: item.id, audio_end_ms: heard, sent_ms: Math.floor(item.sentMs) },
+        'reply truncated',
+      );
+    }
+  }
+
+  #flush(): void {
+    if (this.#batched === 0) return;
+    this.#send({
+      type: 'input_audio_buffer.append',
+      audio: toBase64(this.#batch.subarray(0, this.#batched)),
+    });
+    this.#batched = 0;
+  }
+
+  #send(event: RT.RealtimeClientEvent): void {
+    this.sendText(JSON.stringify(event));
+  }
+}

@@ -1,0 +1,273 @@
+/**
+ * What every bot behind a WebSocket shares, whatever its dialect: dialled on session_start, redialled
+ * with bounded exponential backoff when it cannot be reached or drops (the call stays up meanwhile: caller
+ * audio is dropped, the caller hears silence, and the provider gets one `error` event when the bot is lost
+ * and one when the bridge gives up on it), pinged by the shared heartbeat, told the end of the call.
+ * A dialect (bridge.ts, twilio.ts, openai-realtime.ts) says what goes over the socket.
+ */
+import { randomFillSync } from 'node:crypto';
+import WebSocket from 'ws';
+import { BridgeError, isBridgeError } from '../../errors.js';
+import { displayUrl, type Logger } from '../../log.js';
+import type { Metrics } from '../../metrics.js';
+import type { BotCall, BotLeg, BotNotice, CallerPort } from './types.js';
+
+export interface WsLinkOptions {
+  readonly url: string;
+  readonly retries: number;
+  readonly retryBaseMs: number;
+  readonly connectTimeoutMs: number;
+  readonly maxPayloadBytes: number;
+  readonly highWaterBytes: number;
+  readonly metrics: Metrics;
+  readonly log: Logger;
+  /** Headers of the upgrade request (a bearer key, say); never logged. */
+  readonly headers?: Readonly<Record<string, string>>;
+}
+
+/** Longest wait between redials. */
+const RETRY_MAX_MS = 5_000;
+/** Notices held while the bot is being dialled or redialled; older ones go first past this. */
+const MAX_HELD_NOTICES = 32;
+
+/**
+ * Makes ws's `generateMask`: a client frame's masking key from `fill` (the CSPRNG, drawn 8 KB at a time
+ * as ws itself does), never all zeros. ws masks a frame into a copy of its own, except under an
+ * all-zero key, where it sends the caller's bytes as they are and the socket may hold them until
+ * written. Audio reaches a bot as a view into a buffer the DSP pipeline reuses (src/pipeline/types.ts),
+ * so every frame must be copied; redrawing the 1-in-2^32 zero key keeps that so. (The other case where
+ * ws keeps a caller's bytes is compression, which the bot socket turns off.)
+ */
+export function nonZeroMasks(fill: (pool: Buffer) => void = randomFillSync): (mask: Buffer) => void {
+  const pool = Buffer.alloc(8192);
+  let at = pool.length;
+  return (mask) => {
+    do {
+      if (at + 4 > pool.length) {
+        fill(pool);
+        at = 0;
+      }
+      mask[0] = pool[at]!;
+      mask[1] = pool[at + 1]!;
+      mask[2] = pool[at + 2]!;
+      mask[3] = pool[at + 3]!;
+      at += 4;
+    } while ((mask[0]! | mask[1]! | mask[2]! | mask[3]!) === 0);
+  };
+}
+
+const nonZeroMask = nonZeroMasks();
+
+export abstract class WsLink implements BotLeg {
+  protected readonly o: WsLinkOptions;
+  protected readonly call: BotCall;
+  protected readonly port: CallerPort;
+  protected readonly log: Logger;
+  readonly #framesOut;
+  readonly #bytesOut;
+  readonly #shed;
+  /** The URL without credentials or query, for logs and error events (a bot URL may carry a token). */
+  protected readonly name: string;
+  #ws: WebSocket | undefined;
+  #failures = 0;
+  #retryTimer: NodeJS.Timeout | undefined;
+  #ended = false;
+  /** The bot hung up: its socket closing next is a hang-up, not a loss to redial. */
+  protected hangingUp = false;
+  #alive = true;
+  /** True once the provider has been told the bot is lost, until it is back. */
+  #reported = false;
+  /** Notices that came while the socket was not open: sent after the next handshake. */
+  #heldNotices: string[] = [];
+
+  constructor(call: BotCall, port: CallerPort, o: WsLinkOptions) {
+    this.o = o;
+    this.call = call;
+    this.port = port;
+    this.log = o.log;
+    this.#framesOut = o.metrics.hot.framesOutBot;
+    this.#bytesOut = o.metrics.hot.bytesOutBot;
+    this.#shed = o.metrics.shedChunks.labels('bot_backpressure');
+    this.name = displayUrl(o.url);
+  }
+
+  /** Dials; a subclass calls it at the end of its constructor, once its own fields are set. */
+  protected start(): void {
+    this.#dial();
+  }
+
+  /** Caller audio in the dialect's format (a view valid during the call only). */
+  abstract audio(pcm: Uint8Array): void;
+  abstract dtmf(digit: string): void;
+  /** The provider reports playback reached a mark the bot (or this dialect) placed. */
+  abstract mark(name: string): void;
+  /** The socket is open: the dialect's handshake. */
+  protected abstract opened(): void;
+  /** A frame from the bot. A BridgeError thrown here skips the frame (logged, counted; the call goes on). */
+  protected abstract received(data: Buffer, isBinary: boolean): void;
+  /** The last words to the bot before the socket closes (e.g. `session_end`, `stop`). */
+  protected abstract farewell(reason: string): void;
+  /** A notice from outside the call (a message's status, a tapped button), as text; undefined drops it. */
+  protected notice(event: BotNotice): string | undefined {
+    return JSON.stringify(event);
+  }
+  /** A frame the bot sent was skipped: tell it, if the dialect has a way (ours has `error` events). */
+  protected rejected(_err: BridgeError): void {}
+  /** The socket closed with `code` while the call was up: true when that is the bot hanging up. */
+  protected closedAsHangup(_code: number): boolean {
+    return false;
+  }
+
+  get connected(): boolean {
+    return this.#ws !== undefined && this.#ws.readyState === WebSocket.OPEN;
+  }
+
+  /** Audio to the bot: shed (and counted) while its socket is not reading, never queued without bound. */
+  protected sendAudio(data: Uint8Array | string): void {
+    const ws = this.#ws;
+    if (ws === undefined || ws.readyState !== WebSocket.OPEN) return;
+    if (ws.bufferedAmount > this.o.highWaterBytes) {
+      this.#shed.inc();
+      return;
+    }
+    ws.send(data);
+    this.#framesOut.add();
+    this.#bytesOut.add(typeof data === 'string' ? data.length : data.byteLength);
+  }
+
+  protected sendText(text: string): void {
+    const ws = this.#ws;
+    if (ws !== undefined && ws.readyState === WebSocket.OPEN) ws.send(text);
+  }
+
+  /** Sent at once while the bot is connected; held (a few, newest kept) while it is being dialled. */
+  notify(event: BotNotice): void {
+    if (this.#ended) return;
+    const text = this.notice(event);
+    if (text === undefined) return;
+    if (this.connected) {
+      this.sendText(text);
+      return;
+    }
+    if (this.#heldNotices.length >= MAX_HELD_NOTICES) this.#heldNotices.shift();
+    this.#heldNotices.push(text);
+  }
+
+  heartbeat(): void {
+    const ws = this.#ws;
+    if (ws === undefined || ws.readyState !== WebSocket.OPEN) return;
+    if (!this.#alive) {
+      this.log.warn({ bot: this.name }, 'bot socket unresponsive; redialling');
+      ws.terminate();
+      return;
+    }
+    this.#alive = false;
+    ws.ping();
+  }
+
+  end(reason: string): void {
+    if (this.#ended) return;
+    this.#ended = true;
+    if (this.#retryTimer !== undefined) clearTimeout(this.#retryTimer);
+    this.#heldNotices = [];
+    this.ended();
+    const ws = this.#ws;
+    if (ws === undefined) return;
+    if (ws.readyState === WebSocket.OPEN) {
+      this.farewell(reason);
+      ws.close(1000, 'session ended');
+      // A bot that never answers the close handshake is cut off rather than held on to.
+      setTimeout(() => ws.terminate(), 2_000).unref();
+    } else ws.terminate();
+  }
+
+  /** The call is over: a dialect lets go of what it holds (timers, buffers). */
+  protected ended(): void {}
+
+  #dial(): void {
+    const ws = new WebSocket(this.o.url, {
+      handshakeTimeout: this.o.connectTimeoutMs,
+      // Bots may send a whole utterance in one frame: a bound well above a provider frame's.
+      maxPayload: this.o.maxPayloadBytes,
+      perMessageDeflate: false,
+      generateMask: nonZeroMask,
+      ...(this.o.headers !== undefined && { headers: { ...this.o.headers } }),
+    });
+    this.#ws = ws;
+    let opened = false;
+    ws.on('pong', () => {
+      this.#alive = true;
+    });
+    ws.on('open', () => {
+      opened = true;
+      this.#alive = true;
+      this.#failures = 0;
+      this.o.metrics.botConnects.labels('ok').inc();
+      this.log.info({ bot: this.name }, 'bot connected');
+      if (this.#reported) this.#reported = false;
+      this.opened();
+      for (const text of this.#heldNotices) ws.send(text);
+      this.#heldNotices = [];
+    });
+    ws.on('unexpected-response', (_req, res) => {
+      // 401, 429 and the like: the status is what the operator needs; the answer's body is not read.
+      this.log.warn({ bot: this.name, status: res.statusCode }, 'bot refused the connection');
+      res.resume();
+      ws.terminate();
+    });
+    ws.on('message', (data: Buffer, isBinary: boolean) => this.#onMessage(ws, data, isBinary));
+    ws.on('error', (err) => {
+      this.log.warn({ bot: this.name, err: err.message }, 'bot socket error');
+    });
+    ws.on('close', (code: number) => {
+      if (this.#ended || this.#ws !== ws) return;
+      if (this.hangingUp || (opened && this.closedAsHangup(code))) {
+        if (!this.hangingUp) this.port.hangup('bot');
+        this.hangingUp = true;
+        return;
+      }
+      this.#lost(opened ? `dropped the connection (close code ${code})` : 'could not be reached');
+    });
+  }
+
+  #onMessage(ws: WebSocket, data: Buffer, isBinary: boolean): void {
+    if (this.#ended || this.#ws !== ws) return;
+    try {
+      this.received(data, isBinary);
+    } catch (err) {
+      if (!isBridgeError(err)) throw err;
+      this.o.metrics.badFrames.labels(err.code).inc();
+      this.log.warn({ code: err.code, msg: err.message }, 'bad frame from bot; skipped');
+      this.rejected(err);
+    }
+  }
+
+  #lost(what: string): void {
+    this.#failures++;
+    this.o.metrics.botConnects.labels('failed').inc();
+    const giveUp = this.#failures > this.o.retries;
+    this.log.warn({ bot: this.name, failures: this.#failures, giveUp }, `bot ${what}`);
+    if (giveUp) {
+      this.port.failed(
+        new BridgeError(
+          'bot_unavailable',
+          `bot ${this.name} ${what}; gave up after ${this.#failures} attempts, the call continues without a bot`,
+        ),
+      );
+      this.#ws = undefined;
+      return;
+    }
+    if (!this.#reported) {
+      this.#reported = true;
+      this.port.failed(
+        new BridgeError('bot_unavailable', `bot ${this.name} ${what}; retrying (the caller hears silence)`),
+      );
+    }
+    const delay = Math.min(RETRY_MAX_MS, this.o.retryBaseMs * 2 ** (this.#failures - 1));
+    this.#retryTimer = setTimeout(() => {
+      this.#retryTimer = undefined;
+      if (!this.#ended) this.#dial();
+    }, delay);
+    this.#retryTimer.unref();
+  }
+}

@@ -1,0 +1,161 @@
+/**
+ * The bots users already have, behind the bridge, on calls from a provider (a real ws client that acks
+ * marks as their audio arrives, as a provider that plays on arrival would):
+ *
+ * - `twilio`: an OpenAI Agents SDK voice agent (`TwilioRealtimeTransportLayer` from
+ *   @openai/agents-extensions, a real independent Twilio-dialect server), its model connection pointed at
+ *   the Realtime stand-in;
+ * - `openai-realtime`: the bridge itself a client of the stand-in.
+ *
+ * For each: the stand-in hears the caller's tone (SNR after µ-law >= 30 dB); the model's reply reaches the
+ * caller whole and paced (inter-arrival p99 <= 25 ms); and barge-in: during a long reply the stand-in
+ * emits speech_started, the caller gets `clear` within 100 ms, and the truncate's audio_end_ms is within
+ * 60 ms of the reply audio the caller had actually received. That last figure is what shows the marks
+ * are echoed (or the audio reckoned) at the right time.
+ */
+import { performance } from 'node:perf_hooks';
+import { afterEach, describe, expect, it } from 'vitest';
+import { type AgentsBot, startAgentsBot } from '../../examples/agents-sdk-bot/bot.js';
+import { decodeInto, encodeInto } from '../../src/audio/codec.js';
+import { steadyToneSnrDb, trimSilence } from '../../src/audio/tone.js';
+import type { RealtimeConnection } from '../../src/emulator/realtime/connection.js';
+import { createRealtimeEmulator, type RealtimeEmulator } from '../../src/emulator/realtime/server.js';
+import { replyToneHz } from '../../src/emulator/realtime/voice.js';
+import { tonePcm16 } from '../helpers/audio.js';
+import { startBridge, type TestBridge } from '../helpers/bridge.js';
+import { interArrival, TestProvider } from '../helpers/provider.js';
+import { waitFor } from '../helpers/wait.js';
+
+type Dialect = 'twilio' | 'openai-realtime';
+
+let emulator: RealtimeEmulator | undefined;
+let agents: AgentsBot | undefined;
+let bridge: TestBridge | undefined;
+const providers: TestProvider[] = [];
+
+afterEach(async () => {
+  for (const p of providers.splice(0)) p.close();
+  await bridge?.close();
+  bridge = undefined;
+  await agents?.close();
+  agents = undefined;
+  await emulator?.close();
+  emulator = undefined;
+});
+
+/** A Twilio-dialect bot server: the Agents SDK bot of examples/, its model the stand-in. */
+async function agentServer(modelUrl: string, instructions: string): Promise<string> {
+  agents = await startAgentsBot({ port: 0, realtimeUrl: modelUrl, apiKey: 'sk-test-key', instructions });
+  return agents.url;
+}
+
+interface Call {
+  readonly p: TestProvider;
+  readonly conn: RealtimeConnection;
+  /** Bytes per ms of what the caller receives. */
+  readonly bytesPerMs: number;
+  decode(bytes: Buffer): Int16Array;
+}
+
+/** A bridge with `dialect`'s bot, and one µ-law 8 kHz call on it whose bot is connected to the stand-in. */
+async function call(dialect: Dialect, replyMs: number, outputRateFactor = 4): Promise<Call> {
+  emulator = createRealtimeEmulator({ outputRateFactor });
+  await emulator.listen(0);
+  const instructions = `Reply with a tone. reply_ms=${replyMs}`;
+  const env: Record<string, string> =
+    dialect === 'twilio'
+      ? { BOT_URL: await agentServer(emulator.wsUrl('gpt-realtime'), instructions), BOT_DIALECT: 'twilio' }
+      : {
+          BOT_URL: emulator.wsUrl('gpt-realtime'),
+          BOT_DIALECT: 'openai-realtime',
+          BOT_API_KEY: 'sk-test-key',
+          BOT_INSTRUCTIONS: instructions,
+        };
+  bridge = await startBridge(env);
+  const p = new TestProvider(bridge.mediaUrl, { token: await bridge.mediaToken(), sampleRunDelay: true });
+  providers.push(p);
+  // A provider that plays audio as it arrives: playback reaches a mark when the mark arrives.
+  p.ws.on('message', (data: Buffer, isBinary: boolean) => {
+    if (isBinary) return;
+    const ev = JSON.parse(data.toString('utf8')) as { event: string; name?: string };
+    if (ev.event === 'mark') p.send({ event: 'mark', name: ev.name });
+  });
+  await p.start(`${dialect}-call`, { media: { codec: 'pcmu', sample_rate: 8000 } });
+  const conn = await emulator.waitForSession(1, 10_000);
+  await waitFor(() => conn.record.sent.includes('session.updated'), 5_000, 'the model session to be set up');
+  return {
+    p,
+    conn,
+    bytesPerMs: 8,
+    decode: (bytes) => {
+      const out = new Int16Array(bytes.length);
+      decodeInto('pcmu', bytes, out);
+      return out;
+    },
+  };
+}
+
+/** 1.5 s of a 1 kHz tone then 1 s of silence, µ-law, paced 20 ms at a time. */
+async function speak(p: TestProvider): Promise<void> {
+  const pcm = Buffer.concat([tonePcm16(1000, 8000, 12_000, 9000), Buffer.alloc(16_000)]);
+  const samples = new Int16Array(pcm.buffer, pcm.byteOffset, pcm.length / 2);
+  const ulaw = Buffer.alloc(samples.length);
+  encodeInto('pcmu', samples, ulaw);
+  await p.sendPaced(ulaw, 160, 20);
+}
+
+describe.each(['twilio', 'openai-realtime'] as const)('the %s bot dialect', (dialect) => {
+  it("carries the caller's tone to the model and the model's whole reply back, paced", async () => {
+    const c = await call(dialect, 1500);
+    await speak(c.p);
+    await waitFor(() => c.conn.record.responses[0]?.status === 'completed', 10_000, 'the reply to be sent');
+    const replyBytes = 1500 * c.bytesPerMs;
+    await waitFor(() => c.p.audioBytes().length >= replyBytes, 5_000, 'the whole reply at the caller');
+    await new Promise((r) => setTimeout(r, 200)); // anything more would be extra
+
+    const input = c.conn.record.inputAudio()!;
+    expect(input.format).toBe('audio/pcmu');
+    const inSnr = steadyToneSnrDb(trimSilence(input.pcm, input.rate), 1000, input.rate)!;
+    const got = c.decode(c.p.audioBytes());
+    const heard = trimSilence(got, 8000);
+    const outSnr = steadyToneSnrDb(heard, replyToneHz(0), 8000)!;
+    const gaps = interArrival(c.p.audio).own.sort((a, b) => a - b);
+    const p99 = gaps[Math.floor(gaps.length * 0.99)]!;
+    console.log(
+      `${dialect}: input SNR ${inSnr.toFixed(1)} dB, reply SNR ${outSnr.toFixed(1)} dB, reply ${heard.length / 8} ms of ${got.length / 8} ms received, inter-arrival p99 ${p99.toFixed(1)} ms`,
+    );
+    expect(inSnr).toBeGreaterThanOrEqual(30);
+    expect(outSnr).toBeGreaterThanOrEqual(30);
+    // Nothing lost, nothing added: the reply's samples (the last chunk may be padded with silence).
+    expect(got.length).toBeGreaterThanOrEqual(replyBytes);
+    expect(got.length).toBeLessThan(replyBytes + 160);
+    expect(Math.abs(heard.length - 1500 * 8)).toBeLessThanOrEqual(40);
+    expect(p99).toBeLessThanOrEqual(25);
+    expect(c.conn.record.sent).not.toContain('error');
+  });
+
+  it('barge-in: clear within 100 ms, and the truncate at the audio the caller had received', async () => {
+    const c = await call(dialect, 20_000, 2);
+    await speak(c.p);
+    await waitFor(() => c.p.audioBytes().length >= 1000 * c.bytesPerMs, 10_000, '1 s of the reply');
+    const at = performance.now();
+    c.conn.speechStarted(undefined, true);
+    const clear = await c.p.waitEvent('clear', 2_000);
+    const clearMs = clear.at - at;
+    // What the caller received of the reply before the clear: every audio frame that arrived before it.
+    const index = c.p.order.findIndex((o) => o.kind === 'event' && o.event === 'clear');
+    const receivedMs =
+      c.p.order.slice(0, index).reduce((n, o) => n + (o.kind === 'audio' ? o.bytes : 0), 0) / c.bytesPerMs;
+    await waitFor(() => c.conn.record.truncates.length === 1, 3_000, 'the truncate');
+    const t = c.conn.record.truncates[0]!;
+    console.log(
+      `${dialect}: clear ${clearMs.toFixed(1)} ms after speech_started; truncate audio_end_ms ${String(t.audio_end_ms)} against ${receivedMs} ms received (${t.item_audio_ms} ms sent by the model)`,
+    );
+    expect(clearMs).toBeLessThanOrEqual(100);
+    expect(t.accepted).toBe(true);
+    expect(Math.abs((t.audio_end_ms as number) - receivedMs)).toBeLessThanOrEqual(60);
+    // And the reply stops at the caller: nothing of it after the clear.
+    await new Promise((r) => setTimeout(r, 300));
+    expect(c.p.audio.filter((a) => a.at > clear.at + 5)).toHaveLength(0);
+  });
+});
