@@ -183,6 +183,17 @@ describe('platform rules the emulated providers enforce', () => {
     );
     expect(report.breaches).toMatchObject([{ rule: 'stream_id', effect: 'dropped' }]);
   });
+
+  it('telnyx with reorder sends chunks out of order, each numbered so the bridge can order them', async () => {
+    const { fake } = await callAgainst('telnyx', 8000, () => {}, {
+      settings: { reorder: true },
+      seconds: 0.2,
+    });
+    const chunks = fake.peers[0]!.control.filter((m) => (m as { event?: string }).event === 'media').map(
+      (m) => Number((m as { media: { chunk: string } }).media.chunk),
+    );
+    expect(chunks).toEqual([2, 1, 4, 3, 6, 5, 8, 7, 10, 9]);
+  });
 });
 
 describe('playback acknowledgements', () => {

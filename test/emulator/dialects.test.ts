@@ -46,10 +46,24 @@ function callOptions(dialect: DialectName, url: string, rate: number, seconds: n
               ? { header: { name: 'x-bridge-token', value: 'configured' } }
               : undefined,
     audio: generateTone(CALLER_HZ, rate, Math.round(rate * seconds), 0.5),
+    dtmf: [{ digit: '7', atMs: 300 }],
     keepReceived: true,
     tailMs: 400,
   };
 }
+
+/** The caller's key press as each platform reports it to the app. */
+const DTMF_SEEN: Record<DialectName, (m: Json) => boolean> = {
+  default: (m) => m.event === 'dtmf' && m.digit === '7',
+  twilio: (m) => m.event === 'dtmf' && m.dtmf?.digit === '7' && m.dtmf?.track === 'inbound_track',
+  telnyx: (m) => m.event === 'dtmf' && m.dtmf?.digit === '7',
+  plivo: (m) => m.event === 'dtmf' && m.dtmf?.digit === '7',
+  exotel: (m) => m.event === 'dtmf' && m.dtmf?.digit === '7',
+  vonage: (m) => m.event === 'websocket:dtmf' && m.digit === '7',
+  jambonz: (m) => m.event === 'dtmf' && m.dtmf === '7',
+  asterisk: (m) => (m as unknown) === 'DTMF_END digit:7',
+  audiosocket: (m) => m.type === 0x03 && m.payload === '7',
+};
 
 const CASES: [DialectName, number][] = [
   ['default', 16000],
@@ -84,6 +98,9 @@ describe('each emulated provider against a conforming fake bridge', () => {
       // The bridge's tone, as the caller heard it at playout.
       expect(steadyToneSnrDb(report.received, REPLY_HZ, report.outputRate)).toBeGreaterThanOrEqual(30);
       expect(report.received.length).toBeGreaterThanOrEqual(report.outputRate * 0.98);
+      // The key press, the platform's way.
+      expect(report.dtmfSent).toBe(1);
+      expect((peer.control as Json[]).filter(DTMF_SEEN[dialect])).toHaveLength(1);
       if (dialect !== 'audiosocket') {
         expect(peer.acks).toEqual(['reply-done']);
         // Vonage's notify has no name, only a payload (sent back as is): the emulator numbers them.
