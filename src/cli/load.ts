@@ -117,8 +117,12 @@ async function main(): Promise<void> {
       const r = parseDialectRate(dialect, rate, dialectCodec, '--rate');
       if (r !== 8000 && r !== 16000) fail(`--rate for a load run must be 8000 or 16000, got ${r}`);
       rate = r;
-      // The wire codec is the dialect's: the runner's scratch is PCM, the leg encodes.
-      codec = dialectCodec ?? 'slin';
+      // The report names the wire codec; the leg encodes from the runner's PCM scratch.
+      codec =
+        dialectCodec ??
+        (dialect === 'telnyx' || dialect === 'plivo' || dialect === 'asterisk' || dialect === 'twilio'
+          ? 'pcmu'
+          : 'slin');
       auth = {
         token: values['auth-token'],
         username: values.user,
@@ -166,6 +170,7 @@ async function main(): Promise<void> {
     // Exotel's platform sends ~100 ms chunks; the others 20 ms.
     chunkMs: dialect === 'exotel' ? 100 : 20,
     dialect,
+    dialectCodec,
     auth,
     markerEveryMs: positiveInt('marker-every-ms', values['marker-every-ms'], 1000, 100, 60_000),
     markerBurstMs: 60,

@@ -44,6 +44,8 @@ export interface RunOptions {
   readonly dialect?: DialectName | undefined;
   /** The platform's credentials, for the other dialects (`token` above is the default's). */
   readonly auth?: LegAuth | undefined;
+  /** The wire codec of the other dialects, where the platform offers a choice (else its own). */
+  readonly dialectCodec?: Codec | undefined;
 }
 
 /** What a process measured: plain data, so it can cross to a parent process and merge. */
@@ -240,7 +242,7 @@ export class LoadRun {
         to: '15550199',
         direction: 'inbound',
         rate: o.rate,
-        codec: o.codec,
+        codec: o.dialectCodec,
         auth: o.auth,
         connectTimeoutMs: 10_000,
         onHeard: (pcm) => this.#heard(call, pcm),
