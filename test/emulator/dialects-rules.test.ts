@@ -267,6 +267,36 @@ describe('playback acknowledgements', () => {
   });
 });
 
+describe('hang-up from the bridge', () => {
+  it.each([
+    ['asterisk', 'HANGUP'],
+    ['jambonz', '{"type":"disconnect"}'],
+  ] as const)("%s ends the call on the bridge's %s", async (dialect, command) => {
+    const { report } = await callAgainst(
+      dialect,
+      dialectRate(dialect, 16000),
+      onFirstAudio((peer) => setTimeout(() => peer.sendText(command), 200)),
+      { seconds: 2 },
+    );
+    expect(report.state).toBe('ended');
+    expect(report.secondsSent).toBeLessThan(0.5);
+  });
+
+  it.each(['audiosocket', 'vonage', 'twilio'] as const)(
+    '%s ends the call when the bridge hangs up',
+    async (dialect) => {
+      const { report } = await callAgainst(
+        dialect,
+        dialectRate(dialect, 8000),
+        onFirstAudio((peer) => setTimeout(() => peer.close(), 200)),
+        { seconds: 2 },
+      );
+      expect(report.state).toBe('ended');
+      expect(report.secondsSent).toBeLessThan(0.5);
+    },
+  );
+});
+
 describe('malformed frames from the bridge', () => {
   const junk: (string | Uint8Array)[] = [
     '',

@@ -31,8 +31,6 @@ export class Playout {
   #clockStart = 0;
   #played = 0;
   #stopped = false;
-  /** Frames taken while nothing was queued after playback had begun (the caller heard silence). */
-  underruns = 0;
 
   constructor(rate: number, hooks: PlayoutHooks, keepHeard: boolean) {
     this.#rate = rate;
