@@ -99,7 +99,8 @@ async function startBridge(
       MEDIA_CONNECT_PER_SEC: '100000',
       ...(workers !== undefined && { DSP_WORKERS: String(workers) }),
     },
-    stdio: ['ignore', 'inherit', 'inherit'],
+    // Its startup banner would bury the bench's own lines; warnings and errors still show.
+    stdio: ['ignore', 'ignore', 'inherit'],
   });
   const deadline = Date.now() + 15_000;
   while ((await sampleServer(`http://127.0.0.1:${port}/metrics`)) === undefined) {
