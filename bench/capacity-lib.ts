@@ -7,7 +7,8 @@
  * `echo-delayed` (the bare echo holding every frame ECHO_DELAY_MS on the bridge's pacing loop).
  */
 import { type ChildProcess, spawn } from 'node:child_process';
-import { mkdirSync } from 'node:fs';
+import { mkdirSync, readFileSync } from 'node:fs';
+import { loadavg } from 'node:os';
 import { resolve } from 'node:path';
 import { generateTone } from '../src/audio/tone.js';
 import { BRIDGE_NODE_FLAGS } from '../src/cli/node-flags.js';
@@ -131,9 +132,23 @@ const background = asBackground(generateTone(440, 8000, 8000));
 export type RungReport = LoadReport & {
   idleRssMb?: number;
   rssPerCallKb?: number;
+  /** The machine's 1-minute load average as the rung ended (other work on a shared machine shows here). */
+  loadAvg1?: number;
+  /** /proc/pressure/cpu `some avg10` as the rung ended: % of the last 10 s some task waited for a CPU. */
+  cpuPressure10?: number;
   /** With pinning: every thread of the server and of each load process, read back with taskset -p. */
   pinCheck?: { server: PinCheck; load: PinCheck[] };
 };
+
+/** `some avg10` of /proc/pressure/cpu, or undefined where the kernel has no pressure information. */
+function cpuPressure(): number | undefined {
+  try {
+    const m = /^some avg10=([0-9.]+)/m.exec(readFileSync('/proc/pressure/cpu', 'utf8'));
+    return m === null ? undefined : Number(m[1]);
+  } catch {
+    return undefined;
+  }
+}
 
 /** Checks, once the load has started, that the server and the load processes sit on their cores. */
 async function checkAll(
@@ -211,6 +226,9 @@ export async function runRung(
     });
     const report: RungReport = buildReport(name, options, result);
     if (check !== undefined) report.pinCheck = await check;
+    report.loadAvg1 = Math.round(loadavg()[0]! * 100) / 100;
+    const pressure = cpuPressure();
+    if (pressure !== undefined) report.cpuPressure10 = pressure;
     if (idle !== undefined && report.server !== null) {
       report.idleRssMb = Math.round(idle.rssBytes / 2 ** 20);
       report.rssPerCallKb = Math.round(((report.server.rssPeakMb - idle.rssBytes / 2 ** 20) * 1024) / calls);

@@ -81,7 +81,7 @@ function rungLine(run: Ladder, encoding: string, r: RungReport, ok: boolean): st
     `rtt p50 ${r.roundTripMs.p50} p99 ${r.roundTripMs.p99} ms (low-load p50 ${run.lowP50}), lost ${r.markers.lost}, ` +
     `back ${r.audioReturnedPct}%, failed ${r.failed}, cpu ${s?.cpuPctOfCore ?? '?'}% ` +
     `(${f(s?.cpuMsPerCallSecond)} ms/call-s: main ${f(th?.main)} workers ${f(th?.workers)} other ${f(th?.other)}), ` +
-    `rss/call ${r.rssPerCallKb ?? '?'} KB, gen cpu ${r.generator.cpuPctOfCore}%`
+    `rss/call ${r.rssPerCallKb ?? '?'} KB, gen cpu ${r.generator.cpuPctOfCore}%, load avg ${r.loadAvg1 ?? '?'}, cpu pressure ${r.cpuPressure10 ?? '?'}%`
   );
 }
 

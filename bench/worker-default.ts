@@ -75,7 +75,8 @@ for (let round = 1; round <= rounds!; round++) {
       rows.push(row);
       process.stderr.write(
         `round ${round} DSP_WORKERS=${workers} ${calls} calls: main ${f(row.main)} workers ${f(row.dspWorkers)} ` +
-          `other ${f(row.other)} total ${f(row.total)} ms/call-s; rtt p50 ${row.p50} p99 ${row.p99} ms, lost ${row.lost}\n`,
+          `other ${f(row.other)} total ${f(row.total)} ms/call-s; rtt p50 ${row.p50} p99 ${row.p99} ms, lost ${row.lost}; ` +
+          `load avg ${r.loadAvg1 ?? '?'}, cpu pressure ${r.cpuPressure10 ?? '?'}%\n`,
       );
     }
   }
