@@ -4,7 +4,9 @@
  * other dependencies, Node's internals and native calls, the garbage collector, V8's unattributed work
  * (`(program)`) and idle.
  *
- *   npm run bench:cpu-profile -- FILE_OR_DIR... [--top 25] [--json]
+ *   npm run bench:cpu-profile -- FILE_OR_DIR... [--top 25] [--skip-s 0] [--json]
+ *
+ * `--skip-s S` leaves out each profile's first S seconds (the start-up's module loading).
  *
  * Node names each file `CPU.<date>.<time>.<pid>.<thread>.<seq>.cpuprofile`: thread 0 is the main thread,
  * 1 and up are worker threads (the DSP workers).
@@ -53,11 +55,15 @@ export interface Summary {
   top: { group: Group; name: string; where: string; ms: number }[];
 }
 
-export function summarise(file: string, profile: Profile, top: number): Summary {
+/** `skipMs`: leave out the profile's first ms (the process's start-up: module loading and compiling). */
+export function summarise(file: string, profile: Profile, top: number, skipMs = 0): Summary {
   const byId = new Map(profile.nodes.map((n) => [n.id, n]));
   const self = new Map<number, number>();
   // Each sample's time is the gap to the next one (the last sample gets none).
+  let t = 0;
   for (let i = 0; i + 1 < profile.samples.length; i++) {
+    t += profile.timeDeltas[i]! / 1000;
+    if (t < skipMs) continue;
     const id = profile.samples[i]!;
     self.set(id, (self.get(id) ?? 0) + profile.timeDeltas[i + 1]! / 1000);
   }
@@ -82,7 +88,7 @@ export function summarise(file: string, profile: Profile, top: number): Summary 
   const sorted = [...fns.values()].filter((e) => e.group !== 'idle').sort((a, b) => b.ms - a.ms);
   return {
     file: basename(file),
-    wallMs: (profile.endTime - profile.startTime) / 1000,
+    wallMs: Math.max(0, (profile.endTime - profile.startTime) / 1000 - skipMs),
     groups,
     top: sorted.slice(0, top),
   };
@@ -101,13 +107,18 @@ function filesOf(paths: string[]): string[] {
 if (import.meta.url === `file://${process.argv[1]}`) {
   const { values, positionals } = parseArgs({
     allowPositionals: true,
-    options: { top: { type: 'string', default: '25' }, json: { type: 'boolean', default: false } },
+    options: {
+      top: { type: 'string', default: '25' },
+      'skip-s': { type: 'string', default: '0' },
+      json: { type: 'boolean', default: false },
+    },
   });
   const top = Number(values.top);
-  if (positionals.length === 0 || !Number.isInteger(top) || top < 1)
-    throw new Error('usage: npm run bench:cpu-profile -- FILE_OR_DIR... [--top N] [--json]');
+  const skip = Number(values['skip-s']);
+  if (positionals.length === 0 || !Number.isInteger(top) || top < 1 || !(skip >= 0))
+    throw new Error('usage: npm run bench:cpu-profile -- FILE_OR_DIR... [--top N] [--skip-s S] [--json]');
   const summaries = filesOf(positionals).map((f) =>
-    summarise(f, JSON.parse(readFileSync(f, 'utf8')) as Profile, top),
+    summarise(f, JSON.parse(readFileSync(f, 'utf8')) as Profile, top, skip * 1000),
   );
   if (values.json) process.stdout.write(`${JSON.stringify(summaries, null, 2)}\n`);
   else
