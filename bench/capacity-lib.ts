@@ -14,7 +14,13 @@ import { generateTone } from '../src/audio/tone.js';
 import { BRIDGE_NODE_FLAGS } from '../src/cli/node-flags.js';
 import { asBackground } from '../src/load/markers.js';
 import { forkChild, orchestrate, sampleServer } from '../src/load/orchestrator.js';
-import { checkPinned, type PinCheck, type PinCpus, tasksetPrefix } from '../src/load/pin.js';
+import {
+  checkPinned,
+  moveProfilerThread,
+  type PinCheck,
+  type PinCpus,
+  tasksetPrefix,
+} from '../src/load/pin.js';
 import { buildReport, type LoadReport } from '../src/load/report.js';
 import type { RunOptions } from '../src/load/runner.js';
 
@@ -55,6 +61,8 @@ export interface BenchContext {
 interface Target {
   readonly url: string;
   readonly pid: number;
+  /** Threads of the server deliberately on another core (the CPU profiler's sampler). */
+  readonly exempt?: number[];
   stop(): Promise<void>;
 }
 
@@ -111,7 +119,17 @@ async function startBridge(
     }
     await new Promise((r) => setTimeout(r, 200));
   }
-  return { url: `ws://127.0.0.1:${port}/v1/media`, pid: child.pid!, stop: () => stopChild(child, !!profDir) };
+  // The profiler's sampler off the server's core (src/load/pin.ts), and left out of the pinning check.
+  const profiler =
+    profDir !== undefined && ctx.pin !== undefined
+      ? await moveProfilerThread(child.pid!, ctx.pin.load)
+      : undefined;
+  return {
+    url: `ws://127.0.0.1:${port}/v1/media`,
+    pid: child.pid!,
+    ...(profiler !== undefined && { exempt: [profiler] }),
+    stop: () => stopChild(child, !!profDir),
+  };
 }
 
 async function startEcho(delayMs: number, ctx: BenchContext): Promise<Target> {
@@ -155,8 +173,9 @@ async function checkAll(
   pin: PinCpus,
   serverPid: number,
   loadPids: number[],
+  exempt: number[] = [],
 ): Promise<RungReport['pinCheck']> {
-  const server = await checkPinned(serverPid, pin.server);
+  const server = await checkPinned(serverPid, pin.server, exempt);
   const load: PinCheck[] = [];
   for (const pid of [process.pid, ...loadPids]) {
     try {
@@ -217,7 +236,7 @@ export async function runRung(
       pin === undefined
         ? undefined
         : (pids: number[]) => {
-            check = new Promise((r) => setTimeout(r, 1500)).then(() => checkAll(pin, t.pid, pids));
+            check = new Promise((r) => setTimeout(r, 1500)).then(() => checkAll(pin, t.pid, pids, t.exempt));
             check.catch(() => {}); // awaited below
           };
     const result = await orchestrate(options, ctx.procs, () => {}, {

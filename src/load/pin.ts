@@ -5,7 +5,7 @@
  * (all its threads). `checkPinned` reads each thread's affinity back with `taskset -p`.
  */
 import { execFile } from 'node:child_process';
-import { readdirSync } from 'node:fs';
+import { readdirSync, readFileSync } from 'node:fs';
 import { promisify } from 'node:util';
 
 const run = promisify(execFile);
@@ -60,9 +60,18 @@ export interface PinCheck {
   readonly stray: { tid: number; cpus: string }[];
 }
 
-/** The affinity of every thread of `pid`, each read with `taskset -p -c <tid>`, against `cpu`. */
-export async function checkPinned(pid: number, cpu: number): Promise<PinCheck> {
-  const tids = readdirSync(`/proc/${pid}/task`).map(Number);
+/**
+ * The affinity of every thread of `pid` but those in `except`, each read with `taskset -p -c <tid>`,
+ * against `cpu`.
+ */
+export async function checkPinned(
+  pid: number,
+  cpu: number,
+  except: readonly number[] = [],
+): Promise<PinCheck> {
+  const tids = readdirSync(`/proc/${pid}/task`)
+    .map(Number)
+    .filter((tid) => !except.includes(tid));
   const stray: { tid: number; cpus: string }[] = [];
   let threads = 0;
   for (const tid of tids) {
@@ -77,4 +86,25 @@ export async function checkPinned(pid: number, cpu: number): Promise<PinCheck> {
     if (cpus !== String(cpu)) stray.push({ tid, cpus });
   }
   return { pid, threads, stray };
+}
+
+/**
+ * Moves V8's CPU profiler thread (`v8:ProfEvntProc`, there under `node --cpu-prof`) of a pinned process
+ * to `cpu`. On the profiled process's own core the sampler can only run when the thread it samples does
+ * not, so its samples would land where that thread blocks, not where it spends its CPU. Returns the
+ * thread's tid, or undefined when there is none.
+ */
+export async function moveProfilerThread(pid: number, cpu: number): Promise<number | undefined> {
+  for (const name of readdirSync(`/proc/${pid}/task`)) {
+    let comm: string;
+    try {
+      comm = readFileSync(`/proc/${pid}/task/${name}/comm`, 'utf8').trim();
+    } catch {
+      continue;
+    }
+    if (comm !== 'v8:ProfEvntProc') continue;
+    await run('taskset', ['-p', '-c', String(cpu), name]);
+    return Number(name);
+  }
+  return undefined;
 }

@@ -1,16 +1,24 @@
 /** Pinning for the capacity benches: the option's parsing, and affinity read back from real threads. */
 import { type ChildProcess, spawn } from 'node:child_process';
-import { cpus } from 'node:os';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { cpus, tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { checkPinned, parseAffinityList, parsePinCpus, tasksetPrefix } from '../../src/load/pin.js';
+import {
+  checkPinned,
+  moveProfilerThread,
+  parseAffinityList,
+  parsePinCpus,
+  tasksetPrefix,
+} from '../../src/load/pin.js';
 
 /** A node process with one worker thread, started with `prefix`; resolves once both threads run. */
-function nodeWithWorker(prefix: string[]): Promise<ChildProcess> {
+function nodeWithWorker(prefix: string[], nodeFlags: string[] = []): Promise<ChildProcess> {
   const code =
     "const { Worker } = require('node:worker_threads');" +
     "const w = new Worker('setInterval(() => {}, 1000)', { eval: true });" +
     "w.on('online', () => console.log('ready')); setInterval(() => {}, 1000);";
-  const argv = [...prefix, process.execPath, '-e', code];
+  const argv = [...prefix, process.execPath, ...nodeFlags, '-e', code];
   const child = spawn(argv[0]!, argv.slice(1), { stdio: ['ignore', 'pipe', 'inherit'] });
   return new Promise((resolve, reject) => {
     child.stdout!.on('data', (d: Buffer) => {
@@ -64,4 +72,26 @@ describe('pinning', () => {
     const check = await checkPinned(child.pid!, 0);
     expect(check.stray.length).toBe(check.threads);
   });
+
+  it.runIf(cpus().length >= 2)(
+    "moves only the CPU profiler's sampler thread off a pinned process's core, and the check can leave it out",
+    async () => {
+      const dir = await mkdtemp(join(tmpdir(), 'pin-prof-'));
+      try {
+        const child = await nodeWithWorker(tasksetPrefix(1), ['--cpu-prof', '--cpu-prof-dir', dir]);
+        children.push(child);
+        const tid = await moveProfilerThread(child.pid!, 0);
+        expect(tid).toBeGreaterThan(child.pid!);
+        const all = await checkPinned(child.pid!, 1);
+        expect(all.stray).toEqual([{ tid, cpus: '0' }]);
+        expect((await checkPinned(child.pid!, 1, [tid!])).stray).toEqual([]);
+        // Without --cpu-prof there is no such thread.
+        const plain = await nodeWithWorker(tasksetPrefix(1));
+        children.push(plain);
+        expect(await moveProfilerThread(plain.pid!, 0)).toBeUndefined();
+      } finally {
+        await rm(dir, { recursive: true, force: true });
+      }
+    },
+  );
 });
