@@ -255,6 +255,7 @@ export function loadConfig(
       instructions: read('BOT_INSTRUCTIONS') || undefined,
       voice: read('BOT_VOICE') || undefined,
       turnDetection: read('BOT_TURN_DETECTION') || undefined,
+      dtmf: read('BOT_DTMF') || undefined,
     },
     ENV_BOT_FIELDS,
     botUrlProblem,

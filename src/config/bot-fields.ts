@@ -10,6 +10,8 @@ import {
   BOT_DIALECTS,
   type BotDialectName,
   type BotSettings,
+  DTMF_MODES,
+  type DtmfMode,
   defaultDialect,
   TURN_DETECTIONS,
   type TurnDetection,
@@ -17,7 +19,14 @@ import {
 import { BOT_URL_ACCEPTS, type BotUrlProblem, isWsBotUrl } from './bot-url.js';
 
 /** The settings other than `dialect` and `url`, as BotSettings names them. */
-export type BotOptionKey = 'parameters' | 'apiKey' | 'model' | 'instructions' | 'voice' | 'turnDetection';
+export type BotOptionKey =
+  | 'parameters'
+  | 'apiKey'
+  | 'model'
+  | 'instructions'
+  | 'voice'
+  | 'turnDetection'
+  | 'dtmf';
 export type BotFieldKey = 'dialect' | 'url' | BotOptionKey;
 
 /** The dialects each setting belongs to; a setting given for another dialect is refused. */
@@ -28,6 +37,7 @@ export const BOT_OPTION_DIALECTS: Readonly<Record<BotOptionKey, readonly BotDial
   instructions: ['openai-realtime'],
   voice: ['openai-realtime'],
   turnDetection: ['openai-realtime'],
+  dtmf: ['openai-realtime'],
 };
 
 /** Bounds, so a stored bot stays small: an upsert with each reached (in ASCII) is < 40 KB, within BODY_LIMIT_BYTES's 64 KiB default. */
@@ -57,6 +67,7 @@ export const BOT_ACCEPTS = {
   instructions: `a string of at most ${BOT_LIMITS.instructionsChars} characters`,
   voice: `a string of 1 to ${BOT_LIMITS.voiceChars} characters`,
   turnDetection: `one of ${TURN_DETECTIONS.join(', ')} (default server_vad)`,
+  dtmf: `one of ${DTMF_MODES.join(', ')} (default text)`,
 } as const satisfies Record<BotFieldKey, string>;
 
 /** How one source names the fields. */
@@ -72,6 +83,7 @@ export const REST_BOT_FIELDS: BotFieldNames = {
   instructions: 'bot.instructions',
   voice: 'bot.voice',
   turnDetection: 'bot.turn_detection',
+  dtmf: 'bot.dtmf',
 };
 
 /** The environment's twins; `parameters` has none (empty: never named). */
@@ -84,6 +96,7 @@ export const ENV_BOT_FIELDS: BotFieldNames = {
   instructions: 'BOT_INSTRUCTIONS',
   voice: 'BOT_VOICE',
   turnDetection: 'BOT_TURN_DETECTION',
+  dtmf: 'BOT_DTMF',
 };
 
 export interface BotProblem {
@@ -167,6 +180,7 @@ export function checkBotFields(
     }
     if (key === 'parameters') out.parameters = Object.freeze({ ...(value as Record<string, string>) });
     else if (key === 'turnDetection') out.turnDetection = value as TurnDetection;
+    else if (key === 'dtmf') out.dtmf = value as DtmfMode;
     else out[key] = value as string;
   }
   if (problems.length > 0) return { bot: undefined, problems };
@@ -206,6 +220,10 @@ function optionProblem(key: BotOptionKey, value: unknown, names: BotFieldNames):
       return stringProblem(value, 0, BOT_LIMITS.instructionsChars, bad);
     case 'turnDetection':
       return typeof value === 'string' && (TURN_DETECTIONS as readonly string[]).includes(value)
+        ? undefined
+        : bad(shortValue(value));
+    case 'dtmf':
+      return typeof value === 'string' && (DTMF_MODES as readonly string[]).includes(value)
         ? undefined
         : bad(shortValue(value));
     case 'parameters':

@@ -11,6 +11,14 @@ export type BotDialectName = (typeof BOT_DIALECTS)[number];
 export const TURN_DETECTIONS = ['server_vad', 'semantic_vad', 'none'] as const;
 export type TurnDetection = (typeof TURN_DETECTIONS)[number];
 
+/**
+ * What an `openai-realtime` bot does with a caller's digit: `text` (default) adds a user text item
+ * "[DTMF 5]" that the model takes in with the next turn; `respond` adds it and asks for a response at
+ * once; `ignore` drops it. The Realtime interface has no DTMF event a client can send.
+ */
+export const DTMF_MODES = ['text', 'respond', 'ignore'] as const;
+export type DtmfMode = (typeof DTMF_MODES)[number];
+
 export interface BotSettings {
   readonly dialect: BotDialectName;
   /** ws://, wss:// or builtin:... */
@@ -24,6 +32,8 @@ export interface BotSettings {
   readonly voice?: string;
   /** `openai-realtime`; server_vad when absent. */
   readonly turnDetection?: TurnDetection;
+  /** `openai-realtime`; `text` when absent. */
+  readonly dtmf?: DtmfMode;
 }
 
 /** The dialect a URL gets when none is named: `builtin` for builtin: URLs, else `bridge`. */

@@ -202,6 +202,13 @@ export const CONFIG_SPEC = [
   ),
   other(
     'bots',
+    'BOT_DTMF',
+    'text',
+    { accepts: '`text`, `respond`, `ignore`', defaultRule: '`text` (`openai-realtime`)' },
+    "For `openai-realtime`: a caller's digit as a user text item `[DTMF 5]` the model takes in with the next turn (`text`), the same and a response at once (`respond`), or dropped (`ignore`).",
+  ),
+  other(
+    'bots',
     'BOT_URL_ALLOWED_HOSTS',
     'list',
     {

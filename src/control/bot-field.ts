@@ -9,6 +9,7 @@ import {
   apiKeyHint,
   BOT_DIALECTS,
   type BotSettings,
+  DTMF_MODES,
   defaultDialect,
   TURN_DETECTIONS,
 } from '../config/bot-settings.js';
@@ -26,6 +27,7 @@ const BOT_KEYS = {
   instructions: 'instructions',
   voice: 'voice',
   turn_detection: 'turnDetection',
+  dtmf: 'dtmf',
 } as const;
 
 const BOT_OBJECT_ACCEPTS = `an object with url and optionally ${Object.keys(BOT_KEYS)
@@ -56,6 +58,7 @@ export const BOT_UPSERT_SCHEMA = {
       enum: TURN_DETECTIONS,
       description: `openai-realtime: ${BOT_ACCEPTS.turnDetection}`,
     },
+    dtmf: { type: 'string', enum: DTMF_MODES, description: `openai-realtime: ${BOT_ACCEPTS.dtmf}` },
   },
   required: ['url'],
 } as const;
@@ -75,6 +78,7 @@ export const BOT_READ_SCHEMA = {
     instructions: { type: 'string' },
     voice: { type: 'string' },
     turn_detection: { type: 'string' },
+    dtmf: { type: 'string' },
   },
 } as const;
 
@@ -135,6 +139,7 @@ export function shownBot(bot: BotSettings) {
     ...(bot.instructions !== undefined && { instructions: bot.instructions }),
     ...(bot.voice !== undefined && { voice: bot.voice }),
     ...(bot.turnDetection !== undefined && { turn_detection: bot.turnDetection }),
+    ...(bot.dtmf !== undefined && { dtmf: bot.dtmf }),
   };
 }
 

@@ -122,6 +122,7 @@ export function createBotLeg(call: BotCall, port: CallerPort, format: Format, de
             instructions: settings.instructions,
             voice: settings.voice,
             turnDetection: settings.turnDetection,
+            dtmf: settings.dtmf,
           });
         default:
           return new BridgeBot(call, port, { ...link, botRate: rate });

@@ -23,6 +23,8 @@ function oddLength(bytes: number): BridgeError {
 export class DefaultWire implements ProviderWire {
   #media: MediaOverrides | undefined;
   #format: SessionFormat | undefined;
+  /** The audio frame handed back, refilled each time: no object per chunk on the hot path. */
+  readonly #audio: { kind: 'audio'; audio: Uint8Array } = { kind: 'audio', audio: new Uint8Array(0) };
 
   start(data: Buffer, isBinary: boolean): CallStart {
     if (isBinary) {
@@ -59,7 +61,8 @@ export class DefaultWire implements ProviderWire {
         );
       }
       if (f.codec === 'slin' && (data.byteLength & 1) !== 0) throw oddLength(data.byteLength);
-      return { kind: 'audio', audio: data };
+      this.#audio.audio = data;
+      return this.#audio;
     }
     const ev = parseProviderEvent(data.toString('utf8'));
     switch (ev.event) {

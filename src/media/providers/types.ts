@@ -54,7 +54,10 @@ export interface ProviderWire {
   start(data: Buffer, isBinary: boolean): CallStart | undefined;
   /** The call's format, from what `start` saw and the tenant's stored config. */
   format(stored: MediaStreamConfig | undefined): SessionFormat;
-  /** A frame of the live call; a bad one throws a BridgeError (reported where the dialect can, skipped). */
+  /**
+   * A frame of the live call; a bad one throws a BridgeError (reported where the dialect can, skipped).
+   * The result is read before the next call (a dialect may hand back one object, refilled, for audio).
+   */
   frame(data: Buffer, isBinary: boolean): CallFrame;
   /** Audio goes as text frames (`audioText`), not as binary frames. Read once the format is known. */
   readonly textAudio: boolean;
