@@ -129,8 +129,10 @@ describe('handshakes as the platforms make them', () => {
   it('twilio: X-Twilio-Signature that the vendor library accepts, then connected and start', async () => {
     const { peer, o, url } = await firstFrames('twilio', 8000);
     const sig = peer.req!.headers['x-twilio-signature'] as string;
-    expect(twilio.validateRequest(TWILIO_TOKEN, sig, url, {})).toBe(true);
-    expect(twilio.validateRequest('another-token', sig, url, {})).toBe(false);
+    // Twilio signs the wss:// URL its TwiML names; the emulator's plain ws:// call signs that form.
+    const wss = url.replace(/^ws:/, 'wss:');
+    expect(twilio.validateRequest(TWILIO_TOKEN, sig, wss, {})).toBe(true);
+    expect(twilio.validateRequest('another-token', sig, wss, {})).toBe(false);
     const [connected, start] = peer.control as Json[];
     expect(connected).toEqual({ event: 'connected', protocol: 'Call', version: '1.0.0' });
     expect(start).toMatchObject({

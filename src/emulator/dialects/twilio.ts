@@ -38,7 +38,10 @@ export class TwilioLeg extends WsLeg {
 
   protected override headers(): Record<string, string> {
     const token = this.o.auth?.token;
-    return token === undefined ? {} : { 'x-twilio-signature': twilioSignature(token, this.o.url) };
+    // Twilio streams only to wss:// URLs and signs the URL as the TwiML named it; an emulated call on
+    // plain ws:// (development, behind no TLS) signs the wss:// form the bridge reconstructs.
+    const signed = this.o.url.replace(/^ws:/, 'wss:');
+    return token === undefined ? {} : { 'x-twilio-signature': twilioSignature(token, signed) };
   }
 
   protected handshake(): void {
