@@ -32,7 +32,8 @@ describe('session set-up', () => {
     const ctx = t.bridge.bridge.ctx as { config: Config };
     const good = ctx.config;
     // A URL that ws refuses to dial (a space in the host), with credentials and a token in it.
-    ctx.config = { ...good, botUrl: 'ws://bot-user:pw-s3cret@bad host/x?token=tok-s3cret' };
+    const bad = 'ws://bot-user:pw-s3cret@bad host/x?token=tok-s3cret';
+    ctx.config = { ...good, botUrl: bad, bot: { dialect: 'bridge', url: bad } };
     const p = await connect();
     await p.start('setup-fail-1');
     expect(await p.waitClosed()).toBe(1011);

@@ -54,6 +54,7 @@ describe('sessions routes', () => {
         direction: 'inbound',
         started_at: '2026-01-02T03:04:05Z',
         conferenceNumbers: [],
+        dialect: 'default',
       },
     ]);
     const one = await get('/v1/sessions/call-a', token);
