@@ -170,7 +170,7 @@ describe('bot in PUT /v1/media-stream', () => {
     const cases: [unknown, string][] = [
       [
         'wss://bot.example/ws',
-        `bot must be an object with url and optionally dialect, parameters, api_key, model, instructions, voice, turn_detection (null: the bridge's bot), got a string`,
+        `bot must be an object with url and optionally dialect, parameters, api_key, model, instructions, voice, turn_detection, dtmf (null: the bridge's bot), got a string`,
       ],
       [[ws], 'bot must be an object with url'],
       [
@@ -341,8 +341,10 @@ describe('bot in PUT /v1/media-stream', () => {
       'instructions',
       'voice',
       'turn_detection',
+      'dtmf',
     ]);
     expect(upsert.properties!.api_key).toMatchObject({ writeOnly: true });
+    expect(upsert.properties!.dtmf).toMatchObject({ enum: ['text', 'respond', 'ignore'] });
     expect(upsert.properties!.dialect).toMatchObject({
       enum: ['bridge', 'twilio', 'openai-realtime', 'builtin'],
     });
