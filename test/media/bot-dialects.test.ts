@@ -24,7 +24,7 @@ import { replyToneHz } from '../../src/emulator/realtime/voice.js';
 import { tonePcm16 } from '../helpers/audio.js';
 import { startBridge, type TestBridge } from '../helpers/bridge.js';
 import { interArrival, TestProvider } from '../helpers/provider.js';
-import { waitFor } from '../helpers/wait.js';
+import { quietFor, waitFor } from '../helpers/wait.js';
 
 type Dialect = 'twilio' | 'openai-realtime';
 
@@ -111,7 +111,7 @@ describe.each(['twilio', 'openai-realtime'] as const)('the %s bot dialect', (dia
     await waitFor(() => c.conn.record.responses[0]?.status === 'completed', 10_000, 'the reply to be sent');
     const replyBytes = 1500 * c.bytesPerMs;
     await waitFor(() => c.p.audioBytes().length >= replyBytes, 5_000, 'the whole reply at the caller');
-    await new Promise((r) => setTimeout(r, 200)); // anything more would be extra
+    await quietFor(200, 'audio past the reply (anything more would be extra)');
 
     const input = c.conn.record.inputAudio()!;
     expect(input.format).toBe('audio/pcmu');
@@ -155,7 +155,7 @@ describe.each(['twilio', 'openai-realtime'] as const)('the %s bot dialect', (dia
     expect(t.accepted).toBe(true);
     expect(Math.abs((t.audio_end_ms as number) - receivedMs)).toBeLessThanOrEqual(60);
     // And the reply stops at the caller: nothing of it after the clear.
-    await new Promise((r) => setTimeout(r, 300));
+    await quietFor(300, 'reply audio after the clear');
     expect(c.p.audio.filter((a) => a.at > clear.at + 5)).toHaveLength(0);
   });
 });
