@@ -18,7 +18,15 @@ async function waitForValue<T>(
   what: string,
 ): Promise<T> {
   let v: T | undefined;
-  await waitFor(async () => (v = await probe()) !== undefined, timeoutMs, what, 20);
+  await waitFor(
+    async () => {
+      v = await probe();
+      return v !== undefined;
+    },
+    timeoutMs,
+    what,
+    20,
+  );
   return v!;
 }
 
