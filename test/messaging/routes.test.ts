@@ -7,7 +7,7 @@
  */
 import fc from 'fast-check';
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import { type Bridge, createBridge } from '../../src/app.js';
+import type { Bridge } from '../../src/app.js';
 import { mintToken } from '../../src/auth/jwt.js';
 import { startupBanner } from '../../src/cli/banner.js';
 import { loadConfig } from '../../src/config.js';
@@ -372,9 +372,11 @@ describe('npm start without MESSAGING_BASE_URL: the in-process emulator serves m
     open.push(inProcess.emulator);
     expect(inProcess).toMatchObject({ voice: true, messaging: true });
     expect(inProcess.config.messagingBaseUrl).toBe(`${inProcess.url}/v1`);
-    bridge = await createBridge(inProcess.config);
-    open.push(bridge);
-    const http = await bridge.listen();
+    // The development start's config, as `npm start` would run with it.
+    const rig = await startTestRig({ config: inProcess.config });
+    open.push(rig);
+    bridge = rig.bridge;
+    const http = rig.http;
     expect(inProcess.connectWebhooks(http)).toBe(`${http}/v1/webhooks/messaging`);
     // The secret goes as a bearer token: the emulator's unauthenticated control API never shows it.
     expect(inProcess.emulator.messaging.webhookUrl).toBe(`${http}/v1/webhooks/messaging`);
