@@ -8,7 +8,11 @@ const HUNDRED_CALLS = ['test/faults/worker-crash.test.ts', 'test/faults/sigterm-
  * Tests that assert real-time pacing bounds (chunk inter-arrival p99 <= 25 ms): on two cores, other test
  * files running beside them took the p99 to 26 ms in a full run, so they run alone, after the rest.
  */
-const REAL_TIME = ['test/media/audio-path.test.ts', 'test/media/bot-dialects.test.ts'];
+const REAL_TIME = [
+  'test/media/audio-path.test.ts',
+  'test/media/bot-dialects.test.ts',
+  'test/media/provider-twilio.test.ts',
+];
 
 export default defineConfig({
   test: {

@@ -8,6 +8,8 @@ import { statSync } from 'node:fs';
 import { availableParallelism } from 'node:os';
 import { resolve } from 'node:path';
 import { getCountries, getCountryCallingCode } from 'libphonenumber-js';
+import { checkBotFields, ENV_BOT_FIELDS } from './config/bot-fields.js';
+import type { BotSettings } from './config/bot-settings.js';
 import { type BotHostAllowlist, botUrlProblem, parseAllowedHosts } from './config/bot-url.js';
 import {
   CONFIG_SPEC,
@@ -37,9 +39,16 @@ export interface Config {
   readonly authJwtSecret: string | undefined;
   readonly authJwksUrl: string | undefined;
   readonly authSecretIsDev: boolean;
+  /** Tenant default's Twilio auth token (TWILIO_AUTH_TOKEN): the key of `X-Twilio-Signature`. */
+  readonly twilioAuthToken: string | undefined;
   readonly providerBaseUrl: string | undefined;
   readonly providerToken: string | undefined;
   readonly botUrl: string;
+  /**
+   * The default bot (BOT_URL, BOT_DIALECT and their twins) of every tenant without its own: `url` is
+   * `botUrl`. Its `apiKey` (BOT_API_KEY) is never printed.
+   */
+  readonly bot: BotSettings;
   /** The directory (absolute) a tenant's `bot_url` of `builtin:wav:<path>` must lie in; undefined: refused. */
   readonly botWavDir: string | undefined;
   /** The hosts a tenant's ws/wss `bot_url` may dial (BOT_URL_ALLOWED_HOSTS); `BOT_URL` itself is not limited. */
@@ -97,7 +106,7 @@ export interface Config {
   readonly restRateWindowMs: number;
   /** Failed REST authentications (401s) per client address per minute; past it 429, no token verified. */
   readonly restAuthFailLimit: number;
-  /** Largest REST request body; over it: 413. The largest real body (a media-stream upsert) is < 1 KB. */
+  /** Largest REST request body; over it: 413. A media-stream upsert is < 1 KB, or < 40 KB with a `bot` at every bound. */
   readonly bodyLimitBytes: number;
   /** TRUST_PROXY: proxies whose X-Forwarded-For names the client (limits are per client address). */
   readonly trustProxy: TrustProxy | undefined;
@@ -232,11 +241,26 @@ export function loadConfig(
     authJwtSecret = DEV_AUTH_JWT_SECRET;
   }
 
+  const twilioAuthToken = read('TWILIO_AUTH_TOKEN') || undefined;
+
   const botUrl = text('BOT_URL')!;
-  // A bot URL may carry credentials or a ?token=: a bad one is shown as scheme, host and path only.
-  const botProblem = botUrlProblem(botUrl);
-  if (botProblem !== undefined)
-    problems.push(`BOT_URL must be ${botProblem.accepts}, got ${botProblem.shown}`);
+  // A bot URL may carry credentials or a ?token=: a bad one is shown as scheme, host and path only; the
+  // api key is described by its length only.
+  const defaultBot = checkBotFields(
+    {
+      url: botUrl,
+      dialect: read('BOT_DIALECT') || undefined,
+      apiKey: read('BOT_API_KEY') || undefined,
+      model: read('BOT_MODEL') || undefined,
+      instructions: read('BOT_INSTRUCTIONS') || undefined,
+      voice: read('BOT_VOICE') || undefined,
+      turnDetection: read('BOT_TURN_DETECTION') || undefined,
+      dtmf: read('BOT_DTMF') || undefined,
+    },
+    ENV_BOT_FIELDS,
+    botUrlProblem,
+  );
+  for (const p of defaultBot.problems) problems.push(p.message);
   const botWavDir = wavDir(read('BOT_WAV_DIR'), problems);
   const allowed = parseAllowedHosts(read('BOT_URL_ALLOWED_HOSTS'), production);
   if (typeof allowed === 'string') problems.push(allowed);
@@ -282,12 +306,14 @@ export function loadConfig(
     mediaAuth,
     mediaSecret,
     mediaSecretIsDev,
+    twilioAuthToken,
     authJwtSecret,
     authJwksUrl,
     authSecretIsDev,
     providerBaseUrl,
     providerToken: read('PROVIDER_TOKEN') || undefined,
     botUrl,
+    bot: defaultBot.bot ?? { dialect: 'builtin', url: 'builtin:echo' },
     botWavDir,
     botUrlAllowedHosts,
     stateStore,

@@ -17,6 +17,8 @@ export const ERRORS = {
   forbidden: { status: 403, close: 1008 },
   not_found: { status: 404 },
   conflict: { status: 409 },
+  // Consult or conference on a call from another platform's media stream (the message names it).
+  unsupported_for_dialect: { status: 409 },
   payload_too_large: { status: 413, close: 1009 },
   too_many_requests: { status: 429 },
   internal: { status: 500, close: 1011 },

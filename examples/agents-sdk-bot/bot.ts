@@ -36,7 +36,13 @@ export async function startAgentsBot(o: AgentsBotOptions): Promise<AgentsBot> {
   wss.on('connection', (ws) => {
     const agent = new RealtimeAgent({ name: 'Receptionist', instructions: o.instructions });
     const transport = new TwilioRealtimeTransportLayer({ twilioWebSocket: ws, url: o.realtimeUrl });
-    const session = new RealtimeSession(agent, { transport, model: 'gpt-realtime' });
+    // Twilio's audio is µ-law 8 kHz both ways: said explicitly, because version 0.20 of the SDK otherwise
+    // announces its PCM default to the model while passing the µ-law it gets.
+    const session = new RealtimeSession(agent, {
+      transport,
+      model: 'gpt-realtime',
+      config: { audio: { input: { format: 'g711_ulaw' }, output: { format: 'g711_ulaw' } } },
+    });
     sessions.add(session);
     ws.on('close', () => {
       session.close();

@@ -44,7 +44,8 @@ export function startupBanner(listenUrl: string, config: Config): string {
   }
   lines.push(
     `  REST token${config.authSecretIsDev ? ' (development secret)' : ''}: npm run token`,
-    `  bot: ${isWsBotUrl(config.botUrl) ? displayUrl(config.botUrl) : config.botUrl} at ${config.botSampleRate} Hz; DSP workers: ${config.dspWorkers}`,
+    // The dialect and where the bot is: never BOT_API_KEY, nor the URL's credentials or query.
+    `  bot: ${isWsBotUrl(config.botUrl) ? displayUrl(config.botUrl) : config.botUrl} at ${config.botSampleRate} Hz, dialect ${config.bot.dialect}; DSP workers: ${config.dspWorkers}`,
     ...messagingLines(http, config),
   );
   return `${lines.join('\n')}\n`;

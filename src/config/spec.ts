@@ -101,6 +101,13 @@ export const CONFIG_SPEC = [
     { accepts: 'an http or https URL' },
     'A JWKS document whose keys verify REST bearer tokens; when set, it is used instead of `AUTH_JWT_SECRET`.',
   ),
+  other(
+    'security',
+    'TWILIO_AUTH_TOKEN',
+    'secret',
+    { accepts: 'any text', defaultRule: 'unset: Twilio streams of tenant default are refused (401)' },
+    "The auth token of tenant `default`'s Twilio account: `/v1/media/twilio` checks `X-Twilio-Signature` with it.",
+  ),
 
   // The provider's voice API
   other(
@@ -146,7 +153,59 @@ export const CONFIG_SPEC = [
       accepts: '`ws://…`, `wss://…`, `builtin:echo`, `builtin:tone[:hz]`, `builtin:wav:<path>`',
       default: 'builtin:echo',
     },
-    "The bot of every tenant that has not set its own `bot_url`. A ws bot gets the protocol of docs/protocol.md at `BOT_SAMPLE_RATE`; `builtin:echo` sends the caller's audio back after `ECHO_DELAY_MS`; `builtin:tone` plays a tone (440 Hz unless given); `builtin:wav:<path>` plays a WAV file once (any rate, depth or channels, mixed to mono). Not limited by `BOT_URL_ALLOWED_HOSTS` or `BOT_WAV_DIR`.",
+    "The bot of every tenant that has not set its own `bot` or `bot_url`, spoken to in `BOT_DIALECT`. A `bridge` ws bot gets the protocol of docs/protocol.md at `BOT_SAMPLE_RATE`; `builtin:echo` sends the caller's audio back after `ECHO_DELAY_MS`; `builtin:tone` plays a tone (440 Hz unless given); `builtin:wav:<path>` plays a WAV file once (any rate, depth or channels, mixed to mono). Not limited by `BOT_URL_ALLOWED_HOSTS` or `BOT_WAV_DIR`.",
+  ),
+  other(
+    'bots',
+    'BOT_DIALECT',
+    'text',
+    {
+      accepts: '`bridge`, `twilio`, `openai-realtime`, `builtin`',
+      defaultRule: '`builtin` for `builtin:` URLs, else `bridge`',
+    },
+    "How the bridge speaks to `BOT_URL`: `bridge` our own protocol (docs/protocol.md); `twilio` Twilio Media Streams toward the bot's WebSocket server; `openai-realtime` as a client of an OpenAI Realtime server; `builtin` a built-in bot. The three remote dialects need a `ws://` or `wss://` `BOT_URL`, `builtin` a `builtin:` one. A tenant's own `bot` replaces the whole default bot.",
+  ),
+  other(
+    'bots',
+    'BOT_API_KEY',
+    'secret',
+    { accepts: '1 to 512 characters, no spaces' },
+    'For `openai-realtime`: the bearer key sent to the Realtime server. Never printed. Refused with another dialect.',
+  ),
+  other(
+    'bots',
+    'BOT_MODEL',
+    'text',
+    { accepts: '1 to 128 characters' },
+    'For `openai-realtime`: the model named in `session.update`. Refused with another dialect.',
+  ),
+  other(
+    'bots',
+    'BOT_INSTRUCTIONS',
+    'text',
+    { accepts: 'at most 16384 characters' },
+    'For `openai-realtime`: the instructions sent in `session.update`. Refused with another dialect.',
+  ),
+  other(
+    'bots',
+    'BOT_VOICE',
+    'text',
+    { accepts: '1 to 64 characters' },
+    'For `openai-realtime`: the voice sent in `session.update`. Refused with another dialect.',
+  ),
+  other(
+    'bots',
+    'BOT_TURN_DETECTION',
+    'text',
+    { accepts: '`server_vad`, `semantic_vad`, `none`', defaultRule: '`server_vad` (`openai-realtime`)' },
+    'For `openai-realtime`: how the server finds the end of a turn (`none`: no turn detection). Refused with another dialect.',
+  ),
+  other(
+    'bots',
+    'BOT_DTMF',
+    'text',
+    { accepts: '`text`, `respond`, `ignore`', defaultRule: '`text` (`openai-realtime`)' },
+    "For `openai-realtime`: a caller's digit as a user text item `[DTMF 5]` the model takes in with the next turn (`text`), the same and a response at once (`respond`), or dropped (`ignore`).",
   ),
   other(
     'bots',

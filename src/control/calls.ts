@@ -76,6 +76,14 @@ async function heldSession(ctx: BridgeContext, req: FastifyRequest): Promise<Ses
   if (session === undefined) {
     throw new BridgeError('not_found', `session "${id}" is not live on this bridge for tenant "${tenant}"`);
   }
+  // Consult and conference are the voice API provider's own call control: a call that came in by another
+  // platform's media stream is not one of its calls.
+  if (session.dialect !== undefined && session.dialect !== 'default') {
+    throw new BridgeError(
+      'unsupported_for_dialect',
+      `session "${id}" came in through the ${session.dialect} media stream; consult and conference are for calls of the voice API provider (dialect default) only`,
+    );
+  }
   return session;
 }
 

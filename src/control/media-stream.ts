@@ -9,6 +9,7 @@
  * `bot_url` is ours (not in the provider's MediaStreamUpsert, so never forwarded): the tenant's bot, dialled
  * at each session_start instead of the bridge's `BOT_URL`. Like every optional field, a PUT that leaves it
  * out (or sends null) stores none, so the bridge's `BOT_URL` applies. Reads show it with credentials masked.
+ * `bot` is its long form (bot-field.ts): a dialect and the dialect's settings; one or the other, not both.
  */
 import type { FastifyInstance } from 'fastify';
 import {
@@ -33,6 +34,13 @@ import { displayUrl } from '../log.js';
 import { resolveFormat } from '../media/format.js';
 import type { MediaStreamUpsert } from '../provider/types.js';
 import type { MediaStreamConfig } from '../state/types.js';
+import {
+  BOT_READ_SCHEMA,
+  BOT_UPSERT_SCHEMA,
+  botFromUpsert,
+  botReadFields,
+  dropNullFields,
+} from './bot-field.js';
 import { principal, scopeGuard } from './guard.js';
 import { BEARER, errorResponses } from './schemas.js';
 import { rejectUnknownFields, useUniformValidation } from './validation.js';
@@ -68,6 +76,7 @@ const UPSERT_SCHEMA = {
     // Its length is checked in botUrlFromUpsert: a schema error would quote the start of the value,
     // which may be a URL's credentials.
     bot_url: { type: 'string', nullable: true, description: TENANT_BOT_URL_ACCEPTS },
+    bot: BOT_UPSERT_SCHEMA,
   },
   required: ['media_ws_url'],
 } as const;
@@ -93,6 +102,12 @@ const CONFIG_SCHEMA = {
       description:
         "the tenant's bot, credentials and query values masked (****); null: the bridge's BOT_URL applies; " +
         `"${UNREADABLE_BOT_URL}": one is stored but this instance cannot read it, and the tenant's calls get no bot`,
+    },
+    bot: BOT_READ_SCHEMA,
+    bot_unreadable: {
+      type: 'boolean',
+      description:
+        "present (true) when the tenant's bot is stored but this instance cannot unseal it (check STATE_SECRET_KEY): its calls get no bot",
     },
   },
 } as const;
@@ -158,7 +173,7 @@ export function botUrlFromUpsert(body: Record<string, unknown>, policy: TenantBo
  * without a `media` object gets (`bot_url`, ours, is not among them). */
 export function effectiveConfig(
   config: MediaStreamConfig,
-): Required<Omit<MediaStreamConfig, 'bot_url' | 'bot_url_unreadable'>> {
+): Required<Omit<MediaStreamConfig, 'bot_url' | 'bot_url_unreadable' | 'bot' | 'bot_unreadable'>> {
   const f = resolveFormat(undefined, config);
   return {
     tenant: config.tenant,
@@ -173,7 +188,7 @@ export function effectiveConfig(
 }
 
 /** The provider's MediaStreamUpsert fields the caller wrote, as written (the provider applies its own
- * defaults and codec names); `channels` and `bot_url`, ours only, are left out. */
+ * defaults and codec names); `channels`, `bot_url` and `bot`, ours only, are left out. */
 function forwardedUpsert(body: Record<string, unknown>): MediaStreamUpsert {
   const out: Record<string, unknown> = {};
   for (const k of PROVIDER_UPSERT_FIELDS) if (body[k] !== undefined) out[k] = body[k];
@@ -201,6 +216,7 @@ function readView(config: MediaStreamConfig, secret: string | undefined) {
         : config.bot_url_unreadable === true
           ? UNREADABLE_BOT_URL
           : null,
+    ...botReadFields(config),
   };
 }
 
@@ -241,7 +257,17 @@ export function registerMediaStreamRoutes(
       '/v1/media-stream',
       {
         onRequest: guard,
-        preValidation: rejectUnknownFields(UPSERT_FIELDS),
+        preValidation: [
+          rejectUnknownFields(UPSERT_FIELDS),
+          // `bot` is checked in full before the schema, so a 400 names the field inside it.
+          async (req) => {
+            const body = req.body;
+            if (typeof body === 'object' && body !== null && !Array.isArray(body)) {
+              botFromUpsert(body as Record<string, unknown>, ctx.config);
+              dropNullFields((body as Record<string, unknown>).bot);
+            }
+          },
+        ],
         schema: {
           tags: ['media-stream'],
           summary: 'Register or update the media stream; forwarded to the provider when one is configured',
@@ -250,7 +276,10 @@ export function registerMediaStreamRoutes(
             "bridge's own extension: the tenant's bot, dialled at each session_start instead of the bridge's " +
             'BOT_URL; stored here, never forwarded to the provider; left out or null, BOT_URL applies. ' +
             'A ws:// or wss:// bot_url must name a host the operator lists in BOT_URL_ALLOWED_HOSTS ' +
-            '(in production none unless listed, and plain ws:// only to a host listed by name).',
+            '(in production none unless listed, and plain ws:// only to a host listed by name). ' +
+            '`bot` is the long form (not with bot_url): a dialect (bridge, twilio, openai-realtime, builtin) ' +
+            "and that dialect's settings; its api_key is write-only (reads show api_key_hint), and its url " +
+            'follows the bot_url rules.',
           security: BEARER,
           body: UPSERT_SCHEMA,
           response: { 200: CONFIG_SCHEMA, ...errorResponses(400, 401, 403, 502, 503, 504) },
@@ -260,9 +289,11 @@ export function registerMediaStreamRoutes(
         const { tenant } = principal(req);
         const body = req.body as Record<string, unknown>;
         const bot_url = botUrlFromUpsert(body, ctx.config);
+        const bot = botFromUpsert(body, ctx.config);
         const config: MediaStreamConfig = {
           ...configFromUpsert(tenant, body),
           ...(bot_url !== undefined && { bot_url }),
+          ...(bot !== undefined && { bot }),
         };
         const secret = typeof body.media_secret === 'string' ? body.media_secret : undefined;
         if (ctx.provider !== undefined) await ctx.provider.putMediaStream(forwardedUpsert(body));
@@ -272,6 +303,8 @@ export function registerMediaStreamRoutes(
             tenant,
             media_ws_url: displayUrl(config.media_ws_url),
             bot_url: bot_url === undefined ? null : shownBotUrl(bot_url),
+            // Never the api key, the parameters or the instructions: the dialect and where it is.
+            bot: bot === undefined ? null : { dialect: bot.dialect, url: shownBotUrl(bot.url) },
             secret_changed: secret !== undefined,
           },
           'media stream registered',

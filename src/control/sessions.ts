@@ -19,6 +19,10 @@ const SESSION_SCHEMA = {
     direction: { type: 'string', enum: ['inbound', 'outbound'] },
     started_at: { type: 'string', format: 'date-time' },
     conferenceNumbers: { type: 'array', items: { type: 'string' } },
+    dialect: {
+      type: 'string',
+      description: 'The media stream the call came in by: default (/v1/media), twilio, ...',
+    },
   },
   required: ['session_id', 'started_at', 'conferenceNumbers'],
 } as const;
@@ -31,6 +35,7 @@ export function sessionView(s: SessionInfo) {
     direction: s.direction,
     started_at: s.started_at,
     conferenceNumbers: s.conferenceNumbers,
+    dialect: s.dialect ?? 'default',
   };
 }
 

@@ -7,14 +7,20 @@ import { performance } from 'node:perf_hooks';
 import { fileURLToPath } from 'node:url';
 import type { Progress, RunOptions, RunResult } from './runner.js';
 import { Histogram } from './stats.js';
+import { readThreads, type ThreadCpu, type ThreadSnapshot, threadCpuBetween } from './thread-cpu.js';
 
 const here = import.meta.url;
 const CHILD = fileURLToPath(new URL(`./child${here.endsWith('.ts') ? '.ts' : '.js'}`, here));
 
-/** Forks the child entry; from TypeScript sources it runs through tsx. */
-export function forkChild(): ChildProcess {
+/**
+ * Forks the child entry; from TypeScript sources it runs through tsx. With a `prefix` (e.g. `taskset -c
+ * 1`) the child is started through it: `prefix… node [flags] child`.
+ */
+export function forkChild(prefix: readonly string[] = []): ChildProcess {
+  const flags = here.endsWith('.ts') ? ['--import', 'tsx'] : [];
   return fork(CHILD, [], {
-    execArgv: here.endsWith('.ts') ? ['--import', 'tsx'] : [],
+    ...(prefix.length > 0 && { execPath: prefix[0] }),
+    execArgv: prefix.length > 0 ? [...prefix.slice(1), process.execPath, ...flags] : flags,
     serialization: 'advanced',
     stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
   });
@@ -67,7 +73,17 @@ export interface OrchestratedResult {
   readonly interArrival: Histogram;
   /** Target CPU (share of one core) and RSS over the full-load window; undefined without /metrics. */
   readonly server: { cpuShare: number; rssBytes: number; rssPeakBytes: number } | undefined;
+  /** The target's CPU by thread over the same window, when its pid was given (`watch.serverPid`). */
+  readonly threads?: ThreadCpu;
   readonly processes: number;
+}
+
+/** What a bench may ask of a run beyond the load itself. */
+export interface OrchestrateWatch {
+  /** The target's pid on this machine: its threads' CPU is read from /proc over the load window. */
+  readonly serverPid?: number;
+  /** Called once with the load processes' pids, right after they are started. */
+  readonly onLoadProcesses?: (pids: number[]) => void;
 }
 
 export interface ProgressLine {
@@ -85,6 +101,7 @@ export async function orchestrate(
   options: RunOptions,
   processes: number,
   onProgress: (line: ProgressLine) => void,
+  watch: OrchestrateWatch = {},
 ): Promise<OrchestratedResult> {
   const procs = Math.max(1, Math.min(processes, options.calls));
   const children: ChildProcess[] = [];
@@ -97,6 +114,16 @@ export async function orchestrate(
   let windowStart: ServerSample | undefined;
   let windowEnd: ServerSample | undefined;
   let last: ServerSample | undefined;
+  let threadsStart: ThreadSnapshot | undefined;
+  let threadsEnd: ThreadSnapshot | undefined;
+  const snapshot = (): ThreadSnapshot | undefined => {
+    if (watch.serverPid === undefined) return undefined;
+    try {
+      return { pid: watch.serverPid, at: performance.now(), threads: readThreads(watch.serverPid) };
+    } catch {
+      return undefined; // the target is gone
+    }
+  };
   let rssPeak = 0;
   let recent = new Histogram(10_000);
   let finished = false;
@@ -138,6 +165,7 @@ export async function orchestrate(
         },
       });
     }
+    watch.onLoadProcesses?.(children.map((c) => c.pid!));
   });
 
   const ticker = setInterval(() => {
@@ -149,9 +177,15 @@ export async function orchestrate(
         if (last !== undefined && s.at > last.at)
           share = (s.cpuSeconds - last.cpuSeconds) / ((s.at - last.at) / 1000);
         last = s;
-        if (windowStart === undefined && now >= loadFrom) windowStart = s;
+        if (windowStart === undefined && now >= loadFrom) {
+          windowStart = s;
+          threadsStart = snapshot();
+        }
         if (now <= loadTo + 1000) {
-          if (now >= loadFrom) windowEnd = s;
+          if (now >= loadFrom) {
+            windowEnd = s;
+            threadsEnd = snapshot();
+          }
           rssPeak = Math.max(rssPeak, s.rssBytes);
         }
       }
@@ -216,5 +250,9 @@ export async function orchestrate(
       rssPeakBytes: rssPeak,
     };
   }
-  return { result: merged, rtt, interArrival: gaps, server, processes: procs };
+  const threads =
+    threadsStart !== undefined && threadsEnd !== undefined && threadsEnd.at > threadsStart.at
+      ? threadCpuBetween(threadsStart, threadsEnd)
+      : undefined;
+  return { result: merged, rtt, interArrival: gaps, server, ...(threads && { threads }), processes: procs };
 }

@@ -27,7 +27,24 @@ export interface LoadReport {
   /** p99 of how far chunk inter-arrival strays from the chunk duration. */
   jitterP99Ms: number;
   generator: { cpuPctOfCore: number; cpuMsPerCallSecond: number };
-  server: { cpuPctOfCore: number; cpuMsPerCallSecond: number; rssMb: number; rssPeakMb: number } | null;
+  server: {
+    cpuPctOfCore: number;
+    cpuMsPerCallSecond: number;
+    rssMb: number;
+    rssPeakMb: number;
+    /** CPU ms per call-second by thread, when the server's pid was watched (same window). */
+    threads?: ThreadsReport;
+  } | null;
+}
+
+export interface ThreadsReport {
+  /** The main thread's own (tid == pid). */
+  main: number;
+  /** Worker threads' (the bridge's DSP workers). */
+  workers: number;
+  /** Every other thread's (V8 platform threads with the GC's parallel work, libuv's pool). */
+  other: number;
+  counts: { main: number; worker: number; other: number };
 }
 
 const nz = (v: number) => (Number.isFinite(v) ? round(v) : null) as number;
@@ -39,6 +56,8 @@ export function buildReport(target: string, o: RunOptions, r: OrchestratedResult
   const p1 = gaps.quantile(0.01);
   const p99 = gaps.quantile(0.99);
   const callSeconds = Math.max(1, res.callsConnected * o.seconds);
+  /** Connected calls: a share of a core times 1000 over this is ms per call-second. */
+  const perCall = callSeconds / o.seconds;
   return {
     target,
     url: o.url,
@@ -76,6 +95,14 @@ export function buildReport(target: string, o: RunOptions, r: OrchestratedResult
             cpuMsPerCallSecond: round((1000 * r.server.cpuShare * o.seconds) / callSeconds, 3),
             rssMb: round(r.server.rssBytes / 2 ** 20, 1),
             rssPeakMb: round(r.server.rssPeakBytes / 2 ** 20, 1),
+            ...(r.threads && {
+              threads: {
+                main: round((1000 * r.threads.main) / perCall, 3),
+                workers: round((1000 * r.threads.workers) / perCall, 3),
+                other: round((1000 * r.threads.other) / perCall, 3),
+                counts: r.threads.counts,
+              },
+            }),
           },
   };
 }

@@ -5,26 +5,22 @@
  * arrive while the session is being set up (an async registry) are held, in order, and replayed.
  */
 import WebSocket from 'ws';
+import { resolveBot } from '../config/bot-settings.js';
 import type { BridgeContext } from '../context.js';
 import { BridgeError, isBridgeError } from '../errors.js';
 import { displayUrl } from '../log.js';
 import type { AudioPipeline } from '../pipeline/types.js';
 import type { SessionInfo } from '../state/types.js';
-import { choiceFromUrl } from './bot/index.js';
-import { resolveFormat } from './format.js';
 import type { PacingLoop } from './pacing-loop.js';
-import { errorFrame, parseSessionStart, type SessionStartEvent } from './protocol.js';
+import type { CallStart, MediaAuth, ProviderDialect, ProviderWire } from './providers/types.js';
 import { MediaSession } from './session.js';
 
 /** What the upgrade's authentication established (endpoint.ts). */
-export interface MediaAuth {
-  readonly tenant: string;
-  /** Token expiry, seconds since the epoch; undefined without auth. */
-  readonly exp: number | undefined;
-}
 
 export interface ConnectionDeps {
   readonly ctx: BridgeContext;
+  /** The provider's dialect (its path): how this connection's frames look. */
+  readonly dialect: ProviderDialect;
   readonly pipeline: AudioPipeline;
   readonly loop: PacingLoop;
   readonly forget: (conn: ProviderConnection) => void;
@@ -41,6 +37,7 @@ export class ProviderConnection {
   readonly #ws: WebSocket;
   readonly #auth: MediaAuth;
   readonly #deps: ConnectionDeps;
+  readonly #wire: ProviderWire;
   #state: State = 'awaiting_start';
   #alive = true;
   #session: MediaSession | undefined;
@@ -57,6 +54,7 @@ export class ProviderConnection {
     this.#ws = ws;
     this.#auth = auth;
     this.#deps = deps;
+    this.#wire = deps.dialect.connect(deps.ctx);
     ws.on('message', (data: Buffer, isBinary: boolean) => this.#onMessage(data, isBinary));
     ws.on('pong', () => {
       this.#alive = true;
@@ -109,8 +107,7 @@ export class ProviderConnection {
     switch (this.#state) {
       case 'live': {
         const s = this.#session!;
-        if (isBinary) s.onBinary(data);
-        else s.onText(data.toString('utf8'));
+        s.onFrame(data, isBinary);
         return;
       }
       case 'awaiting_start':
@@ -126,16 +123,11 @@ export class ProviderConnection {
   }
 
   #start(data: Buffer, isBinary: boolean): void {
-    clearTimeout(this.#startTimer);
-    let ev: SessionStartEvent;
+    let ev: CallStart | undefined;
     try {
-      if (isBinary) {
-        throw new BridgeError(
-          'bad_session_start',
-          'the first frame must be a session_start event (a JSON text frame), got a binary frame',
-        );
-      }
-      ev = parseSessionStart(data.toString('utf8'));
+      ev = this.#wire.start(data, isBinary);
+      // The dialect expects more before the call (Twilio's `connected`): the start timer still runs.
+      if (ev === undefined) return;
       if (ev.tenant !== undefined && this.#auth.exp !== undefined && ev.tenant !== this.#auth.tenant) {
         throw new BridgeError(
           'tenant_mismatch',
@@ -143,10 +135,12 @@ export class ProviderConnection {
         );
       }
     } catch (err) {
+      clearTimeout(this.#startTimer);
       if (!isBridgeError(err)) throw err;
       this.#fail(err);
       return;
     }
+    clearTimeout(this.#startTimer);
     this.#state = 'starting';
     this.#setUp(ev).catch((err: unknown) => {
       // Not the error's message: one from a library may quote the whole bot URL, credentials and all.
@@ -165,13 +159,14 @@ export class ProviderConnection {
     });
   }
 
-  async #setUp(ev: SessionStartEvent): Promise<void> {
+  async #setUp(ev: CallStart): Promise<void> {
     const { ctx } = this.#deps;
     // With MEDIA_AUTH=none there is no token: the session_start may name the tenant.
     const tenant = this.#auth.exp === undefined && ev.tenant !== undefined ? ev.tenant : this.#auth.tenant;
     const stored = await ctx.tenants.getMediaStream(tenant);
-    const format = resolveFormat(ev.media, stored);
-    this.#botUrl = stored?.bot_url;
+    const format = this.#wire.format(stored);
+    const bot = resolveBot(stored, ctx.config);
+    this.#botUrl = 'settings' in bot ? bot.settings.url : undefined;
     const info: SessionInfo = {
       session_id: ev.session_id,
       tenant,
@@ -179,6 +174,7 @@ export class ProviderConnection {
       direction: ev.direction,
       started_at: ev.started_at ?? new Date().toISOString(),
       conferenceNumbers: [],
+      dialect: this.#deps.dialect.name,
     };
     if (this.#state !== 'starting') return; // closed meanwhile
     if (ctx.draining) throw new BridgeError('not_ready', 'the bridge is shutting down; no new sessions');
@@ -194,14 +190,11 @@ export class ProviderConnection {
       return;
     }
     try {
-      this.#session = new MediaSession(this.#ws, info, format, {
+      this.#session = new MediaSession(this.#ws, info, format, this.#wire, {
         ctx,
         pipeline: this.#deps.pipeline,
         loop: this.#deps.loop,
-        bot:
-          stored?.bot_url_unreadable === true
-            ? { unreadable: true }
-            : choiceFromUrl(stored?.bot_url ?? ctx.config.botUrl, stored?.bot_url !== undefined),
+        bot,
         onEnded: (s) => this.#sessionEnded(s),
       });
     } catch (err) {
@@ -228,7 +221,7 @@ export class ProviderConnection {
     );
     this.#deps.ctx.metrics.badFrames.labels(err.code).inc(n);
     this.#session?.log.warn({ code: err.code, dropped: n }, 'frames dropped during set-up');
-    if (this.#ws.readyState === WebSocket.OPEN) this.#ws.send(errorFrame(err));
+    this.#report(err);
   }
 
   #sessionEnded(s: MediaSession): void {
@@ -254,15 +247,21 @@ export class ProviderConnection {
       'token_expired',
       'the media token expired during the call; reconnect with a fresh token',
     );
-    if (this.#ws.readyState === WebSocket.OPEN) this.#ws.send(errorFrame(err));
+    this.#report(err);
     if (this.#session !== undefined) this.#session.end(err.close!, 'media token expired', 'token_expired');
     else this.#close(err.close!, 'media token expired');
   }
 
   /** Reports `err` to the provider and closes with its close code. */
+  /** Tells the provider of `err`, in its dialect's error event where it has one. */
+  #report(err: BridgeError): void {
+    const text = this.#wire.errorFrame(err);
+    if (text !== undefined && this.#ws.readyState === WebSocket.OPEN) this.#ws.send(text);
+  }
+
   #fail(err: BridgeError): void {
     this.#deps.ctx.metrics.badFrames.labels(err.code).inc();
-    if (this.#ws.readyState === WebSocket.OPEN) this.#ws.send(errorFrame(err));
+    this.#report(err);
     this.#close(err.close ?? 1011, closeReason(err.message));
   }
 

@@ -7,7 +7,7 @@
 import type { IncomingMessage, Server } from 'node:http';
 import type { Duplex } from 'node:stream';
 import { WebSocketServer } from 'ws';
-import { DEFAULT_TENANT, verifyMediaToken } from '../auth/jwt.js';
+import { DEFAULT_TENANT } from '../auth/jwt.js';
 import type { Clock } from '../clock.js';
 import type { BridgeContext } from '../context.js';
 import { BridgeError, isBridgeError } from '../errors.js';
@@ -15,10 +15,22 @@ import { Admission } from '../limits/admission.js';
 import { clientAddress, trustFn } from '../limits/client-address.js';
 import type { AudioPipeline } from '../pipeline/types.js';
 import type { BotNotice } from './bot/types.js';
-import { type MediaAuth, ProviderConnection } from './connection.js';
+import { ProviderConnection } from './connection.js';
 import { PacingLoop } from './pacing-loop.js';
+import { DIALECTS } from './providers/index.js';
+import type { ProviderDialect } from './providers/types.js';
 
 export const MEDIA_PATH = '/v1/media';
+
+const DIALECT_PATH = /^\/v1\/media\/([a-z]+)(?:\/([A-Za-z0-9][A-Za-z0-9._-]{0,63}))?\/?$/;
+
+/** The dialect and tenant a media path names: `/v1/media`, `/v1/media/<dialect>[/<tenant>]`. */
+export function mediaRoute(pathname: string): { dialect: ProviderDialect; tenant: string } | undefined {
+  if (pathname === MEDIA_PATH) return { dialect: DIALECTS.default, tenant: DEFAULT_TENANT };
+  const m = DIALECT_PATH.exec(pathname);
+  if (m === null || m[1] === 'default' || !Object.hasOwn(DIALECTS, m[1]!)) return undefined;
+  return { dialect: DIALECTS[m[1] as keyof typeof DIALECTS], tenant: m[2] ?? DEFAULT_TENANT };
+}
 
 export interface MediaEndpoint {
   /** Connections open now (sessions and sockets still before their session_start). */
@@ -72,10 +84,18 @@ export function attachMediaEndpoint(
     // Errors on a socket that is being refused must not become uncaught exceptions.
     socket.on('error', noop);
     const url = new URL(req.url ?? '/', 'http://localhost');
-    if (url.pathname !== MEDIA_PATH) {
+    const route = mediaRoute(url.pathname);
+    if (route === undefined) {
       refuse(
         socket,
-        new BridgeError('not_found', `no WebSocket endpoint at ${url.pathname}; use ${MEDIA_PATH}`),
+        new BridgeError(
+          'not_found',
+          `no WebSocket endpoint at ${url.pathname}; use ${MEDIA_PATH}, or ${MEDIA_PATH}/<dialect>[/<tenant>] with a dialect of ${Object.keys(
+            DIALECTS,
+          )
+            .filter((d) => d !== 'default')
+            .join(', ')}`,
+        ),
       );
       return;
     }
@@ -94,7 +114,7 @@ export function attachMediaEndpoint(
       return;
     }
     pending++;
-    authenticate(ctx, req, url).then(
+    route.dialect.authenticate(req, url, route.tenant, ctx).then(
       (auth) => {
         pending--;
         if (ctx.draining) {
@@ -108,6 +128,7 @@ export function attachMediaEndpoint(
         wss.handleUpgrade(req, socket, head, (ws) => {
           const conn = new ProviderConnection(ws, auth, {
             ctx,
+            dialect: route.dialect,
             pipeline,
             loop,
             forget: (c) => conns.delete(c),
@@ -155,15 +176,6 @@ export function attachMediaEndpoint(
       wss.close();
     },
   };
-}
-
-async function authenticate(ctx: BridgeContext, req: IncomingMessage, url: URL): Promise<MediaAuth> {
-  if (ctx.config.mediaAuth === 'none') return { tenant: DEFAULT_TENANT, exp: undefined };
-  const header = req.headers.authorization;
-  const m = header === undefined ? null : /^Bearer[ ]+([^ ]+)[ ]*$/i.exec(header);
-  const token = m?.[1] ?? url.searchParams.get('token') ?? undefined;
-  const claims = await verifyMediaToken(token, (tenant) => ctx.tenants.getMediaSecret(tenant));
-  return { tenant: claims.tenant, exp: claims.exp };
 }
 
 const STATUS_TEXT: Readonly<Record<number, string>> = {

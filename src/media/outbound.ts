@@ -21,6 +21,8 @@ import type { LegSink } from '../pipeline/types.js';
 import type { SessionFormat } from './format.js';
 import type { CallerEvent, Markers } from './markers.js';
 import type { Paced, PacingLoop } from './pacing-loop.js';
+import { DefaultWire } from './providers/default.js';
+import type { ProviderWire } from './providers/types.js';
 
 export interface OutboundOptions {
   readonly format: SessionFormat;
@@ -36,12 +38,20 @@ export interface OutboundOptions {
   readonly loop?: Pick<PacingLoop, 'wakeBy'>;
   /** What the markers of the bot -> caller leg stand for (put there by the bot's side). */
   readonly marks?: Markers<CallerEvent>;
+  /** The provider's framing of audio, marks, clear, digits and hang-up (default: our own protocol's). */
+  readonly wire?: OutboundWire;
   /** The bot hung up and its last audio has played out (or `hangupMaxMs` passed): the call is over. */
   readonly onHangup?: (reason: string) => void;
   /** How long a bot's hang-up may wait for its queued audio to play out. */
   readonly hangupMaxMs?: number;
   readonly log?: Logger;
 }
+
+/** What the outbound queue needs of a provider's dialect: its framing of what goes to the provider. */
+export type OutboundWire = Pick<
+  ProviderWire,
+  'textAudio' | 'audioText' | 'markFrame' | 'clearFrame' | 'dtmfFrame' | 'hangupFrame'
+>;
 
 /** How long a bot-initiated hang-up may wait for queued audio to play out, by default. */
 const HANGUP_PLAYOUT_MAX_MS = 60_000;
@@ -78,6 +88,7 @@ export class OutboundQueue implements Paced, LegSink {
   readonly #now: () => number;
   readonly #loop: Pick<PacingLoop, 'wakeBy'> | undefined;
   readonly #o: OutboundOptions;
+  readonly #wire: OutboundWire;
   #onDrained: (() => void) | undefined;
   #hangupTimer: NodeJS.Timeout | undefined;
   /** Audio was queued (and so sent, or still to be) since the last clear: the provider may hold some. */
@@ -96,6 +107,7 @@ export class OutboundQueue implements Paced, LegSink {
     this.#now = o.now ?? performance.now.bind(performance);
     this.#loop = o.loop;
     this.#o = o;
+    this.#wire = o.wire ?? DefaultWire.of(o.format);
     const maxChunks = Math.max(1, Math.ceil(o.bufferMs / o.format.chunkMs));
     this.#chunks = new Rechunker(o.format.chunkBytes, maxChunks);
     this.#clock = new PaceClock(o.format.chunkMs, o.leadMs, Math.max(o.format.chunkMs, o.catchUpMs ?? 0));
@@ -133,9 +145,11 @@ export class OutboundQueue implements Paced, LegSink {
       case 'mark':
         this.mark(ev.name);
         return;
-      case 'dtmf':
-        this.#behindAudio(JSON.stringify({ event: 'dtmf', digit: ev.digit }));
+      case 'dtmf': {
+        const text = this.#wire.dtmfFrame(ev.digit);
+        if (text !== undefined) this.#behindAudio(text);
         return;
+      }
       case 'session_end':
         this.#hangup(ev.reason);
         return;
@@ -179,7 +193,7 @@ export class OutboundQueue implements Paced, LegSink {
    * words. A partial chunk is padded only at the end of the bot's audio (see service), or by drain.
    */
   mark(name: string): void {
-    this.#behindAudio(JSON.stringify({ event: 'mark', name }));
+    this.#behindAudio(this.#wire.markFrame(name));
   }
 
   /** A text frame that leaves once the audio queued before it has been sent (a mark, a digit). */
@@ -202,7 +216,7 @@ export class OutboundQueue implements Paced, LegSink {
     const dropped = this.#chunks.clear();
     if (dropped > 0) this.#shedClear.inc(Math.ceil(dropped / this.#format.chunkBytes));
     this.#clock.reset();
-    if (this.#audioSinceClear || droppedUpstream) this.#sendText('{"event":"clear"}');
+    if (this.#audioSinceClear || droppedUpstream) this.#sendText(this.#wire.clearFrame());
     this.#audioSinceClear = false;
     this.#deliverMarks();
   }
@@ -257,7 +271,7 @@ export class OutboundQueue implements Paced, LegSink {
         // The provider is not reading: this chunk would be stale before it left. Shed it.
         chunks.take(this.#scratch);
         this.#shedBackpressure.inc();
-      } else if (this.#format.encoding === 'binary') {
+      } else if (!this.#wire.textAudio) {
         const buf = this.#frame;
         chunks.take(buf);
         ws.send(buf);
@@ -268,7 +282,7 @@ export class OutboundQueue implements Paced, LegSink {
         this.#bytesOut.add(buf.length);
       } else {
         chunks.take(this.#scratch);
-        ws.send(`{"event":"media","payload":"${this.#scratch.toString('base64')}"}`);
+        ws.send(this.#wire.audioText(this.#scratch));
         this.#framesOut.add();
         this.#bytesOut.add(this.#scratch.length);
       }
@@ -297,7 +311,8 @@ export class OutboundQueue implements Paced, LegSink {
       clearTimeout(this.#hangupTimer);
       this.#hangupTimer = undefined;
       this.#onDrained = undefined;
-      this.#sendText(JSON.stringify({ event: 'session_end', reason }));
+      const text = this.#wire.hangupFrame(reason);
+      if (text !== undefined) this.#sendText(text);
       this.#o.onHangup?.(reason);
     };
     this.#hangupTimer = setTimeout(done, this.#o.hangupMaxMs ?? HANGUP_PLAYOUT_MAX_MS);

@@ -10,9 +10,8 @@
  * session_end ride the caller leg as markers, so they reach the bot after the audio sent before them.
  */
 import WebSocket from 'ws';
-import { fromBase64 } from '../audio/codec.js';
 import type { BridgeContext } from '../context.js';
-import { BridgeError, isBridgeError } from '../errors.js';
+import { type BridgeError, isBridgeError } from '../errors.js';
 import type { Logger } from '../log.js';
 import type { AudioPipeline, Leg } from '../pipeline/types.js';
 import type { SessionInfo } from '../state/types.js';
@@ -23,7 +22,7 @@ import type { SessionFormat } from './format.js';
 import { type BotBoundEvent, type CallerEvent, Markers } from './markers.js';
 import { OutboundQueue } from './outbound.js';
 import type { PacingLoop } from './pacing-loop.js';
-import { errorFrame, parseProviderEvent } from './protocol.js';
+import type { ProviderWire } from './providers/types.js';
 
 export interface SessionDeps {
   readonly ctx: BridgeContext;
@@ -40,6 +39,8 @@ export class MediaSession {
   readonly format: SessionFormat;
   readonly log: Logger;
   readonly #ws: WebSocket;
+  /** The provider's dialect on this connection: parses its frames, frames what goes to it. */
+  readonly #wire: ProviderWire;
   readonly #deps: SessionDeps;
   /** Caller -> bot, and what its markers stand for. */
   readonly #callerLeg: Leg;
@@ -54,9 +55,16 @@ export class MediaSession {
   /** Set by the provider's session_end: frames after it are ignored while the caller leg flushes. */
   #ending = false;
 
-  constructor(ws: WebSocket, info: SessionInfo, format: SessionFormat, deps: SessionDeps) {
+  constructor(
+    ws: WebSocket,
+    info: SessionInfo,
+    format: SessionFormat,
+    wire: ProviderWire,
+    deps: SessionDeps,
+  ) {
     const { ctx, pipeline } = deps;
     this.#ws = ws;
+    this.#wire = wire;
     this.info = info;
     this.format = format;
     this.#deps = deps;
@@ -73,6 +81,7 @@ export class MediaSession {
       metrics: ctx.metrics,
       loop: deps.loop,
       marks: callerMarks,
+      wire,
       onHangup: (reason) => this.end(1000, 'session ended', reason),
       log: this.log,
     });
@@ -124,61 +133,30 @@ export class MediaSession {
     if (!this.#ended) this.#bot.notify?.(event);
   }
 
-  /** Audio from the provider (a binary frame). */
-  onBinary(data: Buffer): void {
-    if (this.#ended || this.#ending) return;
-    if (this.format.encoding !== 'binary') {
-      this.#reject(
-        new BridgeError(
-          'invalid_field',
-          `this session's encoding is ${this.format.encoding}: audio comes as media events, not binary frames`,
-          { field: 'encoding' },
-        ),
-      );
-      return;
-    }
-    if (this.format.codec === 'slin' && (data.byteLength & 1) !== 0) {
-      this.#reject(oddLength(data.byteLength));
-      return;
-    }
-    this.#callerAudio(data);
-  }
-
-  /** An event from the provider (a text frame). */
-  onText(text: string): void {
+  /** A frame from the provider, in its dialect (the wire says what it means). */
+  onFrame(data: Buffer, isBinary: boolean): void {
     if (this.#ended || this.#ending) return;
     try {
-      const ev = parseProviderEvent(text);
-      switch (ev.event) {
-        case 'media': {
-          const audio = fromBase64(ev.payload);
-          if (this.format.codec === 'slin' && (audio.byteLength & 1) !== 0) throw oddLength(audio.byteLength);
-          if (this.format.encoding !== 'base64') {
-            throw new BridgeError(
-              'invalid_field',
-              `this session's encoding is ${this.format.encoding}: audio comes as binary frames; media events are for base64 encoding only`,
-              { field: 'encoding' },
-            );
-          }
-          this.#callerAudio(audio);
+      const f = this.#wire.frame(data, isBinary);
+      switch (f.kind) {
+        case 'audio':
+          this.#framesIn.add();
+          this.#bytesIn.add(f.audio.byteLength);
+          this.#callerLeg.push(f.audio);
           return;
-        }
         case 'dtmf':
           // Behind the caller audio before it.
-          this.#toBot({ event: 'dtmf', digit: ev.digit });
+          this.#toBot({ event: 'dtmf', digit: f.digit });
           return;
-        case 'mark':
-          this.#bot.mark(ev.name);
+        case 'played':
+          this.#bot.mark(f.name);
           return;
-        case 'session_end':
-          this.log.info({ reason: ev.reason }, 'provider ended the session');
-          this.#endAfterFlush(ev.reason ?? 'provider');
+        case 'end':
+          this.log.info({ reason: f.reason }, 'provider ended the session');
+          this.#endAfterFlush(f.reason ?? 'provider');
           return;
-        case 'session_start':
-          throw new BridgeError(
-            'duplicate_session_start',
-            `session ${this.info.session_id} has already started; session_start is accepted once, as the first frame`,
-          );
+        case 'none':
+          return;
       }
     } catch (err) {
       if (!isBridgeError(err)) throw err;
@@ -205,11 +183,12 @@ export class MediaSession {
     this.#deps.onEnded(this);
   }
 
-  /** Sends an `error` event to the provider and counts the bad frame; the frame is skipped. */
+  /** Reports a bad frame to the provider (where its dialect can) and counts it; the frame is skipped. */
   #reject(err: BridgeError): void {
     this.#deps.ctx.metrics.badFrames.labels(err.code).inc();
     this.log.debug({ code: err.code }, 'bad frame skipped');
-    this.#out.report(errorFrame(err));
+    const text = this.#wire.errorFrame(err);
+    if (text !== undefined) this.#out.report(text);
   }
 
   /**
@@ -228,17 +207,4 @@ export class MediaSession {
     else if (event.event === 'end') event.endCall();
     else this.log.warn({ event: event.event }, 'too many caller events in flight; dropped');
   }
-
-  #callerAudio(data: Uint8Array): void {
-    this.#framesIn.add();
-    this.#bytesIn.add(data.byteLength);
-    this.#callerLeg.push(data);
-  }
-}
-
-function oddLength(bytes: number): BridgeError {
-  return new BridgeError(
-    'odd_length',
-    `slin audio must be whole 16-bit samples (an even byte count), got ${bytes} bytes`,
-  );
 }

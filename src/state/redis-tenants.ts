@@ -6,16 +6,21 @@
  * whole after every reconnect (announcements made while away are lost). Writes go to Redis first and
  * fail with `store_unavailable` when it is away, so instances never disagree for long.
  *
- * Layout (prefix P): `P tenant:<tenant>` hash {config (JSON), secret (sealed), bot_url (sealed)}; `P tenants`
- * set of names. The secret and the bot URL (which may carry the bot's credentials) are sealed with
- * AES-256-GCM (secret-box.ts), so a dump of Redis alone does not reveal them; the config JSON never holds
- * the bot URL.
+ * Layout (prefix P): `P tenant:<tenant>` hash {config (JSON), secret (sealed), bot_url (sealed), bot
+ * (sealed JSON)}; `P tenants` set of names. The secret, the bot URL (which may carry the bot's
+ * credentials) and the `bot` object (its api key, its URL) are sealed with AES-256-GCM (secret-box.ts),
+ * each under its own context, so a dump of Redis alone does not reveal them; the config JSON never holds
+ * the bot.
  */
+import type { BotSettings } from '../config/bot-settings.js';
 import type { Logger } from '../log.js';
 import type { RedisLink } from './redis-link.js';
 import type { SecretBox } from './secret-box.js';
 import type { StoreMetrics } from './store-metrics.js';
 import type { MediaStreamConfig, TenantStore } from './types.js';
+
+/** The hash fields of a tenant, in the order #apply takes them. */
+const FIELDS = ['config', 'secret', 'bot_url', 'bot'] as const;
 
 /** Tenants read per pipeline when loading the cache. */
 const BATCH = 500;
@@ -79,15 +84,17 @@ export class RedisTenantStore implements TenantStore {
 
   async putMediaStream(config: MediaStreamConfig, secret: string | undefined): Promise<void> {
     const { tenant } = config;
-    const { bot_url, bot_url_unreadable: _unreadable, ...rest } = config;
+    const { bot_url, bot_url_unreadable: _unreadable, bot, bot_unreadable: _botUnreadable, ...rest } = config;
     const fields: Record<string, string> = { config: JSON.stringify(rest) };
     if (secret !== undefined) fields.secret = this.#box.seal(secret, secretContext(tenant));
     if (bot_url !== undefined) fields.bot_url = this.#box.seal(bot_url, botUrlContext(tenant));
+    if (bot !== undefined) fields.bot = this.#box.seal(JSON.stringify(bot), botContext(tenant));
     await this.#link.run('put_media_stream', async (r) => {
       const key = this.#tenantKey(tenant);
       const m = r.multi().hset(key, fields);
-      // The upsert replaces the config: a PUT without bot_url clears the one stored before.
+      // The upsert replaces the config: a PUT without bot_url (or bot) clears the one stored before.
       if (bot_url === undefined) m.hdel(key, 'bot_url');
+      if (bot === undefined) m.hdel(key, 'bot');
       await m.sadd(this.#indexKey(), tenant).exec();
     });
     const prev = this.#cache.get(tenant);
@@ -107,7 +114,7 @@ export class RedisTenantStore implements TenantStore {
       const batch = names.slice(i, i + BATCH);
       const res = await this.#link.run('load_tenants', (r) => {
         const p = r.pipeline();
-        for (const t of batch) p.hmget(this.#tenantKey(t), 'config', 'secret', 'bot_url');
+        for (const t of batch) p.hmget(this.#tenantKey(t), ...FIELDS);
         return p.exec();
       });
       batch.forEach((t, j) => {
@@ -119,13 +126,11 @@ export class RedisTenantStore implements TenantStore {
   }
 
   async #refresh(tenant: string): Promise<void> {
-    const v = await this.#link.run('load_tenants', (r) =>
-      r.hmget(this.#tenantKey(tenant), 'config', 'secret', 'bot_url'),
-    );
+    const v = await this.#link.run('load_tenants', (r) => r.hmget(this.#tenantKey(tenant), ...FIELDS));
     this.#apply(tenant, v);
   }
 
-  #apply(tenant: string, [configText, sealed, sealedBot]: (string | null)[]): void {
+  #apply(tenant: string, [configText, sealed, sealedBot, sealedBotObject]: (string | null)[]): void {
     if (configText === null || configText === undefined) return;
     const prev = this.#cache.get(tenant);
     let config = prev?.config;
@@ -134,17 +139,20 @@ export class RedisTenantStore implements TenantStore {
       const {
         bot_url: _ignored,
         bot_url_unreadable: _unread,
+        bot: _bot,
+        bot_unreadable: _botUnread,
         ...stored
       } = JSON.parse(configText) as MediaStreamConfig;
       config = stored;
+      if (typeof sealedBotObject === 'string') config = this.#openBot(tenant, config, sealedBotObject);
       if (typeof sealedBot === 'string') {
         try {
-          config = { ...stored, bot_url: this.#box.open(sealedBot, botUrlContext(tenant)) };
+          config = { ...config, bot_url: this.#box.open(sealedBot, botUrlContext(tenant)) };
         } catch {
           // Fail closed: not the bridge's BOT_URL (the tenant chose another bot), nor a bot_url cached
           // before (the tenant may have replaced it): its calls get no bot until this is fixed. Never
           // log the value.
-          config = { ...stored, bot_url_unreadable: true };
+          config = { ...config, bot_url_unreadable: true };
           this.#metrics.errors.labels('open_bot_url').inc();
           this.#log.error(
             { tenant },
@@ -170,6 +178,23 @@ export class RedisTenantStore implements TenantStore {
     this.#cache.set(tenant, { config, secret });
   }
 
+  /** The config with its sealed `bot` opened; failing closed (as a bot_url does) when it does not open. */
+  #openBot(tenant: string, config: MediaStreamConfig, sealed: string): MediaStreamConfig {
+    try {
+      const bot = JSON.parse(this.#box.open(sealed, botContext(tenant))) as BotSettings;
+      if (typeof bot !== 'object' || bot === null || typeof bot.url !== 'string') throw new Error('shape');
+      return { ...config, bot };
+    } catch {
+      // Never log the value, nor the error (a JSON error would quote it).
+      this.#metrics.errors.labels('open_bot').inc();
+      this.#log.error(
+        { tenant },
+        "stored bot does not open with this STATE_SECRET_KEY; every instance needs the same key (the tenant's calls get no bot meanwhile)",
+      );
+      return { ...config, bot_unreadable: true };
+    }
+  }
+
   /** A media secret: sealed under its prefixed context, or under the bare tenant name (as stored before
    * contexts were prefixed; only for names without NUL, so no other context can be taken for one). */
   #openSecret(sealed: string, tenant: string): string {
@@ -191,7 +216,7 @@ export class RedisTenantStore implements TenantStore {
 }
 
 /**
- * The sealing contexts: a tag, NUL, the tenant. Neither tag holds a NUL, so no tenant name makes one
+ * The sealing contexts: a tag, NUL, the tenant. No tag holds a NUL, so no tenant name makes one
  * field's context equal another's (or another tenant's): a value copied elsewhere does not open.
  */
 function secretContext(tenant: string): string {
@@ -200,4 +225,8 @@ function secretContext(tenant: string): string {
 
 function botUrlContext(tenant: string): string {
   return `bot_url\u0000${tenant}`;
+}
+
+function botContext(tenant: string): string {
+  return `bot\u0000${tenant}`;
 }

@@ -3,6 +3,7 @@
  * replaceable by a networked store for several. The media path never waits on these for audio.
  */
 import type { Codec, Encoding } from '../audio/format.js';
+import type { BotSettings } from '../config/bot-settings.js';
 
 /** A live call as the control plane shows it (field names are the contract's). */
 export interface SessionInfo {
@@ -12,6 +13,8 @@ export interface SessionInfo {
   readonly direction: 'inbound' | 'outbound' | undefined;
   readonly started_at: string;
   readonly conferenceNumbers: readonly string[];
+  /** The provider dialect the call came in by (`default` for /v1/media; absent in entries of older instances). */
+  readonly dialect?: string;
 }
 
 export interface SessionRegistry {
@@ -27,7 +30,7 @@ export interface SessionRegistry {
 
 /**
  * A tenant's registered media stream (the provider's MediaStreamConfig, without the secret, plus our
- * `bot_url`), as the tenant wrote it: a field the PUT left out is absent, so that a session_start resolves
+ * `bot` or `bot_url`), as the tenant wrote it: a field the PUT left out is absent, so that a session_start resolves
  * it from its own `media` object, then the defaults (resolveFormat in media/format.ts), never from a
  * stored guess.
  */
@@ -47,6 +50,14 @@ export interface MediaStreamConfig {
    * STATE_SECRET_KEY, tampering): the tenant's calls then get no bot at all, never the bridge's `BOT_URL`.
    */
   readonly bot_url_unreadable?: true;
+  /**
+   * The tenant's bot as written with `bot` (ours, never sent to the provider; a PUT gives `bot` or
+   * `bot_url`, never both). Its `apiKey` and `url` are secrets: sealed at rest, never logged or returned.
+   * resolveBot (config/bot-settings.ts) turns either form into the call's bot.
+   */
+  readonly bot?: BotSettings;
+  /** As `bot_url_unreadable`, for a stored `bot`: the tenant's calls get no bot at all. */
+  readonly bot_unreadable?: true;
 }
 
 export interface TenantStore {

@@ -73,6 +73,7 @@ describe('media-stream registration', () => {
       chunk_bytes: 640,
       secret_hint: '****2a',
       bot_url: null,
+      bot: null,
     };
     expect(put.body).toEqual(expected);
     const get = await call(rig.http, 'GET', '/v1/media-stream', { token });
@@ -118,6 +119,7 @@ describe('media-stream registration', () => {
       chunk_bytes: 320,
       secret_hint: '****',
       bot_url: null,
+      bot: null,
     });
     await call(rig.http, 'PUT', '/v1/media-stream', {
       token,
@@ -154,7 +156,7 @@ describe('media-stream registration', () => {
       [{ ...ok, media_secret: 'x' }, 'media_secret must be a string of 8 to 512 characters (write-only)'],
       [
         { ...ok, sample_rate: 8000 },
-        'unknown field "sample_rate"; accepted fields: media_ws_url, codec, input_sample_rate, output_sample_rate, channels, encoding, chunk_bytes, media_secret, bot_url',
+        'unknown field "sample_rate"; accepted fields: media_ws_url, codec, input_sample_rate, output_sample_rate, channels, encoding, chunk_bytes, media_secret, bot_url, bot',
       ],
     ];
     for (const [body, message] of cases) {

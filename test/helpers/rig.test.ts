@@ -4,7 +4,6 @@
  */
 import { createConnection } from 'node:net';
 import { describe, expect, it } from 'vitest';
-import WebSocket from 'ws';
 import { startRig } from './rig.js';
 import { waitFor } from './wait.js';
 
@@ -54,17 +53,14 @@ describe('startRig', () => {
     for (const u of urls) expect(await listening(u), u).toBe(false);
   });
 
-  it('with the Realtime stand-in: the bot settings name it, in its dialect, with a key it takes', async () => {
+  it('with the Realtime stand-in, a call dials it in its dialect', async () => {
     await using rig = await startRig({ realtime: {} });
-    const { BOT_URL, BOT_DIALECT, BOT_API_KEY } = rig.env;
-    expect([BOT_URL, BOT_DIALECT]).toEqual([rig.realtime!.wsUrl('gpt-realtime'), 'openai-realtime']);
-    const ws = new WebSocket(BOT_URL!, { headers: { authorization: `Bearer ${BOT_API_KEY}` } });
-    ws.on('error', () => {});
-    try {
-      expect(await rig.realtime!.waitForSession(1, 5_000)).toBeDefined();
-    } finally {
-      ws.terminate();
-    }
+    expect(rig.env).toMatchObject({
+      BOT_URL: rig.realtime!.wsUrl('gpt-realtime'),
+      BOT_DIALECT: 'openai-realtime',
+    });
+    await rig.call('rt-1');
+    expect(await rig.realtime!.waitForSession(1, 5_000)).toBeDefined();
   });
 
   it('closes what it started when the bridge cannot start', async () => {
@@ -73,6 +69,7 @@ describe('startRig', () => {
     const before = servers();
     const failing = startRig({ bot: {}, providers: { voice: {} }, env: { MAX_SESSIONS: 'lots' } });
     await expect(failing).rejects.toThrow(/MAX_SESSIONS/);
-    expect(servers()).toBe(before);
+    // (Handles leave the list a moment after their close callbacks run.)
+    await waitFor(() => servers() === before, 2_000, 'the started servers to be gone');
   });
 });

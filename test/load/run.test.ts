@@ -66,6 +66,33 @@ describe('load generator', () => {
     }
   });
 
+  it("with the server's pid, splits its CPU by thread over the same window and names the load processes", async () => {
+    // The echo runs in this process, so its pid is ours.
+    echo = await startEchoServer();
+    const options: RunOptions = { ...base(echo.url), calls: 4 };
+    let pids: number[] = [];
+    const result = await orchestrate(options, 2, () => {}, {
+      serverPid: process.pid,
+      onLoadProcesses: (p) => {
+        pids = p;
+      },
+    });
+    expect(pids).toHaveLength(2);
+    expect(pids).not.toContain(process.pid);
+    const report = buildReport('echo', options, result);
+    const threads = report.server!.threads!;
+    expect(threads.counts.main).toBe(1);
+    expect(threads.counts.other).toBeGreaterThan(0);
+    // The threads' sum is the process's CPU over the window (at least 1 s), to two /proc clock ticks
+    // (10 ms each) either way.
+    const sum = threads.main + threads.workers + threads.other;
+    const tick = (2 * 10) / report.connected;
+    expect(Math.abs(sum - report.server!.cpuMsPerCallSecond)).toBeLessThanOrEqual(
+      0.3 * report.server!.cpuMsPerCallSecond + tick,
+    );
+    expect(sum).toBeGreaterThan(0);
+  });
+
   it('a delayed bare echo gives every marker back the delay later, none lost, all audio back', async () => {
     echo = await startEchoServer(0, '127.0.0.1', { delayMs: 150 });
     const options: RunOptions = { ...base(echo.url), calls: 4 };

@@ -9,7 +9,9 @@ import type { AddressInfo } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
 import type WebSocket from 'ws';
 import { WebSocketServer } from 'ws';
+import { encodeInto } from '../../src/audio/codec.js';
 import { createRealtimeEmulator, type RealtimeEmulator } from '../../src/emulator/realtime/server.js';
+import { tonePcm16 } from '../helpers/audio.js';
 import { startBridge, type TestBridge } from '../helpers/bridge.js';
 import { captureLog } from '../helpers/log-capture.js';
 import { TestProvider } from '../helpers/provider.js';
@@ -146,11 +148,15 @@ describe('an openai-realtime server that misbehaves', () => {
     expect(a.errors().map((e) => e.code)).toContain('bot_unavailable');
     expect(logs.find(/bot refused the connection/).map((l) => l.status)).toEqual([401, 429]);
     for (const kind of ['json', 'binary', 'unknown_event', 'no_type'] as const) conn.sendMalformed(kind);
-    // The session goes on: a reply still plays to the caller.
-    conn.send({ type: 'response.create' } as never);
+    // The session goes on: the caller speaks, and the reply plays.
+    const pcm = tonePcm16(1000, 8000, 8000, 9000);
+    const tone = Buffer.alloc(8000);
+    encodeInto('pcmu', new Int16Array(pcm.buffer, pcm.byteOffset, 8000), tone);
+    await a.sendPaced(Buffer.concat([tone, Buffer.alloc(8000, 0xff)]), 160, 20);
     await waitFor(() => a.audioBytes().length > 800, 10_000, 'a reply after the bad frames');
     expect(logs.find(/bad frame from bot; skipped/).map((l) => l.code)).toEqual([
       'bad_json',
+      'unknown_event',
       'unknown_event',
     ]);
     // A close: redialled, session.update sent again.

@@ -357,7 +357,7 @@ describe("per-tenant bot: the tenant's bot_url, else BOT_URL", () => {
     const p = await callFrom('acme', 'acme-sealed');
     const err = await p.waitEvent('error', 2_000);
     expect(err.code).toBe('bot_unavailable');
-    expect(err.message).toMatch(/bot_url cannot be read/);
+    expect(err.message).toMatch(/cannot be read by this bridge instance/);
     await quietFor(200, 'the call to close or a bot to be dialled');
     expect(p.closeCode).toBeUndefined();
     expect(global!.connections).toHaveLength(0);

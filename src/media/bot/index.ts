@@ -11,7 +11,7 @@
  * was stored); one refused then, or one that cannot be read, fails the bot leg only: the call goes on
  * without a bot, as with one that cannot be reached, and never falls back to the environment's bot.
  */
-import { type BotSettings, defaultDialect } from '../../config/bot-settings.js';
+import type { BotSettings } from '../../config/bot-settings.js';
 import { tenantBotUrlProblem, wavPath, wavPathInside } from '../../config/bot-url.js';
 import type { BridgeContext } from '../../context.js';
 import { BridgeError } from '../../errors.js';
@@ -31,11 +31,6 @@ import type { WsLinkOptions } from './ws-link.js';
 export type BotChoice =
   | { readonly settings: BotSettings; readonly own: boolean }
   | { readonly unreadable: true };
-
-/** The environment's bot, or a tenant's stored `bot_url` in its short form. */
-export function choiceFromUrl(url: string, own: boolean): BotChoice {
-  return { settings: { dialect: defaultDialect(url), url }, own };
-}
 
 export interface BotDeps {
   readonly ctx: BridgeContext;
@@ -76,7 +71,7 @@ export function createBotLeg(call: BotCall, port: CallerPort, format: Format, de
       deps,
       new BridgeError(
         'bot_unavailable',
-        "the tenant's bot_url cannot be read by this bridge instance; the call has no bot (PUT /v1/media-stream again, or ask the operator to check STATE_SECRET_KEY)",
+        "the tenant's bot (bot or bot_url) cannot be read by this bridge instance; the call has no bot (PUT /v1/media-stream again, or ask the operator to check STATE_SECRET_KEY)",
       ),
     );
   }
@@ -127,6 +122,7 @@ export function createBotLeg(call: BotCall, port: CallerPort, format: Format, de
             instructions: settings.instructions,
             voice: settings.voice,
             turnDetection: settings.turnDetection,
+            dtmf: settings.dtmf,
           });
         default:
           return new BridgeBot(call, port, { ...link, botRate: rate });

@@ -10,7 +10,8 @@
  *   barge-in:    on `input_audio_buffer.speech_started`, the caller's playback is cleared (bridge queue,
  *                DSP, provider `clear`) and `conversation.item.truncate` sent with the `audio_end_ms` the
  *                caller actually heard of that item, clamped to what the server sent
- *   DTMF:        a user text item "[DTMF 5]" (no response is asked for: the model hears it with the next turn)
+ *   DTMF:        a user text item "[DTMF 5]" (BOT_DTMF / bot.dtmf: `text`, the model takes it in with the next
+ *                turn; `respond`, and a response at once; `ignore`)
  *   errors:      `error` events are logged with their type and code, and the call goes on
  *
  * What the caller heard: the dialect places its own marks (`vb:<n>:<ms>`) on the bot leg before an item's
@@ -20,7 +21,7 @@
  */
 import type * as RT from 'openai/resources/realtime/realtime';
 import { fromBase64, toBase64 } from '../../audio/codec.js';
-import type { TurnDetection } from '../../config/bot-settings.js';
+import type { DtmfMode, TurnDetection } from '../../config/bot-settings.js';
 import { BridgeError } from '../../errors.js';
 import type { Format } from '../../pipeline/types.js';
 import type { SessionFormat } from '../format.js';
@@ -58,6 +59,7 @@ export interface RealtimeBotOptions extends WsLinkOptions {
   readonly instructions?: string | undefined;
   readonly voice?: string | undefined;
   readonly turnDetection?: TurnDetection | undefined;
+  readonly dtmf?: DtmfMode | undefined;
 }
 
 /** One model item's audio toward the caller, and how much of it the caller has heard. */
@@ -109,11 +111,14 @@ export class OpenAIRealtimeBot extends WsLink {
   }
 
   dtmf(digit: string): void {
+    const mode = this.#o.dtmf ?? 'text';
+    if (mode === 'ignore') return;
     this.#flush();
     this.#send({
       type: 'conversation.item.create',
       item: { type: 'message', role: 'user', content: [{ type: 'input_text', text: `[DTMF ${digit}]` }] },
     });
+    if (mode === 'respond') this.#send({ type: 'response.create' });
   }
 
   /** The provider reports playback reached one of our marks. */

@@ -1,0 +1,135 @@
+/**
+ * The default dialect: the voice API provider's own media stream on `/v1/media` (docs/protocol.md). A
+ * media token (a JWT signed with the tenant's media secret) before the upgrade; `session_start` first,
+ * then binary audio frames or base64 `media` events, `dtmf`, `mark` (played), `session_end`; toward the
+ * provider, audio in exactly `chunk_bytes` pieces (binary, or `media` events in base64 encoding), `mark`,
+ * `clear`, `dtmf`, `error` and `session_end` events.
+ */
+import { fromBase64 } from '../../audio/codec.js';
+import { DEFAULT_TENANT, verifyMediaToken } from '../../auth/jwt.js';
+import { BridgeError } from '../../errors.js';
+import type { MediaStreamConfig } from '../../state/types.js';
+import { resolveFormat, type SessionFormat } from '../format.js';
+import { errorFrame, type MediaOverrides, parseProviderEvent, parseSessionStart } from '../protocol.js';
+import type { CallFrame, CallStart, ProviderDialect, ProviderWire } from './types.js';
+
+function oddLength(bytes: number): BridgeError {
+  return new BridgeError(
+    'odd_length',
+    `slin audio must be whole 16-bit samples (an even byte count), got ${bytes} bytes`,
+  );
+}
+
+export class DefaultWire implements ProviderWire {
+  #media: MediaOverrides | undefined;
+  #format: SessionFormat | undefined;
+  /** The audio frame handed back, refilled each time: no object per chunk on the hot path. */
+  readonly #audio: { kind: 'audio'; audio: Uint8Array } = { kind: 'audio', audio: new Uint8Array(0) };
+
+  start(data: Buffer, isBinary: boolean): CallStart {
+    if (isBinary) {
+      throw new BridgeError(
+        'bad_session_start',
+        'the first frame must be a session_start event (a JSON text frame), got a binary frame',
+      );
+    }
+    const ev = parseSessionStart(data.toString('utf8'));
+    this.#media = ev.media;
+    return ev;
+  }
+
+  format(stored: MediaStreamConfig | undefined): SessionFormat {
+    this.#format = resolveFormat(this.#media, stored);
+    return this.#format;
+  }
+
+  /** A wire for a call whose format is already known (tests of the outbound queue, benches). */
+  static of(format: SessionFormat): DefaultWire {
+    const w = new DefaultWire();
+    w.#format = format;
+    return w;
+  }
+
+  frame(data: Buffer, isBinary: boolean): CallFrame {
+    const f = this.#format!;
+    if (isBinary) {
+      if (f.encoding !== 'binary') {
+        throw new BridgeError(
+          'invalid_field',
+          `this session's encoding is ${f.encoding}: audio comes as media events, not binary frames`,
+          { field: 'encoding' },
+        );
+      }
+      if (f.codec === 'slin' && (data.byteLength & 1) !== 0) throw oddLength(data.byteLength);
+      this.#audio.audio = data;
+      return this.#audio;
+    }
+    const ev = parseProviderEvent(data.toString('utf8'));
+    switch (ev.event) {
+      case 'media': {
+        const audio = fromBase64(ev.payload);
+        if (f.codec === 'slin' && (audio.byteLength & 1) !== 0) throw oddLength(audio.byteLength);
+        if (f.encoding !== 'base64') {
+          throw new BridgeError(
+            'invalid_field',
+            `this session's encoding is ${f.encoding}: audio comes as binary frames; media events are for base64 encoding only`,
+            { field: 'encoding' },
+          );
+        }
+        return { kind: 'audio', audio };
+      }
+      case 'dtmf':
+        return { kind: 'dtmf', digit: ev.digit };
+      case 'mark':
+        return { kind: 'played', name: ev.name };
+      case 'session_end':
+        return { kind: 'end', reason: ev.reason };
+      case 'session_start':
+        throw new BridgeError(
+          'duplicate_session_start',
+          'the session has already started; session_start is accepted once, as the first frame',
+        );
+    }
+  }
+
+  get textAudio(): boolean {
+    return this.#format?.encoding === 'base64';
+  }
+
+  audioText(chunk: Buffer): string {
+    return `{"event":"media","payload":"${chunk.toString('base64')}"}`;
+  }
+
+  markFrame(name: string): string {
+    return JSON.stringify({ event: 'mark', name });
+  }
+
+  clearFrame(): string {
+    return '{"event":"clear"}';
+  }
+
+  dtmfFrame(digit: string): string {
+    return JSON.stringify({ event: 'dtmf', digit });
+  }
+
+  errorFrame(err: BridgeError): string {
+    return errorFrame(err);
+  }
+
+  hangupFrame(reason: string): string {
+    return JSON.stringify({ event: 'session_end', reason });
+  }
+}
+
+export const defaultDialect: ProviderDialect = {
+  name: 'default',
+  async authenticate(req, url, _tenant, ctx) {
+    if (ctx.config.mediaAuth === 'none') return { tenant: DEFAULT_TENANT, exp: undefined };
+    const header = req.headers.authorization;
+    const m = header === undefined ? null : /^Bearer[ ]+([^ ]+)[ ]*$/i.exec(header);
+    const token = m?.[1] ?? url.searchParams.get('token') ?? undefined;
+    const claims = await verifyMediaToken(token, (tenant) => ctx.tenants.getMediaSecret(tenant));
+    return { tenant: claims.tenant, exp: claims.exp };
+  },
+  connect: () => new DefaultWire(),
+};

@@ -1,0 +1,11 @@
+/** The provider dialects by name: `/v1/media` is `default`, `/v1/media/<name>[/<tenant>]` the others. */
+import { defaultDialect } from './default.js';
+import { twilioDialect } from './twilio.js';
+import type { ProviderDialect, ProviderDialectName } from './types.js';
+
+export const DIALECTS: Readonly<Record<ProviderDialectName, ProviderDialect>> = {
+  default: defaultDialect,
+  twilio: twilioDialect,
+};
+
+export type * from './types.js';

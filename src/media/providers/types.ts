@@ -1,0 +1,84 @@
+/**
+ * A provider dialect: how one telephony platform's media stream looks on the wire. One module each under
+ * src/media/providers/, behind this interface; the session, the legs and the outbound queue are the same
+ * for all of them.
+ *
+ *   upgrade       authenticate(req)            the platform's own credentials, checked before the upgrade
+ *   first frames  wire.start(frame)            the call: its id, caller, direction, format
+ *   call frames   wire.frame(frame)            audio, digits, marks played, the end
+ *   to the call   wire.audioText / markFrame / clearFrame / ...   the platform's framing of what we send
+ */
+import type { IncomingMessage } from 'node:http';
+import type { BridgeContext } from '../../context.js';
+import type { BridgeError } from '../../errors.js';
+import type { MediaStreamConfig } from '../../state/types.js';
+import type { SessionFormat } from '../format.js';
+
+/** The dialect names of reads and configuration: the path's last word, `default` for /v1/media. */
+export const PROVIDER_DIALECTS = ['default', 'twilio'] as const;
+export type ProviderDialectName = (typeof PROVIDER_DIALECTS)[number];
+
+/** Who the upgrade is for, once its credentials are checked. */
+export interface MediaAuth {
+  readonly tenant: string;
+  /** Credential expiry, seconds since the epoch (a media token's `exp`); undefined when none applies. */
+  readonly exp: number | undefined;
+}
+
+/** The call a provider's first frames describe. */
+export interface CallStart {
+  readonly session_id: string;
+  readonly customer_phone: string | undefined;
+  readonly direction: 'inbound' | 'outbound' | undefined;
+  readonly started_at: string | undefined;
+  /** The tenant the frame names (our own dialect only; it must be the credential's). */
+  readonly tenant?: string | undefined;
+}
+
+/** What one frame of a live call says. */
+export type CallFrame =
+  | { readonly kind: 'audio'; readonly audio: Uint8Array }
+  | { readonly kind: 'dtmf'; readonly digit: string }
+  /** The provider's playback reached a mark the bridge sent. */
+  | { readonly kind: 'played'; readonly name: string }
+  | { readonly kind: 'end'; readonly reason: string | undefined }
+  /** Nothing for the call (a keep-alive, an event the bridge has no use for). */
+  | { readonly kind: 'none' };
+
+/** One connection's view of its dialect: parsing what comes in, framing what goes out. */
+export interface ProviderWire {
+  /**
+   * A frame before the call has started: the call, or undefined when the dialect expects more first
+   * (Twilio's `connected`). A frame that cannot start a call throws `bad_session_start` (closes 4400).
+   */
+  start(data: Buffer, isBinary: boolean): CallStart | undefined;
+  /** The call's format, from what `start` saw and the tenant's stored config. */
+  format(stored: MediaStreamConfig | undefined): SessionFormat;
+  /**
+   * A frame of the live call; a bad one throws a BridgeError (reported where the dialect can, skipped).
+   * The result is read before the next call (a dialect may hand back one object, refilled, for audio).
+   */
+  frame(data: Buffer, isBinary: boolean): CallFrame;
+  /** Audio goes as text frames (`audioText`), not as binary frames. Read once the format is known. */
+  readonly textAudio: boolean;
+  /** A chunk of audio as a text frame (when `textAudio`). */
+  audioText(chunk: Buffer): string;
+  /** A mark placed behind the audio before it; the provider reports it played (see `acksMarks`). */
+  markFrame(name: string): string;
+  /** Drop the audio the provider holds (barge-in). */
+  clearFrame(): string;
+  /** A digit to play to the caller, or undefined where the dialect has none. */
+  dtmfFrame(digit: string): string | undefined;
+  /** A bad frame reported back, or undefined where the dialect has no error event. */
+  errorFrame(err: BridgeError): string | undefined;
+  /** The bot hung up, or undefined where the dialect ends a call only by closing the socket. */
+  hangupFrame(reason: string): string | undefined;
+}
+
+export interface ProviderDialect {
+  readonly name: ProviderDialectName;
+  /** Checks the upgrade's credentials for `tenant` (the path's tenant segment); throws 401/403. */
+  authenticate(req: IncomingMessage, url: URL, tenant: string, ctx: BridgeContext): Promise<MediaAuth>;
+  /** A new connection's wire. */
+  connect(ctx: BridgeContext): ProviderWire;
+}
