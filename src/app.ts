@@ -4,6 +4,7 @@
  */
 import Fastify, { type FastifyBaseLogger, type FastifyInstance, LogController } from 'fastify';
 import { createRestVerifier } from './auth/jwt.js';
+import type { Clock } from './clock.js';
 import type { Config } from './config.js';
 import type { BridgeContext } from './context.js';
 import { registerCallRoutes } from './control/calls.js';
@@ -35,6 +36,8 @@ export interface BridgeOptions {
   readonly pipeline?: AudioPipeline;
   /** A messaging client to use instead of one made from `config.messagingBaseUrl`; closed with the bridge. */
   readonly messaging?: MessagingClient;
+  /** The clock of the rate limits (media admission, REST, failed authentications); the system's by default. */
+  readonly limitClock?: Pick<Clock, 'now'>;
 }
 
 export interface Bridge {
@@ -146,6 +149,7 @@ export async function createBridge(config: Config, options: BridgeOptions = {}):
     max: config.restRateLimit,
     windowMs: config.restRateWindowMs,
     authFailMax: config.restAuthFailLimit,
+    clock: options.limitClock,
   });
   await registerDocs(app);
   registerHealthRoutes(app, ctx);
@@ -155,7 +159,7 @@ export async function createBridge(config: Config, options: BridgeOptions = {}):
   registerMessagingRoutes(app, ctx, ctx.verifyRest);
 
   const pipeline = options.pipeline ?? createPipeline({ workers: config.dspWorkers, log, metrics });
-  const media = attachMediaEndpoint(app.server, ctx, pipeline);
+  const media = attachMediaEndpoint(app.server, ctx, pipeline, options.limitClock);
   // Message events reach the bots of the calls this instance holds (others' through the store's channel).
   state.sessionEvents.attach((tenant, id, event) => media.notify(tenant, id, event as BotNotice));
   if (config.messagingWebhookSecret === undefined && !config.production) {

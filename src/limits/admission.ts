@@ -6,6 +6,7 @@
  */
 import type { IncomingMessage } from 'node:http';
 import { Counter, type Registry } from 'prom-client';
+import { type Clock, systemClock } from '../clock.js';
 import { BridgeError } from '../errors.js';
 import { clientAddress, type TrustFn } from './client-address.js';
 
@@ -17,6 +18,8 @@ export interface AdmissionOptions {
   readonly registry: Registry;
   /** TRUST_PROXY: whose X-Forwarded-For to believe (see client-address.ts); none when undefined. */
   readonly trust?: TrustFn | undefined;
+  /** Where the one-second windows are read from: the system clock unless a test drives its own. */
+  readonly clock?: Pick<Clock, 'now'> | undefined;
 }
 
 /**
@@ -30,7 +33,7 @@ export class Admission {
   readonly #o: AdmissionOptions;
   /** Attempts per address in the current one-second window (a fixed window: cheap and bounded). */
   #attempts = new Map<string, number>();
-  #windowStart = 0;
+  #windowStart = Number.NEGATIVE_INFINITY;
   readonly #refused: Counter<'reason'>;
 
   constructor(options: AdmissionOptions) {
@@ -50,7 +53,8 @@ export class Admission {
    * Counts this attempt against its address and checks both caps; returns the error to answer with, or
    * undefined to admit. `live` is the number of media connections open or being opened now.
    */
-  check(req: IncomingMessage, live: number, now = Date.now()): BridgeError | undefined {
+  check(req: IncomingMessage, live: number): BridgeError | undefined {
+    const now = (this.#o.clock ?? systemClock).now();
     if (now - this.#windowStart >= 1000) {
       this.#attempts = new Map();
       this.#windowStart = now;

@@ -9,6 +9,8 @@
  * limit): a cluster of N instances lets an address fail up to N budgets a minute.
  */
 
+import { type Clock, systemClock } from '../clock.js';
+
 /** REST_AUTH_FAIL_LIMIT counts failures per this window. */
 export const AUTH_FAIL_WINDOW_MS = 60_000;
 
@@ -18,8 +20,8 @@ export interface AuthFailureOptions {
   readonly windowMs?: number;
   /** Addresses tracked at once; past it the one whose window started first is forgotten. */
   readonly capacity?: number;
-  /** Milliseconds, monotonic; tests pass a fake clock. */
-  readonly now?: () => number;
+  /** Where the windows are read from: the system clock unless a test drives its own. */
+  readonly clock?: Pick<Clock, 'now'> | undefined;
 }
 
 interface Window {
@@ -45,7 +47,8 @@ export function createAuthFailureLimiter(o: AuthFailureOptions): AuthFailureLimi
   // As the general limit's store (rest.ts): 10,000 addresses hold 1.3 MB of heap (measured, ~135 bytes
   // each); past it, addresses cycle out oldest first.
   const capacity = o.capacity ?? 10_000;
-  const now = o.now ?? (() => performance.now());
+  const clock = o.clock ?? systemClock;
+  const now = () => clock.now();
   // Insertion order is window-start order: a new window re-inserts its address at the end.
   const windows = new Map<string, Window>();
 

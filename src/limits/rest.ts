@@ -12,8 +12,10 @@
  */
 import rateLimit, { normalizeIP, type RateLimitOptions } from '@fastify/rate-limit';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
+import { type Clock, systemClock } from '../clock.js';
 import { BridgeError } from '../errors.js';
 import { type AuthFailureLimiter, createAuthFailureLimiter } from './auth-failures.js';
+import { windowStore } from './window-store.js';
 
 export interface RestLimitOptions {
   /** Requests per address per window. */
@@ -21,6 +23,8 @@ export interface RestLimitOptions {
   readonly windowMs: number;
   /** Failed authentications (401s) per address per minute. */
   readonly authFailMax: number;
+  /** Where both limits' windows are read from: the system clock unless a test drives its own. */
+  readonly clock?: Pick<Clock, 'now'> | undefined;
 }
 
 const UNLIMITED = /^\/(healthz|readyz|metrics|docs)(\/|\?|$)/;
@@ -44,10 +48,10 @@ export async function registerRestRateLimit(
     global: false,
     max: o.max,
     timeWindow: o.windowMs,
-    // The in-memory store keeps one entry per address, evicting the least recently used past this:
-    // a key and a small record each, about a megabyte in all; and a client spread over more addresses
-    // than this is not held back by a per-address limit anyway.
-    cache: 10_000,
+    // In memory, one entry per address, evicting the least recently seen past 10,000: a key and a small
+    // record each, about a megabyte in all; and a client spread over more addresses than this is not
+    // held back by a per-address limit anyway. Ours rather than the plugin's so it reads `o.clock`.
+    store: windowStore(o.clock ?? systemClock, 10_000),
     // Thrown into the app's error handler, which answers with the error's status and body.
     errorResponseBuilder: (_req, ctx) =>
       new BridgeError(
@@ -67,7 +71,7 @@ export async function registerRestRateLimit(
     return hook;
   };
 
-  const failures = createAuthFailureLimiter({ max: o.authFailMax });
+  const failures = createAuthFailureLimiter({ max: o.authFailMax, clock: o.clock });
   const spent = (wait: number) =>
     new BridgeError(
       'too_many_requests',

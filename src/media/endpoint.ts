@@ -8,6 +8,7 @@ import type { IncomingMessage, Server } from 'node:http';
 import type { Duplex } from 'node:stream';
 import { WebSocketServer } from 'ws';
 import { DEFAULT_TENANT } from '../auth/jwt.js';
+import type { Clock } from '../clock.js';
 import type { BridgeContext } from '../context.js';
 import { BridgeError, isBridgeError } from '../errors.js';
 import { Admission } from '../limits/admission.js';
@@ -50,6 +51,8 @@ export function attachMediaEndpoint(
   server: Server,
   ctx: BridgeContext,
   pipeline: AudioPipeline,
+  /** The admission caps' clock (tests drive their own); the system's by default. */
+  limitClock?: Pick<Clock, 'now'>,
 ): MediaEndpoint {
   const { config, log } = ctx;
   const wss = new WebSocketServer({
@@ -67,6 +70,7 @@ export function attachMediaEndpoint(
     connectPerSec: config.mediaConnectPerSec,
     registry: ctx.metrics.registry,
     trust,
+    clock: limitClock,
   });
   /** Upgrades admitted and still authenticating: they count against MAX_SESSIONS too. */
   let pending = 0;

@@ -12,7 +12,7 @@
  * at most 1000 / minGapMs wake-ups a second, not one per chunk; and a wake-up touches only the members
  * due by then, not every session (with 1,000 calls that is ~2,000 members, 500 times a second).
  */
-import { performance } from 'node:perf_hooks';
+import { type Clock, type ClockTimer, systemClock } from '../clock.js';
 
 export interface Paced {
   /**
@@ -30,13 +30,16 @@ export class PacingLoop {
   /** A binary min-heap on `#at`, with the member of each entry at the same index. */
   readonly #at: number[] = [];
   readonly #who: Paced[] = [];
-  #timer: NodeJS.Timeout | undefined;
+  readonly #clock: Clock;
+  #timer: ClockTimer | undefined;
   /** When the armed timer fires (Infinity when none is armed). */
   #armedAt = Number.POSITIVE_INFINITY;
   #lastTick = Number.NEGATIVE_INFINITY;
 
-  constructor(minGapMs: number) {
+  /** `clock`: the system's by default; tests pass one they advance by hand. */
+  constructor(minGapMs: number, clock: Clock = systemClock) {
     this.minGapMs = minGapMs;
+    this.#clock = clock;
   }
 
   get size(): number {
@@ -65,16 +68,16 @@ export class PacingLoop {
   }
 
   stop(): void {
-    if (this.#timer !== undefined) clearTimeout(this.#timer);
+    if (this.#timer !== undefined) this.#clock.clearTimeout(this.#timer);
     this.#timer = undefined;
     this.#armedAt = Number.POSITIVE_INFINITY;
   }
 
   #arm(at: number): void {
-    if (this.#timer !== undefined) clearTimeout(this.#timer);
+    if (this.#timer !== undefined) this.#clock.clearTimeout(this.#timer);
     const when = Math.max(at, this.#lastTick + this.minGapMs);
     this.#armedAt = when;
-    this.#timer = setTimeout(this.#tick, Math.max(0, Math.ceil(when - performance.now())));
+    this.#timer = this.#clock.setTimeout(this.#tick, Math.max(0, Math.ceil(when - this.#clock.now())));
     // The sockets keep the process alive; this timer must not.
     this.#timer.unref();
   }
@@ -82,7 +85,7 @@ export class PacingLoop {
   readonly #tick = (): void => {
     this.#timer = undefined;
     this.#armedAt = Number.POSITIVE_INFINITY;
-    const now = performance.now();
+    const now = this.#clock.now();
     this.#lastTick = now;
     const at = this.#at;
     while (at.length > 0 && at[0]! <= now) {

@@ -7,16 +7,16 @@ import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { type BridgeProcess, spawnBridge } from '../helpers/bridge-process.js';
+import { type ProcessRig, startRig } from '../helpers/rig.js';
 import { waitFor } from '../helpers/wait.js';
 
 const RECORDER = new URL('../helpers/record-modules.mjs', import.meta.url).href;
 
-let bridge: BridgeProcess | undefined;
+let rig: ProcessRig | undefined;
 const dirs: string[] = [];
 afterEach(async () => {
-  await bridge?.kill();
-  bridge = undefined;
+  await rig?.close();
+  rig = undefined;
   for (const d of dirs.splice(0)) rmSync(d, { recursive: true, force: true });
 });
 
@@ -25,14 +25,18 @@ async function modulesLoaded(env: Record<string, string>, lastLine: RegExp): Pro
   const dir = mkdtempSync(join(tmpdir(), 'vb-modules-'));
   dirs.push(dir);
   const file = join(dir, 'modules.txt');
-  bridge = await spawnBridge({
-    ...env,
-    // tsx first, so that the recorder's hook sees each module before tsx compiles it.
-    NODE_OPTIONS: `--import tsx --import ${RECORDER}`,
-    RECORD_MODULES_TO: file,
+  rig = await startRig({
+    process: true,
+    env: {
+      ...env,
+      // tsx first, so that the recorder's hook sees each module before tsx compiles it.
+      NODE_OPTIONS: `--import tsx --import ${RECORDER}`,
+      RECORD_MODULES_TO: file,
+    },
   });
+  const bridge = rig.process;
   // Started in full: the banner's last line is written once everything start-up loads is loaded.
-  await waitFor(() => lastLine.test(bridge!.output()), 10_000, 'the start-up banner');
+  await waitFor(() => lastLine.test(bridge.output()), 10_000, 'the start-up banner');
   await bridge.kill('SIGTERM');
   return readFileSync(file, 'utf8')
     .split('\n')

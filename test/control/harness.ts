@@ -1,16 +1,16 @@
 /**
  * Loopback fixtures for the control-plane tests: a real provider emulator and a real bridge pointed at
- * it, with real JWTs and the bridge's log lines captured for searching.
+ * it (the test rig, test/helpers/rig.ts, with this file's secrets and dial plan), with real JWTs and the
+ * bridge's log lines captured for searching.
  */
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { type Bridge, createBridge } from '../../src/app.js';
+import type { Bridge } from '../../src/app.js';
 import { mintToken } from '../../src/auth/jwt.js';
-import { type Config, loadConfig } from '../../src/config.js';
+import type { Config } from '../../src/config.js';
 import { parseDialPlan } from '../../src/emulator/dial-plan.js';
-import { createEmulator, type Emulator } from '../../src/emulator/server.js';
-import { createLogger } from '../../src/log.js';
 import { call as httpCall, type JsonAnswer } from '../helpers/http-call.js';
+import { type InProcessRig, startRig as startTestRig } from '../helpers/rig.js';
 
 export const AUTH_SECRET = 'control-test-auth-secret';
 export const EMULATOR_SECRET = 'control-test-emulator-secret';
@@ -32,15 +32,8 @@ export const TEST_DIAL_PLAN = {
   '9000': { dialStatus: 'ANSWER', afterMs: 60_000 },
 };
 
-export interface Rig {
-  readonly bridge: Bridge;
-  readonly http: string;
-  readonly emulator: Emulator | undefined;
-  readonly emulatorUrl: string | undefined;
-  /** Every log line the bridge wrote. */
-  readonly logs: string[];
-  close(): Promise<void>;
-}
+/** A bridge and its emulator (rig.ts), every log line it wrote in `logs`. */
+export type Rig = InProcessRig;
 
 export interface RigOptions {
   /** Provider base URL (with `/v1`); default: a fresh emulator's. `null`: no provider configured. */
@@ -52,53 +45,37 @@ export interface RigOptions {
   readonly logLevel?: string;
 }
 
-/** A bridge on 127.0.0.1:0 with an emulator as its provider (unless told otherwise). */
+/** A bridge on 127.0.0.1:0 with an emulator as its provider (unless told otherwise): the rig, with this file's secrets. */
 export async function startRig(o: RigOptions = {}): Promise<Rig> {
-  let emulator: Emulator | undefined;
-  let emulatorUrl: string | undefined;
-  let bridgeRef: Bridge | undefined;
-  if (o.providerUrl === undefined) {
-    emulator = await createEmulator({
-      jwtSecret: EMULATOR_SECRET,
-      dialPlan: parseDialPlan(TEST_DIAL_PLAN),
-      dialTimeoutMs: o.dialTimeoutMs ?? 300,
-      // As in `npm start`: call control for the calls the bridge holds.
-      lookupSession: async (tenant, id) => bridgeRef?.ctx.sessions.get(tenant, id),
-      log: createLogger('silent'),
-    });
-    emulatorUrl = await emulator.listen(0);
-  }
-  const providerUrl = o.providerUrl === undefined ? `${emulatorUrl}/v1` : o.providerUrl;
-  const base = loadConfig({
-    LOG_LEVEL: 'debug',
-    DSP_WORKERS: '0',
-    AUTH_JWT_SECRET: AUTH_SECRET,
-    MEDIA_SECRET,
-    ...(providerUrl !== null
+  const own = o.providerUrl === undefined;
+  return startTestRig({
+    env: {
+      LOG_LEVEL: 'debug',
+      DSP_WORKERS: '0',
+      AUTH_JWT_SECRET: AUTH_SECRET,
+      MEDIA_SECRET,
+      ...(typeof o.providerUrl === 'string'
+        ? {
+            PROVIDER_BASE_URL: o.providerUrl,
+            PROVIDER_TOKEN: await mintToken({ secret: EMULATOR_SECRET, scopes: ALL_SCOPES }),
+          }
+        : {}),
+      ...o.env,
+    },
+    ...(o.config === undefined ? {} : { config: o.config }),
+    ...(own
       ? {
-          PROVIDER_BASE_URL: providerUrl,
-          PROVIDER_TOKEN: await mintToken({ secret: EMULATOR_SECRET, scopes: ALL_SCOPES }),
+          providers: {
+            voice: {
+              jwtSecret: EMULATOR_SECRET,
+              dialPlan: parseDialPlan(TEST_DIAL_PLAN),
+              dialTimeoutMs: o.dialTimeoutMs ?? 300,
+            },
+          },
         }
       : {}),
-    ...o.env,
+    log: o.logLevel ?? 'debug',
   });
-  const config: Config = Object.freeze({ ...base, port: 0, host: '127.0.0.1', ...o.config });
-  const logs: string[] = [];
-  const log = createLogger(o.logLevel ?? 'debug', { write: (line: string) => void logs.push(line) });
-  const bridge = await createBridge(config, { log });
-  bridgeRef = bridge;
-  const http = await bridge.listen();
-  return {
-    bridge,
-    http,
-    emulator,
-    emulatorUrl,
-    logs,
-    async close() {
-      await bridge.close();
-      await emulator?.close();
-    },
-  };
 }
 
 /** Registers a live session on the bridge, as the media endpoint does on session_start. */

@@ -1,9 +1,10 @@
 import { execFile } from 'node:child_process';
 import { describe, expect, it } from 'vitest';
-import { createBridge } from '../../src/app.js';
+import type { Bridge } from '../../src/app.js';
 import { loadConfig } from '../../src/config.js';
 import { startInProcessProvider } from '../../src/emulator/in-process.js';
 import { createLogger } from '../../src/log.js';
+import { type InProcessRig, startRig as startTestRig } from '../helpers/rig.js';
 import { call, holdSession, MEDIA_SECRET, restToken, startRig } from './harness.js';
 
 const TSX = ['--import', 'tsx'];
@@ -44,14 +45,17 @@ describe('start-up without a provider', () => {
       port: 0,
       host: '127.0.0.1',
     });
-    let bridge: Awaited<ReturnType<typeof createBridge>> | undefined;
+    let bridge: Bridge | undefined;
+    let rig: InProcessRig | undefined;
     const inProcess = await startInProcessProvider(base, log, async (t, id) =>
       bridge?.ctx.sessions.get(t, id),
     );
     try {
       expect(inProcess.config.providerBaseUrl).toBe(`${inProcess.url}/v1`);
-      bridge = await createBridge(inProcess.config, { log });
-      const http = await bridge.listen();
+      // The development start's config, as `npm start` would run with it.
+      rig = await startTestRig({ config: inProcess.config, log });
+      bridge = rig.bridge;
+      const http = rig.http;
       await holdSession(bridge, 'dev-call');
       const token = await restToken(['calls:control'], undefined, base.authJwtSecret!);
       const r = await call(http, 'POST', '/v1/sessions/dev-call/consult', {
@@ -60,7 +64,7 @@ describe('start-up without a provider', () => {
       });
       expect(r.body).toMatchObject({ sessionId: 'dev-call', status: 'answered' });
     } finally {
-      await bridge?.close();
+      await rig?.close();
       await inProcess.emulator.close();
     }
   });

@@ -7,17 +7,27 @@ import { mintToken } from '../../src/auth/jwt.js';
 import { createEmulator, type Emulator } from '../../src/emulator/server.js';
 import { createLogger } from '../../src/log.js';
 import { call, EMULATOR_SECRET, type Rig, restToken, startRig } from '../control/harness.js';
+import { waitFor } from '../helpers/wait.js';
 
 const SECRET = 'calls-test-media-secret';
 
-async function waitFor<T>(probe: () => Promise<T | undefined>, timeoutMs: number, what: string): Promise<T> {
-  const deadline = performance.now() + timeoutMs;
-  for (;;) {
-    const v = await probe();
-    if (v !== undefined) return v;
-    if (performance.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 20));
-  }
+/** Polls `probe` (with waitFor) until it answers something; resolves to that. */
+async function waitForValue<T>(
+  probe: () => Promise<T | undefined>,
+  timeoutMs: number,
+  what: string,
+): Promise<T> {
+  let v: T | undefined;
+  await waitFor(
+    async () => {
+      v = await probe();
+      return v !== undefined;
+    },
+    timeoutMs,
+    what,
+    20,
+  );
+  return v!;
 }
 
 /** A media endpoint that checks the token, sends a clear, echoes audio, and sends a mark. */
@@ -128,7 +138,7 @@ describe('synthetic calls placed by the emulator', () => {
       customer_phone: '15550123',
     });
 
-    const report = await waitFor(
+    const report = await waitForValue(
       async () => {
         const r = await call(url, 'GET', `/emulator/calls/${id}`, { token });
         return r.body.state === 'ended' || r.body.state === 'failed' ? r.body : undefined;
@@ -191,7 +201,7 @@ describe('synthetic calls placed by the emulator', () => {
       async () => {
         const list = await fetch(`${rig.http}/v1/sessions`, { headers: { authorization: `Bearer ${rest}` } });
         const sessions = (await list.json()) as { session_id: string }[];
-        return sessions.some((s) => s.session_id === id) ? true : undefined;
+        return sessions.some((s) => s.session_id === id);
       },
       1_000,
       'the bridge to list the emulated call',
@@ -210,7 +220,7 @@ describe('synthetic calls placed by the emulator', () => {
       dialStatus: 'ANSWER',
     });
 
-    const report = await waitFor(
+    const report = await waitForValue(
       async () => {
         const r = await call(rig.emulatorUrl!, 'GET', `/emulator/calls/${id}`, { token: emuToken });
         return r.body.state === 'ended' || r.body.state === 'failed' ? r.body : undefined;

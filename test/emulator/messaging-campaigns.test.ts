@@ -3,7 +3,7 @@ import { describe, expect, it } from 'vitest';
 import type { ChatStatusItem, ChatWebhookPayload } from '../../src/emulator/messaging/wire.js';
 import { call } from '../helpers/http-call.js';
 import { useMessagingEmulator } from '../helpers/messaging-emulator.js';
-import { waitFor } from '../helpers/wait.js';
+import { quietFor, waitFor } from '../helpers/wait.js';
 
 const SECRET = 'messaging-campaigns-secret';
 
@@ -220,7 +220,7 @@ describe('messaging emulator: POST /chat_campaign_creator', () => {
     expect(saved.status).toBe(207);
     const campaign = saved.body.campaign as { id: string; status: string };
     expect(campaign.status).toBe('saved');
-    await new Promise((r) => setTimeout(r, 100));
+    await quietFor(100, 'a send of the saved campaign');
     expect(rig.emu!.messaging.stats('default').sends).toHaveLength(0);
 
     const launched = await call(url, 'POST', '/v1/chat_campaign_creator', {
@@ -299,13 +299,13 @@ describe('messaging emulator: POST /chat_campaign_creator', () => {
       token: key,
       body: { campaign_name: 'slow_run', template_name: 'slow_one', audience_rows: rows(50) },
     });
-    await new Promise((r) => setTimeout(r, 150));
+    await waitFor(() => rig.emu!.messaging.state.sends.length > 0, 2_000, 'the campaign to start sending');
     const before = rig.emu!.messaging.state.sends.length;
     expect(before).toBeGreaterThan(0);
     expect(before).toBeLessThan(50);
     await rig.emu!.close();
     const after = rig.emu!.messaging.state.sends.length;
-    await new Promise((r) => setTimeout(r, 300));
+    await quietFor(300, 'a send after close');
     expect(rig.emu!.messaging.state.sends.length).toBe(after);
     rig.emu = undefined;
   });

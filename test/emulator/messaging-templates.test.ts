@@ -2,7 +2,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { createEmulator, type Emulator } from '../../src/emulator/server.js';
 import { createLogger } from '../../src/log.js';
 import { call } from '../helpers/http-call.js';
-import { waitFor } from '../helpers/wait.js';
+import { quietFor, waitFor } from '../helpers/wait.js';
 
 const SECRET = 'messaging-templates-secret';
 
@@ -57,13 +57,15 @@ describe('messaging emulator: chat templates', () => {
       },
     });
     const started = Date.now();
-    let status = 'PENDING';
-    while (status === 'PENDING') {
-      await new Promise((r) => setTimeout(r, 20));
-      const r = await manage({ action: 'get_status', templateName: 'order_shipped' });
-      status = (r.body.template as { status: string }).status;
-      if (Date.now() - started > 5_000) throw new Error('not reviewed within 5 s');
-    }
+    await waitFor(
+      async () => {
+        const r = await manage({ action: 'get_status', templateName: 'order_shipped' });
+        return (r.body.template as { status: string }).status !== 'PENDING';
+      },
+      5_000,
+      'the review',
+      20,
+    );
     expect(Date.now() - started).toBeGreaterThanOrEqual(200);
     const approved = await manage({ action: 'get_status', templateName: 'order_shipped' });
     expect(approved.body.template).toMatchObject({
@@ -93,7 +95,7 @@ describe('messaging emulator: chat templates', () => {
       token: key,
       body: { action: 'create', templateData: templateData('promo_two', 'MARKETING') },
     });
-    await new Promise((r) => setTimeout(r, 100));
+    await quietFor(100, 'a review with reviews off');
     const still = await call(url, 'POST', '/v1/chat_template_manager', {
       token: key,
       body: { action: 'get_status', templateName: 'promo_two' },

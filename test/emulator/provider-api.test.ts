@@ -4,6 +4,7 @@ import { dialOutcome, parseDialPlan } from '../../src/emulator/dial-plan.js';
 import { createEmulator, type Emulator } from '../../src/emulator/server.js';
 import { createLogger } from '../../src/log.js';
 import { call } from '../control/harness.js';
+import { waitFor } from '../helpers/wait.js';
 
 const SECRET = 'emulator-test-secret';
 
@@ -130,7 +131,11 @@ describe('provider emulator: the voice API under /v1', () => {
 
   it('a second consult while one is dialling is 409', async () => {
     const first = call(url, 'POST', '/v1/sessions/s-2/consult', { token, body: { calledParty: '100' } });
-    await new Promise((r) => setTimeout(r, 50));
+    await waitFor(
+      () => emu.state.getSession('default', 's-2')?.consulting === true,
+      2_000,
+      'the first to dial',
+    );
     const second = await call(url, 'POST', '/v1/sessions/s-2/consult', {
       token,
       body: { calledParty: '100' },

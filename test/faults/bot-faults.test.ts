@@ -13,7 +13,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { tonePcm16 } from '../helpers/audio.js';
 import { FaultRig } from '../helpers/fault-rig.js';
 import type { TestProvider } from '../helpers/provider.js';
-import { waitFor } from '../helpers/wait.js';
+import { quietFor, reach, waitFor } from '../helpers/wait.js';
 
 const rig = new FaultRig();
 afterEach(() => rig.close());
@@ -83,7 +83,7 @@ describe('bot faults, beside a healthy call', () => {
     while (shed === 0 && performance.now() - from < 15_000) {
       p.sendRaw(second);
       sent++;
-      await new Promise((r) => setTimeout(r, 50));
+      await reach(from + sent * 50);
       if (sent % 10 === 0) shed = await metricShed();
     }
     console.log(
@@ -92,12 +92,12 @@ describe('bot faults, beside a healthy call', () => {
     expect(shed).toBeGreaterThan(0);
     expect(conn.bytesIn).toBe(0);
     // Shedding goes on while the caller talks: the bridge holds no more than the high-water mark.
-    for (let i = 0; i < 10; i++) {
+    const more = performance.now();
+    for (let i = 1; i <= 10; i++) {
       p.sendRaw(second);
-      await new Promise((r) => setTimeout(r, 50));
+      await reach(more + i * 50);
     }
-    await new Promise((r) => setTimeout(r, 200));
-    expect(await metricShed()).toBeGreaterThan(shed);
+    await waitFor(async () => (await metricShed()) > shed, 5_000, 'more chunks shed');
     expect(process.memoryUsage().heapUsed - heap0).toBeLessThan(64 * 2 ** 20);
     expect(p.closeCode).toBeUndefined();
     expectControlFlowed(from);
@@ -111,7 +111,8 @@ describe('bot faults, beside a healthy call', () => {
     const from = performance.now();
     await waitFor(() => p.audio.length > 0, 3_000, 'flood audio');
     // Sent: 3 bursts of 30 s. Played: real time. Buffered: at most 2 s; the rest shed.
-    await new Promise((r) => setTimeout(r, 3_500));
+    const flooder = await rig.bot.connection('flood-1');
+    await waitFor(() => flooder.floodDone, 10_000, 'the end of the flood');
     const during = p.audio.filter((a) => a.at >= from).length;
     const elapsed = performance.now() - from;
     const shed = await metric('voicebridge_shed_chunks_total', ['reason', 'buffer_full']);
@@ -125,7 +126,7 @@ describe('bot faults, beside a healthy call', () => {
     const floodEnd = from + 3_000;
     await waitFor(() => performance.now() > floodEnd + 3_000, 5_000, 'the buffer to drain');
     const n = p.audio.length;
-    await new Promise((r) => setTimeout(r, 300));
+    await quietFor(300, 'no audio once the buffer has drained');
     expect(p.audio.length).toBe(n);
     expect(p.closeCode).toBeUndefined();
     expectControlFlowed(from);

@@ -15,7 +15,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { tonePcm16 } from '../helpers/audio.js';
 import { FaultRig } from '../helpers/fault-rig.js';
 import { interArrival } from '../helpers/provider.js';
-import { waitFor } from '../helpers/wait.js';
+import { reach, waitFor } from '../helpers/wait.js';
 
 const rig = new FaultRig();
 afterEach(() => rig.close());
@@ -43,7 +43,9 @@ describe('provider faults, beside a healthy call', () => {
     const ended = logs.find(/session ended/, 'pdrop-1');
     expect(ended).toHaveLength(1);
     expect(ended[0]).toMatchObject({ code: 1001, reason: 'provider_lost' });
-    await new Promise((r) => setTimeout(r, 300));
+    // The control call goes on after the drop: 300 ms more of it (15 chunks) arrive.
+    const after = performance.now();
+    await waitFor(() => rig.control.window(after).chunks >= 15, 3_000, 'the control call after the drop');
     expectControlFlowed(from);
   });
 
@@ -77,7 +79,7 @@ describe('provider faults, beside a healthy call', () => {
       media(i);
       for (let k = 0; k < 500; k++) p.sendRaw(bad);
       badSent += 500;
-      await new Promise((r) => setTimeout(r, 20));
+      await reach(from + (i + 1) * 20);
       if (i % 10 === 0) shed = await metric('voicebridge_shed_chunks_total', ['reason', 'backpressure']);
     }
     console.log(
@@ -86,10 +88,15 @@ describe('provider faults, beside a healthy call', () => {
     expect(shed).toBeGreaterThan(0);
     // Every bad frame was still counted, though reports to a socket past its high-water mark are dropped.
     let counted = 0;
-    for (let i = 0; i < 100 && counted < badSent; i++) {
-      counted = await metric('voicebridge_bad_frames_total', ['code', 'unknown_event']);
-      await new Promise((r) => setTimeout(r, 20));
-    }
+    await waitFor(
+      async () => {
+        counted = await metric('voicebridge_bad_frames_total', ['code', 'unknown_event']);
+        return counted >= badSent;
+      },
+      2_000,
+      'every bad frame counted',
+      20,
+    );
     expect(counted).toBe(badSent);
     expect(process.memoryUsage().heapUsed - heap0).toBeLessThan(64 * 2 ** 20);
     expectControlFlowed(from);
@@ -97,9 +104,10 @@ describe('provider faults, beside a healthy call', () => {
     socket.resume();
     await waitFor(() => p.errors().length > 0, 10_000, 'the backlog to be read');
     const n = p.audio.length;
+    const resumed = performance.now();
     for (let i = 0; i < 50; i++) {
       media(i);
-      await new Promise((r) => setTimeout(r, 20));
+      await reach(resumed + (i + 1) * 20);
     }
     await waitFor(() => p.audio.length > n + 20, 10_000, 'audio after the provider reads again');
     expect(p.closeCode).toBeUndefined();
@@ -117,7 +125,7 @@ describe('provider faults, beside a healthy call', () => {
     for (let b = 0; b < 3; b++) {
       const t = performance.now();
       p.sendRaw(tone.subarray((3 + b) * 16000, (4 + b) * 16000));
-      await new Promise((r) => setTimeout(r, Math.max(1, 1000 - (performance.now() - t))));
+      await reach(t + 1000);
     }
     // The bot leg runs at 16 kHz: 6 s of caller audio is 192,000 bytes there (less the resampler's hold).
     await waitFor(() => conn.bytesIn >= 192_000 - 2_000, 5_000, 'all caller audio at the bot');

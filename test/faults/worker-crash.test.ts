@@ -50,7 +50,13 @@ describe('DSP worker crash under 100 live calls', () => {
     const faultAt = performance.now();
     pipeline.injectWorkerFault(0, 'exit');
     await waitFor(() => pipeline.stats().replaced === 1, 5_000, 'the worker to be replaced');
-    await new Promise((r) => setTimeout(r, 2_000));
+    // Two seconds of the calls after the replacement, as they come: each must go on through them.
+    const replacedAt = performance.now();
+    await waitFor(
+      () => providers.every((p) => p.audio.some((a) => a.at >= replacedAt + 2_000)),
+      10_000,
+      'audio on every call 2 s after the replacement',
+    );
     const end = performance.now();
 
     // The victims are the sessions that logged their DSP state rebuilt; the rest are bystanders.

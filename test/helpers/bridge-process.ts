@@ -1,6 +1,7 @@
 /**
  * A real bridge in a child process (`tsx src/cli/main.ts`), for tests that need several instances or
- * must SIGKILL one. The bound address is read from the start-up banner.
+ * must SIGKILL one. The bound address is read from the start-up banner. Tests start one through the rig
+ * (`startRig({ process: true })`, rig.ts), which gives it its defaults and peers.
  */
 import { type ChildProcess, spawn } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
@@ -16,20 +17,16 @@ export interface BridgeProcess {
   kill(signal?: NodeJS.Signals): Promise<void>;
 }
 
-export async function spawnBridge(
+/** Spawns the bridge with `env` over this process's environment (and NODE_ENV=test). */
+export async function spawnBridgeProcess(
   env: Record<string, string>,
-  startTimeoutMs = 20_000,
+  startTimeoutMs: number,
 ): Promise<BridgeProcess> {
   const child = spawn(process.execPath, ['--import', 'tsx', 'src/cli/main.ts'], {
     cwd: ROOT,
     env: {
       ...process.env,
       NODE_ENV: 'test',
-      PORT: '0',
-      HOST: '127.0.0.1',
-      LOG_LEVEL: 'warn',
-      // Inline unless the run asks for workers (CI runs the media tests once more with TEST_DSP_WORKERS=1).
-      DSP_WORKERS: process.env.TEST_DSP_WORKERS ?? '0',
       ...env,
     },
     stdio: ['ignore', 'pipe', 'pipe'],

@@ -17,6 +17,8 @@ export class ChaosConnection {
   bytesOut = 0;
   readonly events: Record<string, unknown>[] = [];
   closed = false;
+  /** A flood connection's flood is over (its last burst sent). */
+  floodDone = false;
   #flood: NodeJS.Timeout | undefined;
 
   constructor(
@@ -57,6 +59,7 @@ export class ChaosConnection {
     const burst = () => {
       if (Date.now() >= until || this.ws.readyState !== WebSocket.OPEN) {
         clearInterval(this.#flood);
+        this.floodDone = true;
         return;
       }
       for (let i = 0; i < bot.floodSecondsPerSecond; i++) {

@@ -1,24 +1,24 @@
 /**
- * The set-up fault tests share: a bridge whose bot is a ChaosBot, a healthy control call beside the
+ * The set-up fault tests share: a bridge (the rig, rig.ts) whose bot is a ChaosBot, a healthy control call beside the
  * faulty ones (its audio measured), captured logs, and the bridge's metrics by name. One rig per test
  * file; `close()` in afterEach tears everything down.
  */
 import { performance } from 'node:perf_hooks';
 import { expect } from 'vitest';
-import { startBridge, type TestBridge } from './bridge.js';
 import { ChaosBot } from './chaos-bot.js';
 import { ControlCall } from './control-call.js';
 import { type CapturedLog, captureLog } from './log-capture.js';
 import { TestProvider } from './provider.js';
+import { type InProcessRig, startRig } from './rig.js';
 import { waitFor } from './wait.js';
 
 export class FaultRig {
-  #bridge: TestBridge | undefined;
+  #bridge: InProcessRig | undefined;
   #bot: ChaosBot | undefined;
   #control: ControlCall | undefined;
   readonly #providers: TestProvider[] = [];
 
-  get bridge(): TestBridge {
+  get bridge(): InProcessRig {
     if (this.#bridge === undefined) throw new Error('fault rig not started');
     return this.#bridge;
   }
@@ -35,7 +35,7 @@ export class FaultRig {
   async start(env: Record<string, string> = {}): Promise<CapturedLog> {
     this.#bot = await ChaosBot.start();
     const logs = captureLog('info');
-    this.#bridge = await startBridge({ BOT_URL: this.#bot.url(), ...env }, { log: logs.log });
+    this.#bridge = await startRig({ env: { BOT_URL: this.#bot.url(), ...env }, log: logs.log });
     this.#control = await ControlCall.start(
       this.#bridge.mediaUrl,
       await this.#bridge.mediaToken(),

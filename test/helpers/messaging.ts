@@ -10,16 +10,15 @@
  *   with the payloads built by chatStatuses, chatButton, rcsStatus and rcsButton).
  */
 import { afterEach } from 'vitest';
-import { type Bridge, createBridge } from '../../src/app.js';
+import type { Bridge } from '../../src/app.js';
 import { mintToken } from '../../src/auth/jwt.js';
-import { loadConfig } from '../../src/config.js';
 import type { MessagingOptions } from '../../src/emulator/messaging/emulator.js';
-import { createEmulator, type Emulator } from '../../src/emulator/server.js';
-import { createLogger } from '../../src/log.js';
+import type { Emulator } from '../../src/emulator/server.js';
 import type { ChatCampaignRequest, MessagingClient, RcsCampaignRequest } from '../../src/messaging/types.js';
 import { call, type JsonAnswer } from '../control/harness.js';
 import { type BotConnection, TestBot } from './bot.js';
 import { TestProvider } from './provider.js';
+import { type InProcessRig, type RigOptions, startRig } from './rig.js';
 import { maxInWindow as maxInHalfOpenWindow } from './window.js';
 
 export const AUTH_SECRET = 'messaging-e2e-auth-secret';
@@ -67,25 +66,25 @@ export interface MessagingRigOptions {
 export const restToken = (scopes: string[], tenant?: string): Promise<string> =>
   mintToken({ secret: AUTH_SECRET, scopes, ...(tenant !== undefined ? { tenant } : {}) });
 
-/** A bridge on 127.0.0.1:0 with this file's secrets, `env` over them, and its log lines at `logLevel`. */
-async function listenBridge(
+/** A bridge on 127.0.0.1:0 (the rig) with this file's secrets, `env` over them, and its log lines at `logLevel`. */
+function listenBridge(
   env: Record<string, string>,
   logLevel: string,
   messaging?: MessagingClient,
-): Promise<{ bridge: Bridge; http: string; logs: string[] }> {
-  const config = loadConfig({
-    PORT: '0',
-    HOST: '127.0.0.1',
-    DSP_WORKERS: '0',
-    AUTH_JWT_SECRET: AUTH_SECRET,
-    MEDIA_SECRET,
-    MESSAGING_WEBHOOK_SECRET: WEBHOOK_SECRET,
-    ...env,
+  rig: Omit<RigOptions, 'env' | 'log' | 'bridgeOptions' | 'process'> = {},
+): Promise<InProcessRig> {
+  return startRig({
+    ...rig,
+    env: {
+      DSP_WORKERS: '0',
+      AUTH_JWT_SECRET: AUTH_SECRET,
+      MEDIA_SECRET,
+      MESSAGING_WEBHOOK_SECRET: WEBHOOK_SECRET,
+      ...env,
+    },
+    log: logLevel,
+    ...(messaging === undefined ? {} : { bridgeOptions: { messaging } }),
   });
-  const logs: string[] = [];
-  const log = createLogger(logLevel, { write: (line: string) => void logs.push(line) });
-  const bridge = await createBridge(config, { log, ...(messaging === undefined ? {} : { messaging }) });
-  return { bridge, http: await bridge.listen(), logs };
 }
 
 /**
@@ -111,27 +110,19 @@ export async function liveCall(
 }
 
 export async function startMessagingRig(o: MessagingRigOptions = {}): Promise<MessagingRig> {
-  const bot = await TestBot.start({ echo: false });
-  const emulator = await createEmulator({
-    jwtSecret: EMULATOR_SECRET,
-    log: createLogger('silent'),
-    ...(o.messaging === undefined ? {} : { messaging: o.messaging }),
+  const rig = await listenBridge(o.env ?? {}, 'info', undefined, {
+    bot: { echo: false },
+    providers: { messaging: o.messaging ?? {} },
   });
-  const emulatorUrl = await emulator.listen(0, '127.0.0.1');
+  const { bridge, http, logs } = rig;
+  const bot = rig.bot!;
+  const emulator = rig.emulator!;
+  const emulatorUrl = rig.emulatorUrl!;
   const upstream: string[] = [];
   emulator.app.server.on('request', (req: { url?: string }) => {
     const path = (req.url ?? '').split('?')[0]!;
     if (/^\/v1\/(chat|rcs)_/.test(path)) upstream.push(path);
   });
-  const { bridge, http, logs } = await listenBridge(
-    {
-      MESSAGING_BASE_URL: `${emulatorUrl}/v1`,
-      MESSAGING_TOKEN: emulator.messaging.defaultApiKey,
-      BOT_URL: bot.url,
-      ...o.env,
-    },
-    'info',
-  );
   const providers: TestProvider[] = [];
 
   const control = (method: string, path: string, body?: unknown) =>
@@ -140,7 +131,10 @@ export async function startMessagingRig(o: MessagingRigOptions = {}): Promise<Me
   const hook = await control('PUT', '/webhook', {
     url: `${http}/v1/webhooks/messaging?token=${WEBHOOK_SECRET}`,
   });
-  if (hook.status !== 200) throw new Error(`webhook URL not set: ${hook.status} ${hook.text}`);
+  if (hook.status !== 200) {
+    await rig.close();
+    throw new Error(`webhook URL not set: ${hook.status} ${hook.text}`);
+  }
 
   return {
     bridge,
@@ -174,9 +168,7 @@ export async function startMessagingRig(o: MessagingRigOptions = {}): Promise<Me
     },
     async close() {
       for (const p of providers) p.close();
-      await bridge.close();
-      await emulator.close();
-      await bot.close();
+      await rig.close();
     },
   };
 }
@@ -266,8 +258,7 @@ export async function startWebhookBridge(
   env: Record<string, string> = {},
   messaging?: MessagingClient,
 ): Promise<WebhookBridge> {
-  const { bridge, http, logs } = await listenBridge(env, 'debug', messaging);
-  return { bridge, http, logs, close: () => bridge.close() };
+  return listenBridge(env, 'debug', messaging);
 }
 
 /**

@@ -5,7 +5,7 @@
 import { performance } from 'node:perf_hooks';
 import WebSocket from 'ws';
 import { runDelayMs } from './schedstat.js';
-import { waitFor } from './wait.js';
+import { reach, waitFor } from './wait.js';
 
 export interface AudioArrival {
   readonly at: number;
@@ -99,8 +99,7 @@ export class TestProvider {
   async sendPaced(pcm: Buffer, chunkBytes: number, chunkMs: number, encode?: 'base64'): Promise<void> {
     const t0 = performance.now();
     for (let i = 0, off = 0; off < pcm.length; i++, off += chunkBytes) {
-      const wait = t0 + i * chunkMs - performance.now();
-      if (wait > 0) await new Promise((r) => setTimeout(r, wait));
+      await reach(t0 + i * chunkMs);
       const piece = pcm.subarray(off, off + chunkBytes);
       if (encode === 'base64') this.send({ event: 'media', payload: piece.toString('base64') });
       else this.ws.send(piece);

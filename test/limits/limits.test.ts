@@ -6,6 +6,7 @@
 import { describe, expect, it } from 'vitest';
 import { loadConfig } from '../../src/config.js';
 import { startBridge, useBridge } from '../helpers/bridge.js';
+import { ManualClock } from '../helpers/clock.js';
 import { TestProvider } from '../helpers/provider.js';
 import { upgradeAnswer } from '../helpers/upgrade.js';
 import { waitFor } from '../helpers/wait.js';
@@ -40,15 +41,14 @@ describe('limits', () => {
     expect((await upgradeAnswer(t.bridge.mediaUrl, token)).status).toBe(101);
   });
 
-  it('MEDIA_CONNECT_PER_SEC: attempts past the cap from one address get 429 before the upgrade', async () => {
-    t.bridge = await startBridge({ MEDIA_CONNECT_PER_SEC: '3' });
+  it('MEDIA_CONNECT_PER_SEC: attempts past the cap from one address get 429 before the upgrade; the next second admits again', async () => {
+    // The limits read a clock the test moves: the burst falls in one window, the next window comes when told.
+    const clock = new ManualClock();
+    t.bridge = await startBridge({ MEDIA_CONNECT_PER_SEC: '3' }, { limitClock: clock });
     const token = await t.bridge.mediaToken();
-    // Fired together so they fall in one one-second window (a window boundary can split them: retry once).
-    let answers = await Promise.all(
+    const answers = await Promise.all(
       Array.from({ length: 6 }, () => upgradeAnswer(t.bridge!.mediaUrl, token)),
     );
-    if (answers.filter((a) => a.status === 429).length < 3)
-      answers = await Promise.all(Array.from({ length: 6 }, () => upgradeAnswer(t.bridge!.mediaUrl, token)));
     const statuses = answers.map((a) => a.status).sort();
     expect(statuses).toEqual([101, 101, 101, 429, 429, 429]);
     const body = JSON.parse(answers.find((a) => a.status === 429)!.body);
@@ -56,10 +56,36 @@ describe('limits', () => {
       error: 'too_many_requests',
       message: expect.stringMatching(/at most 3 per second \(MEDIA_CONNECT_PER_SEC\)/),
     });
-    expect(await refused('rate')).toBeGreaterThanOrEqual(3);
+    expect(await refused('rate')).toBe(3);
+    // Still the same second: refused.
+    clock.advance(999);
+    expect((await upgradeAnswer(t.bridge.mediaUrl, token)).status).toBe(429);
     // A new window admits again.
-    await new Promise((r) => setTimeout(r, 1_050));
+    clock.advance(1);
     expect((await upgradeAnswer(t.bridge.mediaUrl, token)).status).toBe(101);
+  });
+
+  it('REST_RATE_WINDOW_MS: once the window has passed, the address has its whole allowance again', async () => {
+    const clock = new ManualClock();
+    t.bridge = await startBridge(
+      { REST_RATE_LIMIT: '2', REST_RATE_WINDOW_MS: '60000' },
+      { limitClock: clock },
+    );
+    const auth = { authorization: `Bearer ${await t.bridge.restToken(['sessions:read'])}` };
+    const burst = async (n: number) => {
+      const codes: number[] = [];
+      for (let i = 0; i < n; i++)
+        codes.push((await fetch(`${t.bridge!.http}/v1/sessions`, { headers: auth })).status);
+      return codes;
+    };
+    expect(await burst(3)).toEqual([200, 200, 429]);
+    clock.advance(30_000);
+    const res = await fetch(`${t.bridge.http}/v1/sessions`, { headers: auth });
+    expect(res.status).toBe(429);
+    // The window started with the first request: 30 s of it are left.
+    expect(res.headers.get('retry-after')).toBe('30');
+    clock.advance(30_000);
+    expect(await burst(3)).toEqual([200, 200, 429]);
   });
 
   it('REST_RATE_LIMIT: past the limit a route answers 429 with the contract body; probes are never limited', async () => {
@@ -105,23 +131,19 @@ describe('limits', () => {
     expect(await burst('203.0.113.8')).toEqual([200, 200, 429]);
     await t.bridge.close();
 
-    t.bridge = await startBridge({ MEDIA_CONNECT_PER_SEC: '2', TRUST_PROXY: '127.0.0.1' });
+    // A clock the test moves: the burst falls in one one-second window.
+    t.bridge = await startBridge(
+      { MEDIA_CONNECT_PER_SEC: '2', TRUST_PROXY: '127.0.0.1' },
+      { limitClock: new ManualClock() },
+    );
     const media = await t.bridge.mediaToken();
     const from = (ip: string) => upgradeAnswer(t.bridge!.mediaUrl, media, { 'x-forwarded-for': ip });
-    let a = await Promise.all([
+    const a = await Promise.all([
       from('198.51.100.1'),
       from('198.51.100.1'),
       from('198.51.100.1'),
       from('198.51.100.2'),
     ]);
-    // A one-second window boundary can split the burst: retry once.
-    if (a.filter((x) => x.status === 429).length !== 1)
-      a = await Promise.all([
-        from('198.51.100.1'),
-        from('198.51.100.1'),
-        from('198.51.100.1'),
-        from('198.51.100.2'),
-      ]);
     // Three from one client behind the proxy (the third is over the cap), one from another (admitted).
     expect(
       a

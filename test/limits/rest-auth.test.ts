@@ -13,6 +13,7 @@ import { mintToken } from '../../src/auth/jwt.js';
 import { loadConfig } from '../../src/config.js';
 import { createAuthFailureLimiter } from '../../src/limits/auth-failures.js';
 import { startBridge, useBridge } from '../helpers/bridge.js';
+import { ManualClock } from '../helpers/clock.js';
 import { rsaKey } from '../helpers/jwks.js';
 import { waitFor } from '../helpers/wait.js';
 
@@ -248,20 +249,20 @@ describe('REST limits before authentication', () => {
 
 describe('the failure budget over time (fake clock)', () => {
   it('refuses for the rest of the minute that started at the first failure, then starts afresh', () => {
-    let now = 1_000;
-    const limiter = createAuthFailureLimiter({ max: 3, now: () => now });
+    const clock = new ManualClock(1_000);
+    const limiter = createAuthFailureLimiter({ max: 3, clock });
     for (let i = 1; i <= 3; i++) {
       expect(limiter.refusal('a')).toBeUndefined();
       expect(limiter.fail('a')).toBe(i);
-      now += 1_000;
+      clock.advance(1_000);
     }
     // The window started at 1_000: at 4_000 it has 57 s left.
     expect(limiter.refusal('a')).toBe(57);
     expect(limiter.refusal('b')).toBeUndefined();
-    now = 1_000 + 59_500;
+    clock.advance(59_500 - 3_000);
     expect(limiter.refusal('a')).toBe(1);
     expect(limiter.fail('a')).toBe(4);
-    now = 1_000 + 60_000;
+    clock.advance(500);
     expect(limiter.refusal('a')).toBeUndefined();
     expect(limiter.fail('a')).toBe(1);
     expect(limiter.refusal('a')).toBeUndefined();
@@ -269,7 +270,7 @@ describe('the failure budget over time (fake clock)', () => {
   });
 
   it('tracks a bounded number of addresses, forgetting the oldest window first', () => {
-    const limiter = createAuthFailureLimiter({ max: 1, capacity: 2, now: () => 0 });
+    const limiter = createAuthFailureLimiter({ max: 1, capacity: 2, clock: new ManualClock(0) });
     limiter.fail('a');
     limiter.fail('b');
     limiter.fail('c');

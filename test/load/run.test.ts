@@ -8,6 +8,7 @@ import { asBackground } from '../../src/load/markers.js';
 import { orchestrate } from '../../src/load/orchestrator.js';
 import { buildReport } from '../../src/load/report.js';
 import type { RunOptions } from '../../src/load/runner.js';
+import { quietFor, waitFor } from '../helpers/wait.js';
 
 const base = (url: string): RunOptions => ({
   url,
@@ -125,7 +126,7 @@ describe('load generator', () => {
       a.ws.send(Buffer.from(`a${i}`));
       b.ws.send(`{"n":${i}}`);
     }
-    await new Promise((r) => setTimeout(r, 300));
+    await waitFor(() => a.got.length >= 20 && b.got.length >= 20, 5_000, 'the 20 frames back on each');
     expect(a.got.map((m) => m.data)).toEqual(Array.from({ length: 20 }, (_, i) => `a${i}`));
     expect(a.got.every((m) => m.binary)).toBe(true);
     expect(b.got.map((m) => m.data)).toEqual(Array.from({ length: 20 }, (_, i) => `{"n":${i}}`));
@@ -134,10 +135,13 @@ describe('load generator', () => {
     // Frames still held when the server closes are never sent.
     const before = a.got.length;
     a.ws.send(Buffer.from('late'));
-    await new Promise((r) => setTimeout(r, 20));
+    // The server answers a ping after the frames before it: once the pong is back, 'late' is held.
+    const pong = new Promise((r) => a.ws.once('pong', r));
+    a.ws.ping();
+    await pong;
     await echo.close();
     echo = undefined;
-    await new Promise((r) => setTimeout(r, 150));
+    await quietFor(150, 'no frame after the close');
     expect(a.got.length).toBe(before);
   });
 

@@ -11,6 +11,7 @@ import {
   threadCpuBetween,
   threadKind,
 } from '../../src/load/thread-cpu.js';
+import { reach, waitFor } from '../helpers/wait.js';
 
 describe('per-thread CPU', () => {
   let child: ChildProcess | undefined;
@@ -64,17 +65,18 @@ describe('per-thread CPU', () => {
     const snap = () => ({ pid, at: performance.now(), threads: readThreads(pid) });
     let a = snap();
     // The worker names itself as it starts: wait for the name, with a deadline.
-    const deadline = Date.now() + 5_000;
-    while (![...a.threads.values()].some((s) => threadKind(pid, s) === 'worker')) {
-      if (Date.now() > deadline) throw new Error('no thread named worker-N');
-      await new Promise((r) => setTimeout(r, 20));
-      a = snap();
-    }
-    let b = snap();
-    while (b.at - a.at < 600) {
-      await new Promise((r) => setTimeout(r, 50));
-      b = snap();
-    }
+    await waitFor(
+      () => {
+        a = snap();
+        return [...a.threads.values()].some((s) => threadKind(pid, s) === 'worker');
+      },
+      5_000,
+      'a thread named worker-N',
+      20,
+    );
+    // 600 ms of the threads' CPU time.
+    await reach(a.at + 600);
+    const b = snap();
     const cpu = threadCpuBetween(a, b);
     expect(cpu.counts.main).toBe(1);
     expect(cpu.counts.worker).toBe(1);

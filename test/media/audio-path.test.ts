@@ -14,7 +14,7 @@ import { pcm16Samples, tonePcm16 } from '../helpers/audio.js';
 import { TestBot } from '../helpers/bot.js';
 import { startBridge, type TestBridge } from '../helpers/bridge.js';
 import { interArrival, TestProvider } from '../helpers/provider.js';
-import { waitFor } from '../helpers/wait.js';
+import { quietFor, waitFor } from '../helpers/wait.js';
 
 let bridge: TestBridge | undefined;
 let bot: TestBot | undefined;
@@ -160,7 +160,7 @@ describe('audio path', () => {
     const clear = await p.waitEvent('clear', 1_000);
     const n = p.audio.length;
     // Nothing after the clear event, and at most one chunk between the bot's clear and the provider's.
-    await new Promise((r) => setTimeout(r, 300));
+    await quietFor(300, 'audio after the clear');
     expect(p.audio.length).toBe(n);
     expect(p.audio.filter((a) => a.at > clear.at)).toHaveLength(0);
     expect(n).toBeLessThan(40);
@@ -184,7 +184,7 @@ describe('audio path', () => {
       const clears = () => p.events.filter((e) => e.event === 'clear');
       await waitFor(() => clears().length > round, 1_000, `clear ${round}`);
       const clear = clears()[round]!;
-      await new Promise((r) => setTimeout(r, 200));
+      await quietFor(200, 'audio after the clear');
       expect(p.audio.filter((a) => a.at > clear.at)).toHaveLength(0);
     }
     // Audio sent after the clear plays.
@@ -200,7 +200,7 @@ describe('audio path', () => {
     const conn = await bot.waitConnection();
     conn.ws.send(tonePcm16(440, 16000, 48000)); // 3 s into a 1 s buffer
     await waitFor(() => p.audio.length >= 50, 3_000, 'the buffered second');
-    await new Promise((r) => setTimeout(r, 200));
+    await quietFor(200, 'audio past the buffered second');
     expect(p.audio.length).toBeLessThanOrEqual(52);
     const shed = (await bridge.bridge.ctx.metrics.shedChunks.get()).values.find(
       (v) => v.labels.reason === 'buffer_full',

@@ -7,7 +7,7 @@ import { fitTone } from '../../src/audio/tone.js';
 import { pcm16Samples, tonePcm16 } from '../helpers/audio.js';
 import { startBridge, useBridge } from '../helpers/bridge.js';
 import { TestProvider } from '../helpers/provider.js';
-import { waitFor } from '../helpers/wait.js';
+import { quietFor, reach, waitFor } from '../helpers/wait.js';
 
 const t = useBridge();
 
@@ -57,10 +57,11 @@ describe('bad input', () => {
     ];
     // Good audio with a bad frame after every fourth chunk.
     const tone = tonePcm16(1000, 8000, 8000);
+    const t0 = performance.now();
     for (let i = 0, b = 0; i < 50; i++) {
       p.sendRaw(tone.subarray(i * 320, (i + 1) * 320));
       if (i % 4 === 3 && b < bad.length) p.sendRaw(bad[b++]![0]);
-      await new Promise((r) => setTimeout(r, 2));
+      await reach(t0 + (i + 1) * 2);
     }
     await waitFor(() => p.errors().length >= bad.length, 3_000, 'error events');
     const errors = p.errors();
@@ -105,7 +106,7 @@ describe('bad input', () => {
       expect(await badFrameCount('invalid_field')).toBe(2);
       // The wrong frames were skipped: only the good 100 ms came back.
       await waitFor(() => p.audioBytes().length >= 1600, 2_000, 'echoed audio');
-      await new Promise((r) => setTimeout(r, 200));
+      await quietFor(200, 'audio of the skipped frames');
       expect(p.audioBytes().length).toBe(1600);
       expect(p.closeCode).toBeUndefined();
     },

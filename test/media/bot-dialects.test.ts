@@ -24,7 +24,7 @@ import { replyToneHz } from '../../src/emulator/realtime/voice.js';
 import { tonePcm16 } from '../helpers/audio.js';
 import { startBridge, type TestBridge } from '../helpers/bridge.js';
 import { interArrival, TestProvider } from '../helpers/provider.js';
-import { waitFor } from '../helpers/wait.js';
+import { quietFor, waitFor } from '../helpers/wait.js';
 
 type Dialect = 'twilio' | 'openai-realtime';
 
@@ -118,7 +118,7 @@ describe.each(['twilio', 'openai-realtime'] as const)('the %s bot dialect', (dia
     });
     const replyBytes = 1500 * c.bytesPerMs;
     await waitFor(() => c.p.audioBytes().length >= replyBytes, 5_000, 'the whole reply at the caller');
-    await new Promise((r) => setTimeout(r, 200)); // anything more would be extra
+    await quietFor(200, 'audio past the reply (anything more would be extra)');
 
     const input = c.conn.record.inputAudio()!;
     expect(input.format).toBe('audio/pcmu');
@@ -164,7 +164,7 @@ describe.each(['twilio', 'openai-realtime'] as const)('the %s bot dialect', (dia
     // And the reply stops at the caller. The bridge's own client drops the rest of a cut reply; an agent
     // behind the twilio dialect decides for itself, and the SDK still forwards the deltas it had in hand
     // when it interrupted (a real Twilio would play them too), so there a short tail is allowed.
-    await new Promise((r) => setTimeout(r, 300));
+    await quietFor(300, 'reply audio after the clear');
     const after = c.p.audio.filter((a) => a.at > clear.at + 5).reduce((n, a) => n + a.data.length, 0);
     console.log(`${dialect}: ${after / c.bytesPerMs} ms of audio reached the caller after the clear`);
     expect(after / c.bytesPerMs).toBeLessThanOrEqual(dialect === 'twilio' ? 300 : 0);

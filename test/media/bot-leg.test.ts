@@ -9,7 +9,7 @@ import { TestBot } from '../helpers/bot.js';
 import { startBridge, type TestBridge } from '../helpers/bridge.js';
 import { captureLog } from '../helpers/log-capture.js';
 import { TestProvider } from '../helpers/provider.js';
-import { waitFor } from '../helpers/wait.js';
+import { quietFor, waitFor } from '../helpers/wait.js';
 
 let bridge: TestBridge | undefined;
 let bot: TestBot | undefined;
@@ -185,7 +185,7 @@ describe('bot leg', () => {
     expect(await connects('failed')).toBe(3);
     // The call is still up: listed, the socket open, caller audio accepted without complaint.
     p.sendRaw(tonePcm16(440, 8000, 800));
-    await new Promise((r) => setTimeout(r, 100));
+    await quietFor(100, 'the call to close or complain');
     expect(p.closeCode).toBeUndefined();
     expect(p.errors()).toHaveLength(2);
     expect(bridge.bridge.ctx.sessions.count()).toBe(1);
@@ -337,7 +337,7 @@ describe("per-tenant bot: the tenant's bot_url, else BOT_URL", () => {
     expect(err.message).not.toContain('tok-acme-84');
     // The call stays up, with no bot: neither the tenant's nor the bridge's.
     p.sendRaw(tonePcm16(440, 8000, 1600));
-    await new Promise((r) => setTimeout(r, 200));
+    await quietFor(200, 'the call to close or a bot to be dialled');
     expect(p.closeCode).toBeUndefined();
     expect([acmeBot!.connections.length, global!.connections.length]).toEqual([0, 0]);
     const warn = logs.find(/refused by the current configuration/, 'acme-refused');
@@ -358,7 +358,7 @@ describe("per-tenant bot: the tenant's bot_url, else BOT_URL", () => {
     const err = await p.waitEvent('error', 2_000);
     expect(err.code).toBe('bot_unavailable');
     expect(err.message).toMatch(/cannot be read by this bridge instance/);
-    await new Promise((r) => setTimeout(r, 200));
+    await quietFor(200, 'the call to close or a bot to be dialled');
     expect(p.closeCode).toBeUndefined();
     expect(global!.connections).toHaveLength(0);
     expect(logs.find(/cannot be unsealed/, 'acme-sealed')).toMatchObject([{ level: 40, tenant: 'acme' }]);

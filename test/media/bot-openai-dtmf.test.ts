@@ -7,7 +7,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { createRealtimeEmulator, type RealtimeEmulator } from '../../src/emulator/realtime/server.js';
 import { startBridge, type TestBridge } from '../helpers/bridge.js';
 import { TestProvider } from '../helpers/provider.js';
-import { waitFor } from '../helpers/wait.js';
+import { quietFor, waitFor } from '../helpers/wait.js';
 
 let emulator: RealtimeEmulator | undefined;
 let bridge: TestBridge | undefined;
@@ -59,7 +59,7 @@ describe('DTMF toward an openai-realtime bot', () => {
   it('BOT_DTMF=ignore sends nothing; a bad value stops start-up naming the variable', async () => {
     const conn = await callWithDigit('ignore');
     // Nothing is to come: the text mode's items arrive within milliseconds, so 500 ms of none shows it.
-    await new Promise((r) => setTimeout(r, 500));
+    await quietFor(500, 'a text item for the digit');
     expect(conn.record.events.filter((e) => e.type === 'conversation.item.create')).toHaveLength(0);
     await expect(
       startBridge({ BOT_URL: 'ws://127.0.0.1:1', BOT_DIALECT: 'openai-realtime', BOT_DTMF: 'beep' }),

@@ -13,7 +13,7 @@ import { tonePcm16 } from '../helpers/audio.js';
 import { TestBot } from '../helpers/bot.js';
 import { startBridge, type TestBridge } from '../helpers/bridge.js';
 import { runDelayMs } from '../helpers/schedstat.js';
-import { waitFor } from '../helpers/wait.js';
+import { reach, waitFor } from '../helpers/wait.js';
 
 const AUTH_TOKEN = 'twilio-auth-token-for-tests';
 let bridge: TestBridge | undefined;
@@ -171,8 +171,7 @@ describe('Twilio Media Streams in front', () => {
     const tone = ulawTone(1000, 1000);
     const t0 = performance.now();
     for (let i = 0; i < 50; i++) {
-      const wait = t0 + i * 20 - performance.now();
-      if (wait > 0) await new Promise((r) => setTimeout(r, wait));
+      await reach(t0 + i * 20);
       tw.media(tone.subarray(i * 160, (i + 1) * 160), i + 1);
     }
     await waitFor(() => tw.audio().length >= 8000, 5_000, 'the echo back');

@@ -7,7 +7,7 @@ import { type Config, ConfigError, loadConfig } from '../../src/config.js';
 import { startBridge, useBridge } from '../helpers/bridge.js';
 import { captureLog } from '../helpers/log-capture.js';
 import { TestProvider } from '../helpers/provider.js';
-import { waitFor } from '../helpers/wait.js';
+import { quietFor, waitFor } from '../helpers/wait.js';
 
 const t = useBridge();
 
@@ -69,7 +69,7 @@ describe('session set-up', () => {
     expect(idle.closeReason).toMatch(/no session_start within 200 ms/);
     expect(idle.errors().map((e) => e.code)).toEqual(['bad_session_start']);
     // The timer stopped at session_start: that call outlives the deadline.
-    await new Promise((r) => setTimeout(r, 400));
+    await quietFor(400, 'the prompt call to be closed');
     expect(prompt.closeCode).toBeUndefined();
     expect(await listed()).toEqual(['in-time-1']);
   });
@@ -87,14 +87,23 @@ describe('session set-up', () => {
     t.bridge = await startBridge({ BOT_URL: 'builtin:echo', ECHO_DELAY_MS: '0' });
     const tenants = t.bridge.bridge.ctx.tenants;
     const get = tenants.getMediaStream.bind(tenants);
-    // A slow store: the session is still being set up while the frames arrive.
+    // A store that answers when the test says: the session is still being set up while the frames arrive.
+    let answer: () => void = () => {};
+    const asked = new Promise<void>((r) => {
+      answer = r;
+    });
     tenants.getMediaStream = async (t) => {
-      await new Promise((r) => setTimeout(r, 300));
+      await asked;
       return get(t);
     };
     const p = await connect();
     await p.start('held-1');
     for (let i = 0; i < 300; i++) p.sendRaw(Buffer.alloc(320));
+    // The bridge answers a ping after the frames before it: once the pong is back, all 300 arrived.
+    const pong = new Promise((r) => p.ws.once('pong', r));
+    p.ws.ping();
+    await pong;
+    answer();
     const err = await p.waitEvent('error', 3_000);
     expect(err.code).toBe('frames_dropped');
     expect(err.message).toMatch(/^44 frames sent while the session was being set up were dropped/);

@@ -13,7 +13,7 @@ import { pcm16Samples } from '../helpers/audio.js';
 import { startBridge, useBridge } from '../helpers/bridge.js';
 import { captureLog } from '../helpers/log-capture.js';
 import { TestProvider } from '../helpers/provider.js';
-import { waitFor } from '../helpers/wait.js';
+import { quietFor, waitFor } from '../helpers/wait.js';
 
 const t = useBridge();
 
@@ -40,7 +40,8 @@ describe('builtin:wav at any rate', () => {
       await p.start(`wav-${rate}`);
       // 0.8 s at 8 kHz is 40 chunks of 320 bytes; the bot sends nothing after the file.
       await waitFor(() => p.audio.length >= 39, 4_000, 'wav audio');
-      await new Promise((r) => setTimeout(r, 300)); // whatever is still paced out
+      // Whatever is still paced out arrives; nothing past the file's end does.
+      await quietFor(300, 'audio past the end of the file');
       expect(p.errors()).toEqual([]);
       const x = pcm16Samples(p.audioBytes());
       const fit = fitTone(x.subarray(400, 6000), 600, 8000);
@@ -111,7 +112,7 @@ describe("a tenant's builtin:wav bot_url", () => {
     expect(err.code).toBe('bot_unavailable');
     expect(err.message).toMatch(/refused .*inside BOT_WAV_DIR/);
     // As with a bot that cannot be reached, the call goes on without one.
-    await new Promise((r) => setTimeout(r, 200));
+    await quietFor(200, 'the call to close');
     expect(q.closeCode).toBeUndefined();
   });
 

@@ -161,18 +161,19 @@ describe('campaign records', () => {
   async function recordsOf(rig: Rig, token: string, sends: { message_id: string }[], status: string) {
     const ids = sends.map((x) => x.message_id);
     const records = new Map<string, Record<string, unknown>>();
-    const deadline = Date.now() + 10_000;
-    while (records.size < ids.length) {
-      if (Date.now() > deadline) {
-        throw new Error(`${ids.length - records.size} of ${ids.length} messages never showed ${status}`);
-      }
-      for (const id of ids) {
-        if (records.has(id)) continue;
-        const r = await call(rig.http, 'GET', `/v1/messages/${encodeURIComponent(id)}`, { token });
-        if (r.status === 200 && r.body.status === status) records.set(id, r.body);
-      }
-      if (records.size < ids.length) await new Promise((r) => setTimeout(r, 20));
-    }
+    await waitFor(
+      async () => {
+        for (const id of ids) {
+          if (records.has(id)) continue;
+          const r = await call(rig.http, 'GET', `/v1/messages/${encodeURIComponent(id)}`, { token });
+          if (r.status === 200 && r.body.status === status) records.set(id, r.body);
+        }
+        return records.size === ids.length;
+      },
+      10_000,
+      `all ${ids.length} messages to show ${status}`,
+      20,
+    );
     return records;
   }
 

@@ -12,6 +12,7 @@ import { createMetrics } from '../../src/metrics.js';
 import { closedPort } from '../control/harness.js';
 import { failure } from '../helpers/errors.js';
 import { captureLog } from '../helpers/log-capture.js';
+import { quietFor, reach, waitFor } from '../helpers/wait.js';
 import { maxInWindow } from '../helpers/window.js';
 
 /** What every line of the bridge's logger carries, whatever was logged. */
@@ -536,7 +537,7 @@ describe('messaging client: pacing', () => {
     // cannot make up for it.
     const p = await provider(async (_req, reply, n) => {
       const ms = n < 80 ? 250 + random() * 150 : random() * 150;
-      await new Promise((r) => setTimeout(r, ms));
+      await reach(performance.now() + ms);
       return answer(200, SENT)(_req, reply);
     });
     const admitted: number[] = [];
@@ -634,7 +635,7 @@ describe('messaging client: time left to each attempt', () => {
     const e = await failure(c.sendChatMessage(TEXT));
     expect(e.code).toBe('too_many_requests');
     expect(p.seen).toHaveLength(1);
-    await new Promise((r) => setTimeout(r, 2_000 - (performance.now() - timedOut)));
+    await reach(timedOut + 2_000);
     await c.sendChatMessage(TEXT);
     expect(p.seen).toHaveLength(2);
   }, 10_000);
@@ -664,7 +665,8 @@ describe('messaging client: close', () => {
     const c = client(p.url, { sendsPerSecond: 1 });
     await c.sendChatMessage(TEXT);
     const waiting = failure(c.sendChatMessage(TEXT));
-    await new Promise((r) => setTimeout(r, 50));
+    // Waiting for its slot, it is not sent (checked below).
+    await quietFor(50, 'the waiting send to go out');
     const closedAt = performance.now();
     await c.close();
     const e = await waiting;
@@ -681,8 +683,9 @@ describe('messaging client: close', () => {
     const c = client(p.url, { readTimeoutMs: 10_000 });
     const timers = () => process.getActiveResourcesInfo().filter((r) => r === 'Timeout').length;
     const pausing = failure(c.getChatTemplateStatus('order_update'));
-    while (p.seen.length === 0) await new Promise((r) => setTimeout(r, 10));
-    await new Promise((r) => setTimeout(r, 50));
+    await waitFor(() => p.seen.length > 0, 2_000, 'the first attempt');
+    // The 503 comes back and the pause begins: the client shows nothing of it but its timer.
+    await reach(performance.now() + 50);
     // The pause's timer is running.
     const during = timers();
     expect(during).toBeGreaterThan(0);

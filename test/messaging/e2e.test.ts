@@ -16,6 +16,7 @@ import {
   startMessagingRig,
   WEBHOOK_SECRET,
 } from '../helpers/messaging.js';
+import { quietFor, waitFor } from '../helpers/wait.js';
 
 const open: MessagingRig[] = [];
 afterEach(async () => {
@@ -127,18 +128,20 @@ describe('1. chat template lifecycle through the management routes', () => {
     // get_status until the review delay approves it.
     let status = '';
     let quality = '';
-    for (
-      const deadline = performance.now() + 5_000;
-      status !== 'APPROVED' && performance.now() < deadline;
-    ) {
-      const s = await r.api('GET', '/v1/messaging/chat/templates/order_update', { token });
-      expect(s.status).toBe(200);
-      const t = s.body.template as { status: string; rejection_reason: unknown; quality_score: string };
-      status = t.status;
-      quality = t.quality_score;
-      if (status === 'APPROVED') expect(t.rejection_reason).toBeNull();
-      else await new Promise((res) => setTimeout(res, 50));
-    }
+    await waitFor(
+      async () => {
+        const s = await r.api('GET', '/v1/messaging/chat/templates/order_update', { token });
+        expect(s.status).toBe(200);
+        const t = s.body.template as { status: string; rejection_reason: unknown; quality_score: string };
+        status = t.status;
+        quality = t.quality_score;
+        if (status === 'APPROVED') expect(t.rejection_reason).toBeNull();
+        return status === 'APPROVED';
+      },
+      5_000,
+      'the template to be approved',
+      50,
+    );
     const approvedAfter = performance.now() - createdAt;
     expect(status).toBe('APPROVED');
     expect(quality).toBe('GREEN');
@@ -191,11 +194,12 @@ describe('1. chat template lifecycle through the management routes', () => {
     expect(busy.status).toBe(409);
     expect(busy.body.error).toBe('conflict');
     expect(busy.body.message).toMatch(/in use by the active campaign order_updates/);
-    for (const deadline = performance.now() + 10_000; performance.now() < deadline; ) {
-      const s = await stats(r);
-      if (s.sends.filter((x) => x.campaign_id === campaignId).length === 100) break;
-      await new Promise((res) => setTimeout(res, 100));
-    }
+    await waitFor(
+      async () => (await stats(r)).sends.filter((x) => x.campaign_id === campaignId).length === 100,
+      10_000,
+      'the campaign to finish',
+      100,
+    );
     const done = await r.api('DELETE', '/v1/messaging/chat/templates/order_update', { token });
     expect(done.status, done.text).toBe(204);
     expect((await r.api('GET', '/v1/messaging/chat/templates/order_update', { token })).status).toBe(404);
@@ -914,11 +918,15 @@ describe('5. a campaign of 1,000 recipients with per-recipient variables', () =>
 
     // All 1,000 sent by the emulator (about 12.5 s at 80/s).
     let sends: SendRecord[] = [];
-    for (const deadline = performance.now() + 25_000; performance.now() < deadline; ) {
-      sends = (await stats(r)).sends.filter((s) => s.campaign_id === campaign.id);
-      if (sends.length >= 1_000) break;
-      await new Promise((res) => setTimeout(res, 250));
-    }
+    await waitFor(
+      async () => {
+        sends = (await stats(r)).sends.filter((s) => s.campaign_id === campaign.id);
+        return sends.length >= 1_000;
+      },
+      25_000,
+      'all 1,000 sends',
+      250,
+    );
     const sentMs = performance.now() - started;
     expect(sends).toHaveLength(1_000);
     // Each recipient exactly once.
@@ -949,11 +957,15 @@ describe('5. a campaign of 1,000 recipients with per-recipient variables', () =>
     // receipts are off and no number is undeliverable, so 2,000 distinct (message, status) pairs over
     // 1,000 messages are a sent and a delivered for each).
     let events = 0;
-    for (const deadline = performance.now() + 10_000; performance.now() < deadline; ) {
-      events = (await newEvents()) - eventsBefore;
-      if (events >= 2_000) break;
-      await new Promise((res) => setTimeout(res, 100));
-    }
+    await waitFor(
+      async () => {
+        events = (await newEvents()) - eventsBefore;
+        return events >= 2_000;
+      },
+      10_000,
+      '2,000 chat events at the webhook',
+      100,
+    );
     const deliveredMs = performance.now() - started;
     expect(events).toBe(2_000);
     // The bridge recorded each campaign send under the message id its first event named: all 1,000
@@ -1085,7 +1097,7 @@ describe('6. duplicate webhook deliveries', () => {
     ] as const) {
       await bot.waitEvent('message_status', 5_000, (e) => e.message_id === id && e.status === 'read');
       // Time for any second copy to arrive, were one forwarded.
-      await new Promise((res) => setTimeout(res, 300));
+      await quietFor(300, 'a second copy of a status');
       const heard = bot.events.filter((e) => e.event === 'message_status' && e.message_id === id);
       // Each status once (sent and delivered from the emulator, read from the posts above).
       expect(heard.map((e) => e.status).sort(), channel).toEqual(['delivered', 'read', 'sent']);

@@ -7,20 +7,19 @@
  */
 import fc from 'fast-check';
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import { type Bridge, createBridge } from '../../src/app.js';
+import type { Bridge } from '../../src/app.js';
 import { mintToken } from '../../src/auth/jwt.js';
 import { startupBanner } from '../../src/cli/banner.js';
 import { loadConfig } from '../../src/config.js';
 import { startInProcessProvider } from '../../src/emulator/in-process.js';
-import { createEmulator, type Emulator } from '../../src/emulator/server.js';
 import { createLogger } from '../../src/log.js';
 import { call } from '../control/harness.js';
 import { TestBot } from '../helpers/bot.js';
 import { TestProvider } from '../helpers/provider.js';
+import { type InProcessRig, startRig as startTestRig } from '../helpers/rig.js';
 
 const AUTH_SECRET = 'messaging-routes-auth-secret';
 const MEDIA_SECRET = 'messaging-routes-media-secret';
-const EMULATOR_SECRET = 'messaging-routes-emulator-secret';
 const WEBHOOK_SECRET = 'messaging-routes-webhook-secret-42';
 /** The customer's number as the provider gives it in session_start, and as chat takes it. */
 const PHONE = '+14155550123';
@@ -38,50 +37,36 @@ const bridgeEnv = (botUrl: string) => ({
   BOT_URL: botUrl,
 });
 
-interface Rig {
-  readonly bridge: Bridge;
-  readonly http: string;
-  readonly emulator: Emulator | undefined;
-  readonly bot: TestBot;
-  close(): Promise<void>;
-}
+type Rig = InProcessRig & { readonly bot: TestBot };
 
+/** The rig with a ws bot, this file's secrets and, unless `messaging: false`, the messaging emulator. */
 async function startRig(
   o: { messaging?: boolean; env?: Record<string, string>; readDelayMs?: number } = {},
 ): Promise<Rig> {
-  const bot = await TestBot.start({ echo: false });
-  let emulator: Emulator | undefined;
-  let env: Record<string, string> = {};
-  if (o.messaging !== false) {
-    emulator = await createEmulator({
-      jwtSecret: EMULATOR_SECRET,
-      log: createLogger('silent'),
-      messaging: { deliveryDelayMs: 20, readDelayMs: o.readDelayMs ?? 40, reviewDelayMs: 50 },
-    });
-    const url = await emulator.listen(0, '127.0.0.1');
-    env = { MESSAGING_BASE_URL: `${url}/v1`, MESSAGING_TOKEN: emulator.messaging.defaultApiKey };
-  }
-  const config = loadConfig({ ...bridgeEnv(bot.url), ...env, ...o.env });
-  const bridge = await createBridge(config);
-  const http = await bridge.listen();
-  emulator?.messaging.setWebhook(`${http}/v1/webhooks/messaging`, WEBHOOK_SECRET);
-  return {
-    bridge,
-    http,
-    emulator,
-    bot,
-    async close() {
-      await bridge.close();
-      await emulator?.close();
-      await bot.close();
-    },
-  };
+  const { PORT: _p, HOST: _h, BOT_URL: _b, ...env } = bridgeEnv('');
+  const rig = await startTestRig({
+    env: { ...env, ...o.env },
+    bot: { echo: false },
+    ...(o.messaging === false
+      ? {}
+      : {
+          providers: {
+            messaging: { deliveryDelayMs: 20, readDelayMs: o.readDelayMs ?? 40, reviewDelayMs: 50 },
+          },
+        }),
+  });
+  rig.emulator?.messaging.setWebhook(`${rig.http}/v1/webhooks/messaging`, WEBHOOK_SECRET);
+  return rig as Rig;
 }
 
 const restToken = (scopes: string[], tenant?: string) =>
   mintToken({ secret: AUTH_SECRET, scopes, ...(tenant !== undefined ? { tenant } : {}) });
 
-async function liveCall(rig: Rig, sessionId: string, phone: string | undefined = PHONE) {
+async function liveCall(
+  rig: { http: string; bot: TestBot },
+  sessionId: string,
+  phone: string | undefined = PHONE,
+) {
   const provider = new TestProvider(`${rig.http.replace('http', 'ws')}/v1/media`, {
     token: await mintToken({ secret: MEDIA_SECRET, ttlSeconds: 600 }),
   });
@@ -387,9 +372,11 @@ describe('npm start without MESSAGING_BASE_URL: the in-process emulator serves m
     open.push(inProcess.emulator);
     expect(inProcess).toMatchObject({ voice: true, messaging: true });
     expect(inProcess.config.messagingBaseUrl).toBe(`${inProcess.url}/v1`);
-    bridge = await createBridge(inProcess.config);
-    open.push(bridge);
-    const http = await bridge.listen();
+    // The development start's config, as `npm start` would run with it.
+    const rig = await startTestRig({ config: inProcess.config });
+    open.push(rig);
+    bridge = rig.bridge;
+    const http = rig.http;
     expect(inProcess.connectWebhooks(http)).toBe(`${http}/v1/webhooks/messaging`);
     // The secret goes as a bearer token: the emulator's unauthenticated control API never shows it.
     expect(inProcess.emulator.messaging.webhookUrl).toBe(`${http}/v1/webhooks/messaging`);
@@ -405,8 +392,7 @@ describe('npm start without MESSAGING_BASE_URL: the in-process emulator serves m
     );
     expect(banner).not.toContain(WEBHOOK_SECRET);
 
-    const rig = { bridge, http, emulator: inProcess.emulator, bot, close: async () => {} };
-    const { provider, conn } = await liveCall(rig, 'dev-call');
+    const { provider, conn } = await liveCall({ http, bot }, 'dev-call');
     open.push(provider);
     inProcess.emulator.messaging.inbound('default', CHAT_TO);
     const r = await call(http, 'POST', '/v1/sessions/dev-call/message', {

@@ -28,6 +28,7 @@ import {
   WEBHOOK_SECRET,
 } from '../helpers/messaging.js';
 import { redisSkipReason, type TestRedis, useRedis } from '../helpers/redis.js';
+import { quietFor, waitFor } from '../helpers/wait.js';
 
 describe('messaging webhooks: events to the call bot', () => {
   const { open, rigWithCall } = useWebhookRigs();
@@ -74,7 +75,7 @@ describe('messaging webhooks: events to the call bot', () => {
       duplicates: 0,
     });
     await conn.waitEvent('message_status', 5_000, (e) => e.status === 'read');
-    await new Promise((r) => setTimeout(r, 100));
+    await quietFor(100, 'a second copy of a status');
     expect(notices(conn, 'message_status').map((e) => e.status)).toEqual(['sent', 'delivered', 'read']);
     expect(notices(conn, 'message_button')).toHaveLength(1);
 
@@ -190,7 +191,7 @@ describe('messaging webhooks: events to the call bot', () => {
       received: 1,
       duplicates: 0,
     });
-    await new Promise((r) => setTimeout(r, 100));
+    await quietFor(100, 'the tap at either bot');
     expect(notices(a.conn, 'message_button')).toHaveLength(0);
     expect(notices(b.conn, 'message_button')).toHaveLength(0);
     // A's own first event names A's message; then B may send.
@@ -322,7 +323,7 @@ describe('messaging webhooks: events to the call bot', () => {
       received: 1,
       duplicates: 0,
     });
-    await new Promise((r) => setTimeout(r, 50));
+    await quietFor(50, 'the event to go anywhere while the bot is away');
     const back = await TestBot.start({ echo: false, port });
     open.push(back);
     const conn = await back.waitConnection(0, 10_000);
@@ -339,7 +340,7 @@ describe('messaging webhooks: events to the call bot', () => {
       received: 1,
       duplicates: 0,
     });
-    await new Promise((r) => setTimeout(r, 100));
+    await quietFor(100, 'the event at the bot');
     expect(notices(conn, 'message_status')).toHaveLength(0);
   });
 });
@@ -367,11 +368,17 @@ describe.skipIf(skip !== undefined)('messaging webhooks with Redis', () => {
     expect(down.status).toBe(503);
     expect(down.body.error).toBe('store_unavailable');
     await redis.restart();
+    // Posted again until the store is back (the provider retries a 503 the same way).
     let again = await postWebhook(rig.http, body);
-    for (let i = 0; i < 100 && again.status === 503; i++) {
-      await new Promise((r) => setTimeout(r, 50));
-      again = await postWebhook(rig.http, body);
-    }
+    await waitFor(
+      async () => {
+        if (again.status === 503) again = await postWebhook(rig.http, body);
+        return again.status !== 503;
+      },
+      5_000,
+      'the store to take the post again',
+      50,
+    );
     expect(again).toEqual({ status: 200, body: { received: 1, duplicates: 0 } });
     expect((await postWebhook(rig.http, body)).body).toEqual({ received: 1, duplicates: 1 });
   });
@@ -389,17 +396,21 @@ describe.skipIf(skip !== undefined)('messaging webhooks with Redis', () => {
     open.push(provider);
     const token = await restToken(['calls:control', 'messages:read']);
     // Sent through instance b, which finds a's call in the shared registry.
-    let sent = await call(b.http, 'POST', '/v1/sessions/call-x/message', {
-      token,
-      body: { channel: 'chat', message: { type: 'text', text: { body: 'hi' } } },
-    });
-    for (let i = 0; i < 50 && sent.status === 404; i++) {
-      await new Promise((r) => setTimeout(r, 20));
-      sent = await call(b.http, 'POST', '/v1/sessions/call-x/message', {
+    const send = () =>
+      call(b.http, 'POST', '/v1/sessions/call-x/message', {
         token,
         body: { channel: 'chat', message: { type: 'text', text: { body: 'hi' } } },
       });
-    }
+    let sent = await send();
+    await waitFor(
+      async () => {
+        if (sent.status === 404) sent = await send();
+        return sent.status !== 404;
+      },
+      1_000,
+      'instance b to find the call',
+      20,
+    );
     expect(sent.status).toBe(200);
     const id = sent.body.message_id as string;
     // Posted to b, which does not hold the call: published, and delivered by a.
@@ -419,7 +430,7 @@ describe.skipIf(skip !== undefined)('messaging webhooks with Redis', () => {
     ]);
     expect((x.body.duplicates as number) + (y.body.duplicates as number)).toBe(1);
     await conn.waitEvent('message_status', 5_000, (e) => e.status === 'read');
-    await new Promise((r) => setTimeout(r, 100));
+    await quietFor(100, 'a second copy of a status');
     expect(notices(conn, 'message_status').map((e) => e.status)).toEqual(['delivered', 'read']);
     const rec = await call(a.http, 'GET', `/v1/messages/${encodeURIComponent(id)}`, { token });
     expect(rec.body).toMatchObject({ status: 'read', session_id: 'call-x' });

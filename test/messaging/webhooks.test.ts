@@ -18,6 +18,7 @@ import {
   useWebhookRigs,
   WEBHOOK_SECRET,
 } from '../helpers/messaging.js';
+import { quietFor } from '../helpers/wait.js';
 
 describe('messaging webhooks', () => {
   const { open, rigWithCall } = useWebhookRigs();
@@ -277,7 +278,7 @@ describe('messaging webhooks', () => {
     const retry = await postWebhook(rig.http, chatStatuses(id, 'sent', 'delivered'));
     expect(retry).toEqual({ status: 200, body: { received: 2, duplicates: 1 } });
     await conn.waitEvent('message_status', 5_000, (e) => e.status === 'delivered');
-    await new Promise((r) => setTimeout(r, 100));
+    await quietFor(100, 'a second copy of a status');
     expect(notices(conn, 'message_status').map((e) => e.status)).toEqual(['sent', 'delivered']);
     const rec = await call(rig.http, 'GET', `/v1/messages/${encodeURIComponent(id)}`, { token });
     expect(rec.body).toMatchObject({ status: 'delivered' });

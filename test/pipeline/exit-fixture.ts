@@ -3,6 +3,7 @@
  * legs are still open, and then must exit by itself (no handle left keeping the event loop alive).
  */
 import { createPipeline } from '../../src/pipeline/index.js';
+import { waitFor } from '../helpers/wait.js';
 
 const pipeline = createPipeline({ workers: 2 });
 let chunks = 0;
@@ -18,7 +19,6 @@ const up = pipeline.open({ from: { codec: 'pcmu', rate: 8000 }, to: { codec: 'sl
 const down = pipeline.open({ from: { codec: 'slin', rate: 16000 }, to: { codec: 'pcmu', rate: 8000 } }, sink);
 up.push(new Uint8Array(160));
 down.push(new Uint8Array(640));
-const deadline = Date.now() + 10_000;
-while (chunks < 2 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 5));
+await waitFor(() => chunks >= 2, 10_000, 'two chunks processed').catch(() => {});
 console.log(`fixture: processed ${chunks} chunks`);
 await pipeline.close();

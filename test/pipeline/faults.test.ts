@@ -4,7 +4,8 @@ import { createLogger } from '../../src/log.js';
 import { createMetrics } from '../../src/metrics.js';
 import { createPipeline, type DspPipeline, type WorkerFault } from '../../src/pipeline/index.js';
 import type { Leg, LegSpec } from '../../src/pipeline/types.js';
-import { type CallSpec, Collector, concat, encode, reference, tone, until } from './helpers.js';
+import { quietFor, waitFor } from '../helpers/wait.js';
+import { type CallSpec, Collector, concat, encode, reference, tone } from './helpers.js';
 
 /** The caller -> bot leg of a µ-law 8 kHz call with a 16 kHz bot. */
 const SPEC: CallSpec = {
@@ -53,13 +54,25 @@ describe.each(['throw', 'exit'] as const)('a DSP worker that dies (%s)', (fault:
     expect(victims.filter(Boolean).length).toBe(N / 2);
 
     feed(live, chunks, 0, 20);
-    expect(await until(() => sinks.every((k) => k.bot.length === 20))).toBe(true);
+    await waitFor(
+      () => sinks.every((k) => k.bot.length === 20),
+      10_000,
+      'sinks.every((k) => k.bot.length === 20)',
+    );
     p.injectWorkerFault(0, fault);
-    expect(await until(() => sinks.every((k, i) => k.gaps.length === (victims[i] ? 1 : 0)))).toBe(true);
+    await waitFor(
+      () => sinks.every((k, i) => k.gaps.length === (victims[i] ? 1 : 0)),
+      10_000,
+      'sinks.every((k, i) => k.gaps.length === (victims[i] ? 1 : 0))',
+    );
 
     feed(live, chunks, 20, 40);
-    expect(await until(() => sinks.every((k) => k.bot.length === 40))).toBe(true);
-    await new Promise((r) => setTimeout(r, 50));
+    await waitFor(
+      () => sinks.every((k) => k.bot.length === 40),
+      10_000,
+      'sinks.every((k) => k.bot.length === 40)',
+    );
+    await quietFor(50, 'no chunk past the 40 sent');
 
     sinks.forEach((k, i) => {
       const got = concat(k.bot);
@@ -93,17 +106,25 @@ describe('a DSP worker that hangs', () => {
   it('is terminated by the watchdog and replaced', async () => {
     const { p, sinks, live, chunks } = setup(4);
     feed(live, chunks, 0, 2);
-    expect(await until(() => sinks.every((k) => k.bot.length === 2))).toBe(true);
+    await waitFor(
+      () => sinks.every((k) => k.bot.length === 2),
+      10_000,
+      'sinks.every((k) => k.bot.length === 2)',
+    );
     p.injectWorkerFault(1, 'hang');
     // Audio sent to the hung worker is lost; audio after the replacement comes through.
     feed(live, chunks, 2, 3);
-    expect(
-      await until(() => sinks.every((k, i) => k.gaps.length === (p.workerOf(live[i]!) === 1 ? 1 : 0))),
-    ).toBe(true);
+    await waitFor(
+      () => sinks.every((k, i) => k.gaps.length === (p.workerOf(live[i]!) === 1 ? 1 : 0)),
+      10_000,
+      'one gap on each leg of the hung worker',
+    );
     feed(live, chunks, 3, 4);
-    expect(
-      await until(() => sinks.every((k, i) => k.bot.length === (p.workerOf(live[i]!) === 1 ? 3 : 4))),
-    ).toBe(true);
+    await waitFor(
+      () => sinks.every((k, i) => k.bot.length === (p.workerOf(live[i]!) === 1 ? 3 : 4)),
+      10_000,
+      'the audio after the replacement',
+    );
   });
 });
 
@@ -112,7 +133,11 @@ describe('a DSP worker that keeps dying before it answers', () => {
     const { p, lines, sinks, live, chunks } = setup(2);
     const victim = live.findIndex((s) => p.workerOf(s) === 0);
     feed(live, chunks, 0, 1);
-    expect(await until(() => sinks.every((k) => k.bot.length === 1))).toBe(true);
+    await waitFor(
+      () => sinks.every((k) => k.bot.length === 1),
+      10_000,
+      'sinks.every((k) => k.bot.length === 1)',
+    );
     // On the first death, poison the replacement's first batch: it dies before answering anything,
     // which is what a worker that cannot start looks like, so the next replacement must wait.
     const sink = sinks[victim]!;
@@ -121,9 +146,9 @@ describe('a DSP worker that keeps dying before it answers', () => {
       if (sink.gaps.length === 1) p.injectWorkerFault(0, 'exit');
     };
     p.injectWorkerFault(0, 'exit');
-    expect(await until(() => sink.gaps.length === 2)).toBe(true);
+    await waitFor(() => sink.gaps.length === 2, 10_000, 'sink.gaps.length === 2');
     feed(live, chunks, 1, 2);
-    expect(await until(() => sinks[victim]!.bot.length === 2)).toBe(true);
+    await waitFor(() => sinks[victim]!.bot.length === 2, 10_000, 'sinks[victim]!.bot.length === 2');
     const delays = lines
       .filter((l) => l['msg']?.toString().startsWith('dsp worker died'))
       .map((l) => l['respawnDelayMs']);

@@ -179,14 +179,4 @@ export function reference(
   return { bot: concat(bot), caller: concat(caller) };
 }
 
-/** Polls `cond` every few ms until it holds or `ms` pass; returns whether it held. */
-export async function until(cond: () => boolean, ms = 10_000): Promise<boolean> {
-  const deadline = Date.now() + ms;
-  while (!cond()) {
-    if (Date.now() > deadline) return false;
-    await new Promise((r) => setTimeout(r, 5));
-  }
-  return true;
-}
-
 export const tick = (): Promise<void> => new Promise((r) => setImmediate(r));

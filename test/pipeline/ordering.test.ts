@@ -13,7 +13,7 @@ import { TestBot } from '../helpers/bot.js';
 import { startBridge, type TestBridge } from '../helpers/bridge.js';
 import { TestProvider } from '../helpers/provider.js';
 import { waitFor } from '../helpers/wait.js';
-import { decode, LegLog, tick, until } from './helpers.js';
+import { decode, LegLog, tick } from './helpers.js';
 
 /** µ-law in, PCM16 out, same rate: each chunk's fill byte comes back exactly, so a chunk shows who it is. */
 const DECODE: LegSpec = { from: { codec: 'pcmu', rate: 8000 }, to: { codec: 'slin', rate: 8000 } };
@@ -59,7 +59,11 @@ describe.each([0, 1])('a leg with %i workers (the worker slowed by 40 ms a batch
       });
       if (round % 3 === 0) await tick();
     }
-    expect(await until(() => logs.every((l, i) => l.order.length === want[i]!.length), 15_000)).toBe(true);
+    await waitFor(
+      () => logs.every((l, i) => l.order.length === want[i]!.length),
+      15_000,
+      'logs.every((l, i) => l.order.length === want[i]!.length)',
+    );
     for (const [i, l] of logs.entries()) expect(l.order, `leg ${i}`).toEqual(want[i]);
     // And the audio between markers is the audio pushed there.
     logs.forEach((l) => {
@@ -83,7 +87,7 @@ describe.each([0, 1])('a leg with %i workers (the worker slowed by 40 ms a batch
     leg.reset();
     for (let i = 0; i < 5; i++) leg.push(chunk(0x20));
     leg.marker(2);
-    expect(await until(() => log.order.includes('m2'), 10_000)).toBe(true);
+    await waitFor(() => log.order.includes('m2'), 10_000, 'log.order.includes("m2")');
     const afterReset = log.order.slice(log.order.indexOf('r'));
     const chunksAfter = log.chunks.slice(
       log.order.slice(0, log.order.indexOf('r')).filter((o) => o === 'a').length,
@@ -111,10 +115,10 @@ describe('a worker that dies with markers in flight', () => {
     leg.marker(2);
     // The exit is in the same batch, after the markers: the worker runs them and dies before answering.
     p.injectWorkerFault(0, 'exit');
-    expect(await until(() => log.gaps.length === 1, 10_000)).toBe(true);
+    await waitFor(() => log.gaps.length === 1, 10_000, 'log.gaps.length === 1');
     leg.push(chunk(3));
     leg.marker(3);
-    expect(await until(() => log.order.includes('m3'), 10_000)).toBe(true);
+    await waitFor(() => log.order.includes('m3'), 10_000, 'log.order.includes("m3")');
     // Chunks 1 and 2 died with the worker; their markers did not. Chunk 3 came from the replacement.
     expect(log.order).toEqual(['m1', 'm2', 'a', 'm3']);
   });

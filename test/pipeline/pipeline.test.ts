@@ -2,6 +2,7 @@ import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import type { Codec } from '../../src/audio/format.js';
 import { createMetrics } from '../../src/metrics.js';
 import { createPipeline, type DspPipeline } from '../../src/pipeline/index.js';
+import { quietFor, waitFor } from '../helpers/wait.js';
 import {
   asBytes,
   type CallLegs,
@@ -17,7 +18,6 @@ import {
   tick,
   tone,
   toneSnrDb,
-  until,
 } from './helpers.js';
 
 const open: DspPipeline[] = [];
@@ -88,7 +88,11 @@ describe.each([0, 2])('pipeline with %i workers', (workers) => {
       a.fromCaller(asBytes(c));
       b.fromCaller(encode('pcmu', c));
     }
-    expect(await until(() => slin.bot.length === 50 && ulaw.bot.length === 50)).toBe(true);
+    await waitFor(
+      () => slin.bot.length === 50 && ulaw.bot.length === 50,
+      10_000,
+      'slin.bot.length === 50 && ulaw.bot.length === 50',
+    );
     const out = pcmOf(concat(slin.bot));
     expect(out.length).toBe(16000);
     expect(toneSnrDb(out, 1000, 16000, 160)).toBeGreaterThan(70);
@@ -103,7 +107,7 @@ describe.each([0, 2])('pipeline with %i workers', (workers) => {
     const sink = new Collector();
     const s = openCall(p, spec('slin', 8000, 'pcma', 8000, 16000), sink);
     for (const c of chunks(tone(700, 16000, 16000, 12000), [320])) s.fromBot(asBytes(c));
-    expect(await until(() => sink.caller.length === 50)).toBe(true);
+    await waitFor(() => sink.caller.length === 50, 10_000, 'sink.caller.length === 50');
     const out = decode('pcma', concat(sink.caller));
     expect(out.length).toBe(8000);
     expect(toneSnrDb(out, 700, 8000, 80)).toBeGreaterThan(33);
@@ -139,7 +143,7 @@ describe.each([0, 2])('pipeline with %i workers', (workers) => {
           samples(sinks[i]!.caller, c.spec.callerOut.codec) >= c.spec.callerOut.sampleRate
         );
       });
-    expect(await until(arrived)).toBe(true);
+    await waitFor(arrived, 10_000, 'arrived');
     cases.forEach((c, i) => {
       const k = sinks[i]!;
       const botSamples = concat(k.bot).byteLength / 2;
@@ -178,7 +182,7 @@ describe.each([0, 2])('pipeline with %i workers', (workers) => {
       }
     }
     const total = () => sinks.reduce((n, k) => n + k.bot.length + k.caller.length, 0);
-    expect(await until(() => total() === N * CHUNKS * 2)).toBe(true);
+    await waitFor(() => total() === N * CHUNKS * 2, 10_000, 'total() === N * CHUNKS * 2');
     sinks.forEach((k, i) => {
       const want = (base: number) => Array.from({ length: CHUNKS }, (_, seq) => stamp(i, seq, base));
       expect(k.bot.map((b) => Array.from(pcmOf(b)))).toEqual(
@@ -220,7 +224,7 @@ describe.each([0, 2])('pipeline with %i workers', (workers) => {
       a.fromCaller(new Uint8Array(320));
       b.fromCaller(new Uint8Array(320));
     }
-    expect(await until(() => good.bot.length === 3)).toBe(true);
+    await waitFor(() => good.bot.length === 3, 10_000, 'good.bot.length === 3');
   });
 
   it('counts DSP time into metrics, and refuses sessions once closed', async () => {
@@ -229,7 +233,7 @@ describe.each([0, 2])('pipeline with %i workers', (workers) => {
     const sink = new Collector();
     const s = openCall(p, spec('pcmu', 8000, 'pcmu', 8000, 16000), sink);
     for (let i = 0; i < 20; i++) s.fromCaller(new Uint8Array(160));
-    expect(await until(() => sink.bot.length === 20)).toBe(true);
+    await waitFor(() => sink.bot.length === 20, 10_000, 'sink.bot.length === 20');
     await p.close();
     const seconds = (await metrics.dspSeconds.get()).values[0]?.value ?? 0;
     expect(seconds).toBeGreaterThan(0);
@@ -251,8 +255,8 @@ describe.each([0, 2])('pipeline with %i workers', (workers) => {
       a.fromCaller(new Uint8Array(320));
     }
     b.fromCaller(new Uint8Array(320));
-    expect(await until(() => live.bot.length === 1)).toBe(true);
-    await new Promise((r) => setTimeout(r, 20));
+    await waitFor(() => live.bot.length === 1, 10_000, 'live.bot.length === 1');
+    await quietFor(20, 'no output from the closed leg');
     expect(closed.bot.length).toBe(0);
   });
 });
@@ -309,7 +313,7 @@ describe('inline and worker modes', () => {
     }
     const want = inputs.reduce((n, x) => n + x.caller.length + x.bot.length, 0);
     const got = (run: Run) => run.sinks.reduce((n, k) => n + k.bot.length + k.caller.length, 0);
-    await until(() => runs.every((r) => got(r) === want));
+    await waitFor(() => runs.every((r) => got(r) === want), 10_000, 'every chunk out of both runs');
     expect(runs.map(got), 'chunks out of [inline, workers]').toEqual([want, want]);
     inputs.forEach((x, i) => {
       const ref = reference(x.sp, x.caller, x.bot);
@@ -377,7 +381,7 @@ describe('worker pipeline lifecycle', () => {
       down.push(bot);
       await new Promise((r) => setImmediate(r));
     }
-    expect(await until(() => outputs === 600)).toBe(true);
+    await waitFor(() => outputs === 600, 10_000, 'outputs === 600');
     expect([...buffers].every((b) => b instanceof SharedArrayBuffer)).toBe(true);
     expect(buffers.size).toBeLessThanOrEqual(8);
   });
@@ -415,7 +419,7 @@ describe('worker pipeline lifecycle', () => {
     const sink = new Collector();
     const s = openCall(p, spec('pcmu', 8000, 'pcmu', 8000, 16000), sink);
     s.fromCaller(new Uint8Array(160));
-    expect(await until(() => sink.bot.length === 1)).toBe(true);
+    await waitFor(() => sink.bot.length === 1, 10_000, 'sink.bot.length === 1');
     expect(count('MessagePort')).toBe(ports + 2);
     await p.close();
     expect(count('MessagePort')).toBe(ports);

@@ -7,7 +7,7 @@ import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import { pingRedis } from '../../src/state/redis-server.js';
 import { freePort, redisServerBinary } from '../helpers/redis.js';
-import { pollUntil } from './cluster-rig.js';
+import { waitFor } from '../helpers/wait.js';
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 const hasBinary = redisServerBinary() !== undefined;
@@ -66,7 +66,7 @@ describe.skipIf(!hasBinary)('npm run cluster', () => {
     const exited = new Promise<number | null>((r) => child.once('exit', (code) => r(code)));
     try {
       for (const p of [port, port + 1]) {
-        await pollUntil(() => ok(`http://127.0.0.1:${p}/readyz`), 20_000, `instance on ${p}\n${out}`, 100);
+        await waitFor(() => ok(`http://127.0.0.1:${p}/readyz`), 20_000, `instance on ${p}\n${out}`, 100);
         const metrics = await (await fetch(`http://127.0.0.1:${p}/metrics`)).text();
         expect(metrics).toMatch(/^voicebridge_store_up 1$/m);
       }

@@ -6,9 +6,10 @@ import { performance } from 'node:perf_hooks';
 import { mintToken } from '../../src/auth/jwt.js';
 import { createEmulator, type Emulator } from '../../src/emulator/server.js';
 import { createLogger } from '../../src/log.js';
-import { type BridgeProcess, spawnBridge } from '../helpers/bridge-process.js';
+import type { BridgeProcess } from '../helpers/bridge-process.js';
 import { TestProvider } from '../helpers/provider.js';
 import type { TestRedis } from '../helpers/redis.js';
+import { type ProcessRig, startRig } from '../helpers/rig.js';
 
 export const AUTH_SECRET = 'cluster-test-auth-secret';
 export const MEDIA_SECRET = 'cluster-test-media-secret';
@@ -39,21 +40,25 @@ export async function startCluster(
   const prefix = `test-${process.pid}-${Math.random().toString(36).slice(2, 8)}:`;
   const started = await Promise.allSettled(
     envs.map((env) =>
-      spawnBridge({
-        STATE_STORE: redis.url,
-        STATE_KEY_PREFIX: prefix,
-        AUTH_JWT_SECRET: AUTH_SECRET,
-        MEDIA_SECRET,
-        PROVIDER_BASE_URL: `${emulatorUrl}/v1`,
-        PROVIDER_TOKEN: providerToken,
-        ...common,
-        ...env,
+      startRig({
+        process: true,
+        env: {
+          STATE_STORE: redis.url,
+          STATE_KEY_PREFIX: prefix,
+          AUTH_JWT_SECRET: AUTH_SECRET,
+          MEDIA_SECRET,
+          PROVIDER_BASE_URL: `${emulatorUrl}/v1`,
+          PROVIDER_TOKEN: providerToken,
+          ...common,
+          ...env,
+        },
       }),
     ),
   );
-  const bridges = started.flatMap((r) => (r.status === 'fulfilled' ? [r.value] : []));
+  const rigs = started.flatMap((r) => (r.status === 'fulfilled' ? [r.value] : []));
+  const bridges = rigs.map((r: ProcessRig) => r.process);
   const close = async () => {
-    await Promise.all(bridges.map((b) => b.kill('SIGTERM')));
+    await Promise.all(rigs.map((r) => r.close()));
     await emulator.close();
   };
   const failed = started.find((r) => r.status === 'rejected');
@@ -131,20 +136,4 @@ export function maxGapMs(p: TestProvider, from: number, to: number = performance
   }
   // A call that sent nothing in the window paused for all of it.
   return prev === undefined ? to - from : max;
-}
-
-/** Polls an async condition with a deadline; resolves to the elapsed ms. */
-export async function pollUntil(
-  cond: () => Promise<boolean>,
-  timeoutMs: number,
-  what: string,
-  stepMs = 20,
-): Promise<number> {
-  const t0 = performance.now();
-  for (;;) {
-    if (await cond()) return performance.now() - t0;
-    if (performance.now() - t0 > timeoutMs)
-      throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, stepMs));
-  }
 }

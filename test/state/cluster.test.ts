@@ -7,13 +7,13 @@ import { performance } from 'node:perf_hooks';
 import { afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { TestProvider } from '../helpers/provider.js';
 import { redisSkipReason, type TestRedis, useRedis } from '../helpers/redis.js';
+import { waitFor } from '../helpers/wait.js';
 import {
   type Cluster,
   type ListedSession,
   listIds,
   maxGapMs,
   openCalls,
-  pollUntil,
   rest,
   startCluster,
 } from './cluster-rig.js';
@@ -63,7 +63,7 @@ describe.skipIf(skip !== undefined)('several instances sharing Redis', () => {
       direction: 'outbound',
       started_at: '2026-11-22T00:00:00.000Z',
     });
-    await pollUntil(
+    await waitFor(
       async () => (await listIds(b.http, rt))?.has('call-a1') === true,
       1_000,
       'B to list call-a1',
@@ -102,7 +102,7 @@ describe.skipIf(skip !== undefined)('several instances sharing Redis', () => {
     const numbersOn = async (base: string) =>
       ((await rest(base, 'GET', '/v1/sessions/call-a1', rt)).body as ListedSession).conferenceNumbers;
     // The owner learns of the change (pub/sub) and answers with it from its own copy.
-    await pollUntil(async () => (await numbersOn(a.http)).includes('15550123'), 1_000, 'A to see the number');
+    await waitFor(async () => (await numbersOn(a.http)).includes('15550123'), 1_000, 'A to see the number');
     expect(await numbersOn(b.http)).toEqual(['15550123']);
 
     const del = await rest(b.http, 'POST', '/v1/sessions/call-a1/conference', rt, {
@@ -110,11 +110,11 @@ describe.skipIf(skip !== undefined)('several instances sharing Redis', () => {
       number: '15550123',
     });
     expect(del.status).toBe(200);
-    await pollUntil(async () => (await numbersOn(a.http)).length === 0, 1_000, 'A to drop the number');
+    await waitFor(async () => (await numbersOn(a.http)).length === 0, 1_000, 'A to drop the number');
 
     // A call that ends leaves B's list too.
     p.send({ event: 'session_end' });
-    await pollUntil(
+    await waitFor(
       async () => (await listIds(b.http, rt))?.has('call-a1') === false,
       2_000,
       'B to drop call-a1',
@@ -144,7 +144,7 @@ describe.skipIf(skip !== undefined)('several instances sharing Redis', () => {
     expect(put.status).toBe(200);
     expect(JSON.stringify(put.body)).not.toContain(rotated);
     const newToken = await cluster.mediaToken(rotated);
-    const acceptedAfterMs = await pollUntil(
+    const acceptedAfterMs = await waitFor(
       async () => {
         const p = new TestProvider(a.mediaUrl, { token: newToken });
         providers.push(p);
@@ -184,13 +184,13 @@ describe.skipIf(skip !== undefined)('several instances sharing Redis', () => {
     providers.push(...(await openCalls(a.mediaUrl, mt, aIds)));
     const onB = await openCalls(b.mediaUrl, mt, bIds);
     providers.push(...onB);
-    await pollUntil(async () => (await listIds(b.http, rt))?.size === 53, 5_000, 'B to list all 53 calls');
+    await waitFor(async () => (await listIds(b.http, rt))?.size === 53, 5_000, 'B to list all 53 calls');
     // B's tone bot is playing on each of its calls.
-    await pollUntil(async () => onB.every((p) => p.audio.length > 10), 5_000, "B's calls to play audio");
+    await waitFor(async () => onB.every((p) => p.audio.length > 10), 5_000, "B's calls to play audio");
 
     const killedAt = performance.now();
     await a.kill('SIGKILL');
-    const goneAfterMs = await pollUntil(
+    const goneAfterMs = await waitFor(
       async () => {
         const ids = await listIds(b.http, rt);
         return ids !== undefined && aIds.every((id) => !ids.has(id));
@@ -222,13 +222,13 @@ describe.skipIf(skip !== undefined)('several instances sharing Redis', () => {
       ...(await openCalls(b.mediaUrl, mt, ['b-0', 'b-1'])),
     ];
     providers.push(...calls);
-    await pollUntil(async () => (await listIds(b.http, rt))?.size === 4, 5_000, 'B to list 4 calls');
-    await pollUntil(async () => calls.every((p) => p.audio.length > 10), 5_000, 'audio on every call');
+    await waitFor(async () => (await listIds(b.http, rt))?.size === 4, 5_000, 'B to list 4 calls');
+    await waitFor(async () => calls.every((p) => p.audio.length > 10), 5_000, 'audio on every call');
 
     const stoppedAt = performance.now();
     await redis.stop();
     for (const base of [a.http, b.http]) {
-      await pollUntil(async () => (await rest(base, 'GET', '/v1/sessions', rt)).status === 503, 3_000, '503');
+      await waitFor(async () => (await rest(base, 'GET', '/v1/sessions', rt)).status === 503, 3_000, '503');
       const answer = await rest(base, 'GET', '/v1/sessions', rt);
       expect(answer.body).toMatchObject({ error: 'store_unavailable' });
       expect((answer.body as { message: string }).message).toContain(`Redis at 127.0.0.1:${redis.port}`);
@@ -240,17 +240,12 @@ describe.skipIf(skip !== undefined)('several instances sharing Redis', () => {
     // A new call during the outage is accepted and plays.
     const [late] = await openCalls(a.mediaUrl, mt, ['a-late']);
     providers.push(late!);
-    await pollUntil(async () => late!.audio.length > 10, 3_000, 'audio on the call placed during the outage');
+    await waitFor(async () => late!.audio.length > 10, 3_000, 'audio on the call placed during the outage');
     // Its own calls stay readable on the instance that holds them.
     expect((await rest(a.http, 'GET', '/v1/sessions/a-late', rt)).status).toBe(200);
     // Hold the outage past a session TTL and several reconnection attempts before judging the audio.
     const outageMs = 4_000;
-    await pollUntil(
-      async () => performance.now() - stoppedAt > outageMs,
-      outageMs + 1_000,
-      'the outage',
-      100,
-    );
+    await waitFor(async () => performance.now() - stoppedAt > outageMs, outageMs + 1_000, 'the outage', 100);
     const outageGaps = calls.map((p) => maxGapMs(p, stoppedAt));
     console.info(
       `state: largest audio gap during the Redis outage ${Math.max(...outageGaps).toFixed(1)} ms over ${((performance.now() - stoppedAt) / 1000).toFixed(1)} s`,
@@ -260,7 +255,7 @@ describe.skipIf(skip !== undefined)('several instances sharing Redis', () => {
     const restartedAt = performance.now();
     await redis.restart();
     // Redis came back empty: each instance writes its own calls again on reconnect.
-    const recoveredMs = await pollUntil(
+    const recoveredMs = await waitFor(
       async () => (await listIds(b.http, rt))?.size === 5,
       10_000,
       'B to list all 5 calls after Redis returns',

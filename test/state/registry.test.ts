@@ -11,6 +11,7 @@ import { RedisSessionRegistry } from '../../src/state/redis-sessions.js';
 import { createStoreMetrics, type StoreMetrics } from '../../src/state/store-metrics.js';
 import type { SessionInfo } from '../../src/state/types.js';
 import { redisSkipReason, type TestRedis, useRedis } from '../helpers/redis.js';
+import { waitFor } from '../helpers/wait.js';
 
 const skip = redisSkipReason();
 if (skip !== undefined) console.warn(`state/registry.test.ts: ${skip}`);
@@ -59,10 +60,7 @@ describe.skipIf(skip !== undefined)('Redis session registry', () => {
     await reg.add(session('s-1'));
     client = new Redis(redis.url);
     const key = `${prefix}s:default:s-1`;
-    for (const deadline = Date.now() + 2_000; (await client.exists(key)) === 0; ) {
-      if (Date.now() > deadline) throw new Error('entry never written');
-      await new Promise((r) => setTimeout(r, 10));
-    }
+    await waitFor(async () => (await client!.exists(key)) === 1, 2_000, 'the entry to be written', 10);
     await client.del(key);
     expect(await other.reg.get('default', 's-1')).toBeUndefined();
     await reg.heartbeat();
@@ -78,18 +76,19 @@ describe.skipIf(skip !== undefined)('Redis session registry', () => {
     const b = await instance();
     const c = await instance();
     await a.reg.add(session('dup', '15550001'));
-    for (const deadline = Date.now() + 2_000; (await c.reg.get('default', 'dup')) === undefined; ) {
-      if (Date.now() > deadline) throw new Error('entry never written');
-      await new Promise((r) => setTimeout(r, 10));
-    }
+    await waitFor(
+      async () => (await c.reg.get('default', 'dup')) !== undefined,
+      2_000,
+      'the entry to be written',
+      10,
+    );
     expect(await b.reg.add(session('dup', '15550002'))).toBe(true);
-    for (
-      const deadline = Date.now() + 2_000;
-      ((await b.metrics.conflicts.get()).values[0]?.value ?? 0) < 1;
-    ) {
-      if (Date.now() > deadline) throw new Error('conflict not counted');
-      await new Promise((r) => setTimeout(r, 10));
-    }
+    await waitFor(
+      async () => ((await b.metrics.conflicts.get()).values[0]?.value ?? 0) >= 1,
+      2_000,
+      'the conflict to be counted',
+      10,
+    );
     await b.reg.heartbeat();
     expect((await c.reg.get('default', 'dup'))?.customer_phone).toBe('15550001');
     // Removing B's call leaves A's entry alone.
@@ -103,21 +102,16 @@ describe.skipIf(skip !== undefined)('Redis session registry', () => {
     const a = await instance(1_000);
     const b = await instance(1_000);
     for (let i = 0; i < 30; i++) await (i % 2 === 0 ? a : b).reg.add(session(`l-${i}`));
-    for (const deadline = Date.now() + 2_000; (await a.reg.list('default')).length < 30; ) {
-      if (Date.now() > deadline) throw new Error('not all listed');
-      await new Promise((r) => setTimeout(r, 10));
-    }
+    await waitFor(async () => (await a.reg.list('default')).length >= 30, 2_000, 'all 30 listed', 10);
     expect(new Set((await b.reg.list('default')).map((s) => s.session_id)).size).toBe(30);
     // B loses Redis without removing anything (as a crash would): its 15 leave within the TTL.
     await b.link.close();
-    const t0 = Date.now();
-    for (;;) {
-      const ids = (await a.reg.list('default')).map((s) => s.session_id);
-      if (ids.length === 15) break;
-      if (Date.now() - t0 > 3_000) throw new Error(`still listed: ${ids.length}`);
-      await new Promise((r) => setTimeout(r, 50));
-    }
-    const goneMs = Date.now() - t0;
+    const goneMs = await waitFor(
+      async () => (await a.reg.list('default')).length === 15,
+      3_000,
+      "B's 15 to leave the list",
+      50,
+    );
     expect(goneMs).toBeGreaterThan(100); // by expiry, not by removal
     expect(goneMs).toBeLessThan(2_000);
     client = new Redis(redis.url);

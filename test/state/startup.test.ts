@@ -6,7 +6,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { startBridge, type TestBridge } from '../helpers/bridge.js';
 import { TestProvider } from '../helpers/provider.js';
 import { redisServerBinary, type TestRedis, useRedis } from '../helpers/redis.js';
-import { pollUntil } from './cluster-rig.js';
+import { waitFor } from '../helpers/wait.js';
 
 const hasBinary = redisServerBinary() !== undefined;
 if (!hasBinary) console.warn('state/startup.test.ts: no redis-server binary: skipped');
@@ -41,7 +41,7 @@ describe.skipIf(!hasBinary)('start-up without Redis', () => {
 
     await redis.restart();
     const t = bridge;
-    await pollUntil(
+    await waitFor(
       async () => {
         const p = new TestProvider(t.mediaUrl, { token: await t.mediaToken() });
         providers.push(p);
