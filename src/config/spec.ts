@@ -283,7 +283,7 @@ export const CONFIG_SPEC = [
       rule: '0 with 2 CPUs or fewer, else CPUs − 1',
       value: (c) => (c.cpus <= 2 ? 0 : Math.max(1, c.cpus - 1)),
     },
-    'Worker threads for the audio DSP; 0 runs it inline on the main thread. On 2 CPUs or fewer a worker thread would only compete with the main thread for the same cores, so the default is inline. Above 2 CPUs a worker has a core of its own, and `bench:worker-default` measured it taking 7-17 % off the main thread\'s CPU per call (bench/README.md), so the default is CPUs − 1 workers.',
+    "Worker threads for the audio DSP; 0 runs it inline on the main thread. On 2 CPUs or fewer a worker thread would only compete with the main thread for the same cores, so the default is inline. Above 2 CPUs a worker has a core of its own, and `bench:worker-default` measured it taking 7-17 % off the main thread's CPU per call (bench/README.md), so the default is CPUs − 1 workers.",
   ),
   int(
     'media',

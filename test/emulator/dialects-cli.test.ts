@@ -8,6 +8,7 @@ import { mintToken } from '../../src/auth/jwt.js';
 import { createEmulator, type Emulator } from '../../src/emulator/server.js';
 import { createLogger } from '../../src/log.js';
 import { call, EMULATOR_SECRET } from '../control/harness.js';
+import { waitFor } from '../helpers/wait.js';
 import { conforming, type FakeBridge, startFake } from './dialect-fakes.js';
 
 function run(args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
@@ -97,13 +98,15 @@ describe('POST /emulator/calls with dialect', () => {
     });
     expect(placed.status).toBe(201);
     const id = placed.body.session_id as string;
-    const deadline = performance.now() + 8_000;
     let view: Record<string, unknown> = {};
-    while (performance.now() < deadline) {
-      view = (await call(url, 'GET', `/emulator/calls/${id}`, { token })).body;
-      if (view.state === 'ended' || view.state === 'failed') break;
-      await new Promise((r) => setTimeout(r, 50));
-    }
+    await waitFor(
+      async () => {
+        view = (await call(url, 'GET', `/emulator/calls/${id}`, { token })).body;
+        return view.state === 'ended' || view.state === 'failed';
+      },
+      8_000,
+      'the emulated call to end',
+    );
     expect(view).toMatchObject({
       dialect: 'asterisk',
       state: 'ended',

@@ -17,6 +17,7 @@ import { startBridge } from '../helpers/bridge.js';
 import { captureLog } from '../helpers/log-capture.js';
 import { TestProvider } from '../helpers/provider.js';
 import { redisSkipReason, type TestRedis, useRedis } from '../helpers/redis.js';
+import { quietFor } from '../helpers/wait.js';
 
 const skip = redisSkipReason();
 if (skip !== undefined) console.warn(`state/tenants.test.ts: ${skip}`);
@@ -197,7 +198,8 @@ describe.skipIf(skip !== undefined)('Redis tenant store', () => {
       await p.start('sealed-call');
       const err = await p.waitEvent('error', 2_000);
       expect(err.code).toBe('bot_unavailable');
-      await new Promise((r) => setTimeout(r, 200));
+      // The call is not ended for want of a bot: nothing closes it in the next 200 ms.
+      await quietFor(200, 'the call to stay up without its bot');
       expect(p.closeCode).toBeUndefined();
       expect([bot.connections.length, global.connections.length]).toEqual([0, 0]);
       expect(logs.find(/cannot be unsealed/, 'sealed-call')).toMatchObject([
