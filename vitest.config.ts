@@ -13,6 +13,7 @@ const REAL_TIME = [
   'test/media/bot-dialects.test.ts',
   'test/media/provider-twilio.test.ts',
   'test/media/provider-telnyx.test.ts',
+  'test/media/provider-plivo.test.ts',
 ];
 
 export default defineConfig({

@@ -43,6 +43,8 @@ export interface Config {
   readonly twilioAuthToken: string | undefined;
   /** Tenant default's Telnyx stream auth token (TELNYX_STREAM_AUTH_TOKEN). */
   readonly telnyxStreamAuthToken: string | undefined;
+  /** Tenant default's Plivo stream token (PLIVO_STREAM_TOKEN). */
+  readonly plivoStreamToken: string | undefined;
   readonly providerBaseUrl: string | undefined;
   readonly providerToken: string | undefined;
   readonly botUrl: string;
@@ -310,6 +312,7 @@ export function loadConfig(
     mediaSecretIsDev,
     twilioAuthToken,
     telnyxStreamAuthToken: read('TELNYX_STREAM_AUTH_TOKEN') || undefined,
+    plivoStreamToken: read('PLIVO_STREAM_TOKEN') || undefined,
     authJwtSecret,
     authJwksUrl,
     authSecretIsDev,

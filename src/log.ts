@@ -33,6 +33,8 @@ export const REDACT_PATHS = [
   '*.telnyxStreamAuthToken',
   'req.headers["x-telnyx-streaming-auth-token"]',
   'headers["x-telnyx-streaming-auth-token"]',
+  'plivoStreamToken',
+  '*.plivoStreamToken',
 ];
 
 export function createLogger(level: string, destination?: pino.DestinationStream): Logger {
