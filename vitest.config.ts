@@ -12,6 +12,8 @@ const REAL_TIME = [
   'test/media/audio-path.test.ts',
   'test/media/bot-dialects.test.ts',
   'test/media/provider-twilio.test.ts',
+  'test/media/provider-telnyx.test.ts',
+  'test/media/provider-plivo.test.ts',
 ];
 
 export default defineConfig({

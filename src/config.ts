@@ -41,6 +41,10 @@ export interface Config {
   readonly authSecretIsDev: boolean;
   /** Tenant default's Twilio auth token (TWILIO_AUTH_TOKEN): the key of `X-Twilio-Signature`. */
   readonly twilioAuthToken: string | undefined;
+  /** Tenant default's Telnyx stream auth token (TELNYX_STREAM_AUTH_TOKEN). */
+  readonly telnyxStreamAuthToken: string | undefined;
+  /** Tenant default's Plivo stream token (PLIVO_STREAM_TOKEN). */
+  readonly plivoStreamToken: string | undefined;
   readonly providerBaseUrl: string | undefined;
   readonly providerToken: string | undefined;
   readonly botUrl: string;
@@ -307,6 +311,8 @@ export function loadConfig(
     mediaSecret,
     mediaSecretIsDev,
     twilioAuthToken,
+    telnyxStreamAuthToken: read('TELNYX_STREAM_AUTH_TOKEN') || undefined,
+    plivoStreamToken: read('PLIVO_STREAM_TOKEN') || undefined,
     authJwtSecret,
     authJwksUrl,
     authSecretIsDev,

@@ -29,6 +29,12 @@ export const REDACT_PATHS = [
   '*.twilioAuthToken',
   'req.headers["x-twilio-signature"]',
   'headers["x-twilio-signature"]',
+  'telnyxStreamAuthToken',
+  '*.telnyxStreamAuthToken',
+  'req.headers["x-telnyx-streaming-auth-token"]',
+  'headers["x-telnyx-streaming-auth-token"]',
+  'plivoStreamToken',
+  '*.plivoStreamToken',
 ];
 
 export function createLogger(level: string, destination?: pino.DestinationStream): Logger {

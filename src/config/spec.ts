@@ -108,6 +108,20 @@ export const CONFIG_SPEC = [
     { accepts: 'any text', defaultRule: 'unset: Twilio streams of tenant default are refused (401)' },
     "The auth token of tenant `default`'s Twilio account: `/v1/media/twilio` checks `X-Twilio-Signature` with it.",
   ),
+  other(
+    'security',
+    'TELNYX_STREAM_AUTH_TOKEN',
+    'secret',
+    { accepts: 'any text', defaultRule: 'unset: Telnyx streams of tenant default are refused (401)' },
+    "The `stream_auth_token` set on tenant `default`'s Telnyx streams: `/v1/media/telnyx` requires it in `x-telnyx-streaming-auth-token`.",
+  ),
+  other(
+    'security',
+    'PLIVO_STREAM_TOKEN',
+    'secret',
+    { accepts: 'any text', defaultRule: 'unset: Plivo streams of tenant default are refused (401)' },
+    "A token of tenant `default`'s choosing for its Plivo streams (Plivo signs no stream): `/v1/media/plivo` requires it as `?token=` in the stream URL or `Authorization: Bearer`.",
+  ),
 
   // The provider's voice API
   other(

@@ -1,11 +1,15 @@
 /** The provider dialects by name: `/v1/media` is `default`, `/v1/media/<name>[/<tenant>]` the others. */
 import { defaultDialect } from './default.js';
+import { plivoDialect } from './plivo.js';
+import { telnyxDialect } from './telnyx.js';
 import { twilioDialect } from './twilio.js';
 import type { ProviderDialect, ProviderDialectName } from './types.js';
 
 export const DIALECTS: Readonly<Record<ProviderDialectName, ProviderDialect>> = {
   default: defaultDialect,
   twilio: twilioDialect,
+  telnyx: telnyxDialect,
+  plivo: plivoDialect,
 };
 
 export type * from './types.js';

@@ -1,0 +1,222 @@
+/**
+ * Telnyx media streaming, bidirectional RTP mode (`stream_url` = `wss://…/v1/media/telnyx[/tenant]`,
+ * `stream_bidirectional_mode: "rtp"`).
+ *
+ *   in:   `connected`, `start` (stream_id, start.call_control_id, from, to, custom_parameters,
+ *         media_format {encoding, sample_rate}), `media` (base64 RTP payload, media.chunk), `dtmf`,
+ *         `mark` (played, or returned by a clear), `error`, `stop`
+ *   out:  `media` (base64, 20 ms per message: Telnyx drops messages under 20 ms), `mark`, `clear`
+ *
+ * Telnyx does not promise the order of media frames: they are put back in `media.chunk` order here,
+ * a frame ahead of a missing one held until the gap fills, or for at most REORDER_WINDOW frames (the
+ * missing one is then taken as lost); a frame arriving after its place was passed is dropped.
+ *
+ * Codecs: PCMU and PCMA at 8 kHz, and L16 (network byte order, as RTP carries it) at 8 or 16 kHz; the
+ * bridge answers in the codec and rate of `media_format`, so `stream_bidirectional_codec` (and the
+ * sampling rate) must match the stream's. Auth: the stream auth token in the upgrade's
+ * `x-telnyx-streaming-auth-token` header, compared in constant time. The call's id is its
+ * `call_control_id`; the caller's number is `start.from`; the direction comes from a custom parameter
+ * `direction`, where set.
+ */
+
+import { fromBase64 } from '../../audio/codec.js';
+import type { Codec, TelephonyRate } from '../../audio/format.js';
+import { DEFAULT_TENANT } from '../../auth/jwt.js';
+import { BridgeError, describe } from '../../errors.js';
+import { resolveFormat, type SessionFormat } from '../format.js';
+import { digitField, type Obj, objField, parseJson, sameToken, strField } from './json-frames.js';
+import type { CallFrame, CallStart, ProviderDialect, ProviderWire } from './types.js';
+
+/** Frames held ahead of a missing one before it counts as lost (100 ms of 20 ms frames). */
+export const REORDER_WINDOW = 5;
+
+const ENCODINGS: Readonly<Record<string, Codec>> = { PCMU: 'pcmu', PCMA: 'pcma', L16: 'slin' };
+
+function badStart(message: string): BridgeError {
+  return new BridgeError('bad_session_start', message);
+}
+
+class TelnyxWire implements ProviderWire {
+  #codec: Codec = 'pcmu';
+  #rate: TelephonyRate = 8000;
+  /** The next chunk in order, and those that came ahead of it. */
+  #next = 1;
+  readonly #held = new Map<number, Uint8Array>();
+  /** L16 goes out big-endian: swapped into this first. */
+  #swap: Buffer | undefined;
+
+  start(data: Buffer, isBinary: boolean): CallStart | undefined {
+    let o: Obj;
+    try {
+      o = parseJson(data, isBinary, 'Telnyx media streaming');
+    } catch (err) {
+      throw badStart(`not a valid Telnyx start: ${(err as Error).message}`);
+    }
+    if (o.event === 'connected') return undefined;
+    if (o.event !== 'start')
+      throw badStart(`the stream must begin with connected and start, got ${describe(o.event)}`);
+    try {
+      const start = objField(o, 'start');
+      const callControlId = strField(start, 'call_control_id', 'start.call_control_id');
+      this.#format(start.media_format);
+      const params = (start.custom_parameters ?? {}) as Obj;
+      const from = start.from ?? params.customer_phone ?? params.from;
+      const direction = params.direction;
+      return {
+        session_id: callControlId,
+        customer_phone: typeof from === 'string' && from !== '' ? from : undefined,
+        direction: direction === 'inbound' || direction === 'outbound' ? direction : undefined,
+        started_at: undefined,
+      };
+    } catch (err) {
+      if (err instanceof BridgeError && err.code !== 'bad_session_start')
+        throw badStart(`not a valid Telnyx start: ${err.message}`);
+      throw err;
+    }
+  }
+
+  #format(mf: unknown): void {
+    if (mf === undefined) return; // PCMU at 8 kHz, Telnyx's default
+    if (mf === null || typeof mf !== 'object')
+      throw badStart(`start.media_format must be an object, got ${describe(mf)}`);
+    const { encoding, sample_rate: rate } = mf as Obj;
+    const codec = typeof encoding === 'string' ? ENCODINGS[encoding.toUpperCase()] : undefined;
+    if (codec === undefined)
+      throw badStart(
+        `start.media_format.encoding must be PCMU, PCMA or L16 (set stream_bidirectional_codec to one of them), got ${describe(encoding)}`,
+      );
+    const rates = codec === 'slin' ? [8000, 16000] : [8000];
+    const r = rate ?? 8000;
+    if (typeof r !== 'number' || !rates.includes(r))
+      throw badStart(
+        `start.media_format.sample_rate must be ${rates.join(' or ')} for ${describe(encoding)}, got ${describe(rate)}`,
+      );
+    this.#codec = codec;
+    this.#rate = r as TelephonyRate;
+  }
+
+  format(): SessionFormat {
+    const bytes = this.#codec === 'slin' ? this.#rate / 25 : this.#rate / 50;
+    return resolveFormat(
+      { codec: this.#codec, sample_rate: this.#rate, encoding: 'base64', chunk_bytes: bytes },
+      undefined,
+    );
+  }
+
+  frame(data: Buffer, isBinary: boolean): CallFrame {
+    const o = parseJson(data, isBinary, 'Telnyx media streaming');
+    switch (o.event) {
+      case 'media': {
+        const media = objField(o, 'media');
+        if (media.track !== undefined && media.track !== 'inbound') return { kind: 'none' };
+        const audio = fromBase64(strField(media, 'payload', 'media.payload'));
+        if (this.#codec === 'slin') {
+          if ((audio.byteLength & 1) !== 0)
+            throw new BridgeError(
+              'odd_length',
+              `L16 audio must be whole 16-bit samples, got ${audio.byteLength} bytes`,
+            );
+          (audio as Buffer).swap16();
+        }
+        const chunk = Number(media.chunk);
+        if (media.chunk === undefined || !Number.isSafeInteger(chunk)) return { kind: 'audio', audio };
+        const ordered = this.#order(chunk, audio);
+        return ordered === undefined ? { kind: 'none' } : { kind: 'audio', audio: ordered };
+      }
+      case 'dtmf':
+        return { kind: 'dtmf', digit: digitField(objField(o, 'dtmf').digit, 'dtmf.digit') };
+      case 'mark':
+        return { kind: 'played', name: strField(objField(o, 'mark'), 'name', 'mark.name') };
+      case 'stop':
+        return { kind: 'end', reason: 'provider' };
+      case 'connected':
+      case 'start':
+      case 'error':
+        // Telnyx's error event reports a message of ours it refused; nothing for the call itself.
+        return { kind: 'none' };
+      default:
+        throw new BridgeError(
+          'unknown_event',
+          `event must be one of connected, start, media, dtmf, mark, error or stop, got ${describe(o.event)}`,
+        );
+    }
+  }
+
+  /** The audio now in order (this chunk and any held behind it), or undefined while a gap is open. */
+  #order(chunk: number, audio: Uint8Array): Uint8Array | undefined {
+    const held = this.#held;
+    if (chunk === this.#next && held.size === 0) {
+      this.#next++;
+      return audio;
+    }
+    if (chunk < this.#next) return undefined; // its place has passed (late, or a duplicate)
+    held.set(chunk, audio);
+    // Too much waits on a missing chunk: it is lost; go on from the earliest held.
+    if (held.size > REORDER_WINDOW) this.#next = Math.min(...held.keys());
+    const parts: Uint8Array[] = [];
+    for (let a = held.get(this.#next); a !== undefined; a = held.get(this.#next)) {
+      parts.push(a);
+      held.delete(this.#next++);
+    }
+    if (parts.length === 0) return undefined;
+    return parts.length === 1 ? parts[0] : Buffer.concat(parts);
+  }
+
+  readonly textAudio = true;
+
+  audioText(chunk: Buffer): string {
+    let out = chunk;
+    if (this.#codec === 'slin') {
+      if (this.#swap?.length !== chunk.length) this.#swap = Buffer.alloc(chunk.length);
+      out = this.#swap;
+      chunk.copy(out);
+      out.swap16();
+    }
+    return `{"event":"media","media":{"payload":"${out.toString('base64')}"}}`;
+  }
+
+  markFrame(name: string): string {
+    return JSON.stringify({ event: 'mark', mark: { name } });
+  }
+
+  /** Telnyx then sends back the marks it still held. */
+  clearFrame(): string {
+    return '{"event":"clear"}';
+  }
+
+  /** Digits go to a Telnyx call through Call Control (send_dtmf), not the stream. */
+  dtmfFrame(): undefined {
+    return undefined;
+  }
+
+  /** Telnyx takes no error event: a bad frame is logged and counted only. */
+  errorFrame(): undefined {
+    return undefined;
+  }
+
+  /** The stream ends by closing the socket; the call itself is Call Control's to hang up. */
+  hangupFrame(): undefined {
+    return undefined;
+  }
+}
+
+export const telnyxDialect: ProviderDialect = {
+  name: 'telnyx',
+  async authenticate(req, _url, tenant, ctx) {
+    if (ctx.config.mediaAuth === 'none') return { tenant, exp: undefined };
+    // Tenant `default`'s token comes from TELNYX_STREAM_AUTH_TOKEN; other tenants' from their provider_auth.
+    const want = tenant === DEFAULT_TENANT ? ctx.config.telnyxStreamAuthToken : undefined;
+    if (want === undefined)
+      throw new BridgeError(
+        'unauthorized',
+        `no Telnyx stream auth token is configured for tenant "${tenant}" (TELNYX_STREAM_AUTH_TOKEN for tenant default), so no Telnyx stream can be checked`,
+      );
+    const given = req.headers['x-telnyx-streaming-auth-token'];
+    if (typeof given !== 'string' || given === '')
+      throw new BridgeError('unauthorized', 'the upgrade has no x-telnyx-streaming-auth-token header');
+    if (!sameToken(given, want))
+      throw new BridgeError('unauthorized', 'x-telnyx-streaming-auth-token is not the configured token');
+    return { tenant, exp: undefined };
+  },
+  connect: () => new TelnyxWire(),
+};

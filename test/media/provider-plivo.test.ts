@@ -1,0 +1,271 @@
+/**
+ * The bridge behind Plivo bidirectional audio streams (`/v1/media/plivo[/tenant]`): a call placed by the
+ * emulated Plivo (L16 16 kHz, its playback rules enforced), and a client written here from Plivo's
+ * documents for the rest (µ-law, pacing as received, checkpoints, clearAudio, a bad frame, hang-ups).
+ */
+import { performance } from 'node:perf_hooks';
+import { afterEach, describe, expect, it } from 'vitest';
+import WebSocket from 'ws';
+import { decodeInto, encodeInto } from '../../src/audio/codec.js';
+import { generateTone, steadyToneSnrDb, trimSilence } from '../../src/audio/tone.js';
+import { SyntheticCall } from '../../src/emulator/caller.js';
+import { tonePcm16 } from '../helpers/audio.js';
+import { TestBot } from '../helpers/bot.js';
+import { startBridge, type TestBridge } from '../helpers/bridge.js';
+import { runDelayMs } from '../helpers/schedstat.js';
+import { waitFor } from '../helpers/wait.js';
+
+const TOKEN = 'plivo-stream-token-for-tests';
+const CALL = 'e2b5b0a4-5a0b-4a4e-9c6e-3f1f0d6f0042';
+let bridge: TestBridge | undefined;
+let bot: TestBot | undefined;
+const clients: PlivoSide[] = [];
+
+afterEach(async () => {
+  for (const c of clients.splice(0)) c.ws.terminate();
+  await bridge?.close();
+  bridge = undefined;
+  await bot?.close();
+  bot = undefined;
+});
+
+/** Plivo's side of a bidirectional stream, µ-law 8 kHz. */
+class PlivoSide {
+  readonly ws: WebSocket;
+  readonly got: { at: number; runDelay: number | undefined; msg: Record<string, unknown> }[] = [];
+  status: number | undefined;
+  closeCode: number | undefined;
+  readonly opened: Promise<void>;
+  #seq = 0;
+  readonly streamId = '20170ada-f610-433b-8758-c02a2aab3662';
+
+  constructor(url: string, bearer?: string) {
+    this.ws = new WebSocket(url, {
+      headers: bearer === undefined ? {} : { authorization: `Bearer ${bearer}` },
+    });
+    this.opened = new Promise((resolve, reject) => {
+      this.ws.once('open', () => resolve());
+      this.ws.once('unexpected-response', (_req, res) => {
+        this.status = res.statusCode;
+        reject(new Error(`refused ${res.statusCode}`));
+      });
+      this.ws.once('error', reject);
+    });
+    this.opened.catch(() => {});
+    this.ws.on('message', (d: Buffer) =>
+      this.got.push({ at: performance.now(), runDelay: runDelayMs(), msg: JSON.parse(d.toString()) }),
+    );
+    this.ws.on('close', (code) => {
+      this.closeCode = code;
+    });
+    clients.push(this);
+  }
+
+  send(event: string, body: Record<string, unknown> = {}): void {
+    this.ws.send(JSON.stringify({ event, sequenceNumber: ++this.#seq, streamId: this.streamId, ...body }));
+  }
+
+  start(): void {
+    this.ws.send(
+      JSON.stringify({
+        event: 'start',
+        sequenceNumber: ++this.#seq,
+        start: {
+          callId: CALL,
+          streamId: this.streamId,
+          accountId: 'MA00000000000000000001',
+          tracks: ['inbound'],
+          mediaFormat: { encoding: 'audio/x-mulaw', sampleRate: 8000 },
+        },
+        extra_headers: 'from=15550123,direction=outbound',
+      }),
+    );
+  }
+
+  media(ulaw: Uint8Array, chunk: number): void {
+    this.send('media', {
+      media: {
+        track: 'inbound',
+        timestamp: String(Date.now()),
+        chunk,
+        payload: Buffer.from(ulaw).toString('base64'),
+      },
+    });
+  }
+
+  of(event: string) {
+    return this.got.filter((g) => g.msg.event === event);
+  }
+
+  audio(): Buffer {
+    return Buffer.concat(
+      this.of('playAudio').map((g) => Buffer.from((g.msg.media as { payload: string }).payload, 'base64')),
+    );
+  }
+}
+
+function ulawTone(hz: number, ms: number): Buffer {
+  const pcm = tonePcm16(hz, 8000, ms * 8, 9000);
+  const out = Buffer.alloc(ms * 8);
+  encodeInto('pcmu', new Int16Array(pcm.buffer, pcm.byteOffset, ms * 8), out);
+  return out;
+}
+
+function wsBase(): string {
+  return bridge!.http.replace('http', 'ws');
+}
+
+describe('Plivo audio streams in front', () => {
+  it('refuses an upgrade without the configured token, before the upgrade', async () => {
+    bridge = await startBridge({ PLIVO_STREAM_TOKEN: TOKEN });
+    const base = `${wsBase()}/v1/media/plivo`;
+    for (const [url, bearer] of [
+      [base, undefined],
+      [`${base}?token=another`, undefined],
+      [base, 'another'],
+      [`${base}?token=`, undefined],
+    ] as const) {
+      const c = new PlivoSide(url, bearer);
+      await expect(c.opened).rejects.toThrow();
+      expect(c.status).toBe(401);
+    }
+    // Another tenant has no token configured: refused, even with tenant default's.
+    const acme = new PlivoSide(`${base}/acme?token=${TOKEN}`);
+    await expect(acme.opened).rejects.toThrow();
+    expect(acme.status).toBe(401);
+    for (const [url, bearer] of [[`${base}?token=${TOKEN}`], [base, TOKEN]] as const) {
+      const ok = new PlivoSide(url, bearer);
+      await ok.opened;
+      ok.ws.terminate();
+    }
+  });
+
+  it('carries a call the emulated Plivo places in L16 16 kHz: tone both ways, DTMF, no rule broken, hang-up', async () => {
+    bot = await TestBot.start({ echo: true });
+    bridge = await startBridge({ PLIVO_STREAM_TOKEN: TOKEN, BOT_URL: bot.url });
+    const call = new SyntheticCall({
+      url: `${wsBase()}/v1/media/plivo?token=${TOKEN}`,
+      sessionId: CALL,
+      customerPhone: '15550100',
+      direction: 'inbound',
+      dialect: 'plivo',
+      rate: 16000,
+      codec: 'slin',
+      customParameters: { from: '15550100', direction: 'inbound' },
+      audio: generateTone(440, 16000, 16000 * 1.6, 0.5),
+      dtmf: [{ digit: '7', atMs: 300 }],
+      keepReceived: true,
+      tailMs: 600,
+    });
+    const running = call.run();
+    const conn = await bot.waitConnection();
+    expect(conn.sessionStart).toMatchObject({ session_id: CALL, customer_phone: '15550100' });
+    const report = await running;
+
+    expect(report.breaches).toEqual([]);
+    expect(report.errors).toEqual([]);
+    expect(report.state).toBe('ended');
+    const heard = conn.audioBytes();
+    const atBot = trimSilence(new Int16Array(heard.buffer, heard.byteOffset, heard.byteLength >> 1), 16000);
+    const botSnr = steadyToneSnrDb(atBot, 440, 16000)!;
+    const callerSnr = steadyToneSnrDb(trimSilence(report.received, 16000), 440, 16000)!;
+    console.log(`plivo: SNR at the bot ${botSnr.toFixed(1)} dB, at the caller ${callerSnr.toFixed(1)} dB`);
+    expect(botSnr).toBeGreaterThanOrEqual(30);
+    expect(callerSnr).toBeGreaterThanOrEqual(30);
+    expect(report.received.length).toBeGreaterThanOrEqual(16000 * 1.4);
+    await conn.waitEvent('dtmf', 2_000, (e) => e.digit === '7');
+    // Plivo's hang-up is the socket's close: the bot is told.
+    await conn.waitEvent('session_end', 3_000);
+  });
+
+  it('µ-law: paced playAudio, checkpoints played and cleared, clearAudio, digits both ways, a bad frame, the bot hanging up', async () => {
+    bot = await TestBot.start({ echo: true });
+    bridge = await startBridge({ PLIVO_STREAM_TOKEN: TOKEN, BOT_URL: bot.url });
+    const pl = new PlivoSide(`${wsBase()}/v1/media/plivo`, TOKEN);
+    await pl.opened;
+    pl.start();
+    const conn = await bot.waitConnection();
+    expect(conn.sessionStart).toMatchObject({ session_id: CALL, customer_phone: '15550123' });
+    const rest = await bridge.restToken(['sessions:read']);
+    const list = (await (
+      await fetch(`${bridge.http}/v1/sessions`, { headers: { authorization: `Bearer ${rest}` } })
+    ).json()) as { dialect: string }[];
+    expect(list.map((s) => s.dialect)).toEqual(['plivo']);
+
+    const tone = ulawTone(1000, 1000);
+    const t0 = performance.now();
+    for (let i = 0; i < 50; i++) {
+      const wait = t0 + i * 20 - performance.now();
+      if (wait > 0) await new Promise((r) => setTimeout(r, wait));
+      pl.media(tone.subarray(i * 160, (i + 1) * 160), i + 1);
+    }
+    // A frame that is not JSON is skipped (Plivo has no error event: nothing goes back).
+    pl.ws.send('{"event":');
+    await waitFor(() => pl.audio().length >= 8000, 5_000, 'the echo back');
+    const back = pl.audio();
+    const pcm = new Int16Array(back.length);
+    decodeInto('pcmu', back, pcm);
+    const snr = steadyToneSnrDb(trimSilence(pcm, 8000), 1000, 8000)!;
+    console.log(`plivo: µ-law echo SNR ${snr.toFixed(1)} dB`);
+    expect(snr).toBeGreaterThanOrEqual(30);
+    expect(pl.of('playAudio')[0]!.msg).toMatchObject({
+      event: 'playAudio',
+      media: { contentType: 'audio/x-mulaw', sampleRate: 8000 },
+    });
+
+    // Pacing: 2 s of bot audio sent at once leaves in 100 playAudio messages, 20 ms apart.
+    await waitFor(() => performance.now() - pl.of('playAudio').at(-1)!.at > 1_100, 3_000, 'the echo to end');
+    const before = pl.of('playAudio').length;
+    conn.ws.send(tonePcm16(440, 16000, 32000));
+    await waitFor(() => pl.of('playAudio').length >= before + 100, 5_000, '2 s of bot audio');
+    const burst = pl.of('playAudio').slice(before, before + 100);
+    const gaps = burst
+      .slice(1)
+      .map((g, i) => g.at - burst[i]!.at - ((g.runDelay ?? 0) - (burst[i]!.runDelay ?? 0)))
+      .sort((a, b) => a - b);
+    const span = burst[99]!.at - burst[0]!.at + 20;
+    const p99 = gaps[Math.floor(gaps.length * 0.99)]!;
+    console.log(`plivo: 2 s burst paced over ${span.toFixed(0)} ms, inter-arrival p99 ${p99.toFixed(1)} ms`);
+    expect(span).toBeGreaterThan(1900);
+    expect(p99).toBeLessThanOrEqual(25);
+
+    // Digits: the caller's reaches the bot; the bot's goes to Plivo as sendDTMF.
+    pl.send('dtmf', { dtmf: { track: 'inbound', digit: '9', timestamp: String(Date.now()) } });
+    await conn.waitEvent('dtmf', 2_000, (e) => e.digit === '9');
+    conn.send({ event: 'dtmf', digit: '4' });
+    await waitFor(() => pl.of('sendDTMF').length === 1, 2_000, 'sendDTMF');
+    expect(pl.of('sendDTMF')[0]!.msg).toEqual({ event: 'sendDTMF', dtmf: '4' });
+
+    // A checkpoint played: Plivo's playedStream reaches the bot as its mark.
+    conn.send({ event: 'mark', name: 'm1' });
+    await waitFor(() => pl.of('checkpoint').length === 1, 2_000, 'the checkpoint at Plivo');
+    expect(pl.of('checkpoint')[0]!.msg).toEqual({ event: 'checkpoint', streamId: pl.streamId, name: 'm1' });
+    pl.send('playedStream', { name: 'm1' });
+    await conn.waitEvent('mark', 2_000, (e) => e.name === 'm1');
+
+    // A checkpoint Plivo holds when the bot barges in: Plivo drops it without a word and answers the
+    // clearAudio with clearedAudio; the bot learns of its mark then, once.
+    conn.ws.send(tonePcm16(440, 16000, 3200)); // 100 ms
+    conn.send({ event: 'mark', name: 'm2' });
+    conn.ws.send(tonePcm16(440, 16000, 16000));
+    await waitFor(() => pl.of('checkpoint').length === 2, 2_000, 'the second checkpoint');
+    expect(conn.events.some((e) => e.event === 'mark' && e.name === 'm2')).toBe(false);
+    conn.send({ event: 'clear' });
+    await waitFor(() => pl.of('clearAudio').length === 1, 2_000, 'clearAudio');
+    expect(pl.of('clearAudio')[0]!.msg).toEqual({ event: 'clearAudio', streamId: pl.streamId });
+    pl.send('clearedAudio');
+    await conn.waitEvent('mark', 2_000, (e) => e.name === 'm2');
+    // A late playedStream for it (a clone that reports anyway) is not passed on twice.
+    pl.send('playedStream', { name: 'm2' });
+    conn.send({ event: 'mark', name: 'm3' });
+    await waitFor(() => pl.of('checkpoint').length === 3, 2_000, 'the third checkpoint');
+    pl.send('playedStream', { name: 'm3' });
+    await conn.waitEvent('mark', 2_000, (e) => e.name === 'm3');
+    expect(conn.events.filter((e) => e.event === 'mark').map((e) => e.name)).toEqual(['m1', 'm2', 'm3']);
+
+    // The bot hangs up: the bridge closes the stream.
+    conn.send({ event: 'session_end', reason: 'goodbye' });
+    await waitFor(() => pl.closeCode !== undefined, 3_000, 'the stream to close');
+    expect(pl.closeCode).toBe(1000);
+  });
+});
