@@ -13,7 +13,7 @@ import { tonePcm16 } from '../helpers/audio.js';
 import { TestBot } from '../helpers/bot.js';
 import { startBridge, type TestBridge } from '../helpers/bridge.js';
 import { runDelayMs } from '../helpers/schedstat.js';
-import { waitFor } from '../helpers/wait.js';
+import { reach, waitFor } from '../helpers/wait.js';
 
 const TOKEN = 'plivo-stream-token-for-tests';
 const CALL = 'e2b5b0a4-5a0b-4a4e-9c6e-3f1f0d6f0042';
@@ -195,8 +195,7 @@ describe('Plivo audio streams in front', () => {
     const tone = ulawTone(1000, 1000);
     const t0 = performance.now();
     for (let i = 0; i < 50; i++) {
-      const wait = t0 + i * 20 - performance.now();
-      if (wait > 0) await new Promise((r) => setTimeout(r, wait));
+      await reach(t0 + i * 20);
       pl.media(tone.subarray(i * 160, (i + 1) * 160), i + 1);
     }
     // A frame that is not JSON is skipped (Plivo has no error event: nothing goes back).

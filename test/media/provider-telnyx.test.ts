@@ -12,7 +12,7 @@ import { tonePcm16 } from '../helpers/audio.js';
 import { TestBot } from '../helpers/bot.js';
 import { startBridge, type TestBridge } from '../helpers/bridge.js';
 import { runDelayMs } from '../helpers/schedstat.js';
-import { waitFor } from '../helpers/wait.js';
+import { reach, waitFor } from '../helpers/wait.js';
 
 const TOKEN = 'telnyx-stream-token-for-tests';
 const CALL = 'v3:telnyx-call-control-id-0042';
@@ -198,8 +198,7 @@ describe('Telnyx media streaming in front', () => {
     const pcm = new Int16Array(tone.buffer, tone.byteOffset, 16000);
     const t0 = performance.now();
     for (let i = 0; i < 50; i++) {
-      const wait = t0 + i * 20 - performance.now();
-      if (wait > 0) await new Promise((r) => setTimeout(r, wait));
+      await reach(t0 + i * 20);
       tx.media(pcm.subarray(i * 320, (i + 1) * 320), i + 1);
     }
     // A frame that is not JSON is skipped; Telnyx has no error event, so nothing goes back.
