@@ -151,6 +151,9 @@ export class MediaSession {
         case 'played':
           this.#bot.mark(f.name);
           return;
+        case 'cleared':
+          for (const name of f.names) this.#bot.mark(name);
+          return;
         case 'end':
           this.log.info({ reason: f.reason }, 'provider ended the session');
           this.#endAfterFlush(f.reason ?? 'provider');

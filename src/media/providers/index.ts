@@ -2,10 +2,12 @@
 import { defaultDialect } from './default.js';
 import { twilioDialect } from './twilio.js';
 import type { ProviderDialect, ProviderDialectName } from './types.js';
+import { vonageDialect } from './vonage.js';
 
 export const DIALECTS: Readonly<Record<ProviderDialectName, ProviderDialect>> = {
   default: defaultDialect,
   twilio: twilioDialect,
+  vonage: vonageDialect,
 };
 
 export type * from './types.js';

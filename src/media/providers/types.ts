@@ -15,7 +15,7 @@ import type { MediaStreamConfig } from '../../state/types.js';
 import type { SessionFormat } from '../format.js';
 
 /** The dialect names of reads and configuration: the path's last word, `default` for /v1/media. */
-export const PROVIDER_DIALECTS = ['default', 'twilio'] as const;
+export const PROVIDER_DIALECTS = ['default', 'twilio', 'vonage'] as const;
 export type ProviderDialectName = (typeof PROVIDER_DIALECTS)[number];
 
 /** Who the upgrade is for, once its credentials are checked. */
@@ -41,6 +41,11 @@ export type CallFrame =
   | { readonly kind: 'dtmf'; readonly digit: string }
   /** The provider's playback reached a mark the bridge sent. */
   | { readonly kind: 'played'; readonly name: string }
+  /**
+   * Marks the provider dropped on a clear without acknowledging them (Vonage's `websocket:cleared`): no
+   * audio will reach them, and the bot is told of each as of a played mark, as Twilio does on `clear`.
+   */
+  | { readonly kind: 'cleared'; readonly names: readonly string[] }
   | { readonly kind: 'end'; readonly reason: string | undefined }
   /** Nothing for the call (a keep-alive, an event the bridge has no use for). */
   | { readonly kind: 'none' };
