@@ -12,6 +12,7 @@ const REAL_TIME = [
   'test/media/audio-path.test.ts',
   'test/media/bot-dialects.test.ts',
   'test/media/provider-twilio.test.ts',
+  'test/media/provider-exotel.test.ts',
   'test/media/provider-vonage.test.ts',
 ];
 

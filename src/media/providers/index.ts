@@ -1,5 +1,6 @@
 /** The provider dialects by name: `/v1/media` is `default`, `/v1/media/<name>[/<tenant>]` the others. */
 import { defaultDialect } from './default.js';
+import { exotelDialect } from './exotel.js';
 import { twilioDialect } from './twilio.js';
 import type { ProviderDialect, ProviderDialectName } from './types.js';
 import { vonageDialect } from './vonage.js';
@@ -8,6 +9,7 @@ export const DIALECTS: Readonly<Record<ProviderDialectName, ProviderDialect>> = 
   default: defaultDialect,
   twilio: twilioDialect,
   vonage: vonageDialect,
+  exotel: exotelDialect,
 };
 
 export type * from './types.js';

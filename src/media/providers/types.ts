@@ -15,7 +15,7 @@ import type { MediaStreamConfig } from '../../state/types.js';
 import type { SessionFormat } from '../format.js';
 
 /** The dialect names of reads and configuration: the path's last word, `default` for /v1/media. */
-export const PROVIDER_DIALECTS = ['default', 'twilio', 'vonage'] as const;
+export const PROVIDER_DIALECTS = ['default', 'twilio', 'vonage', 'exotel'] as const;
 export type ProviderDialectName = (typeof PROVIDER_DIALECTS)[number];
 
 /** Who the upgrade is for, once its credentials are checked. */
