@@ -14,6 +14,8 @@ const REAL_TIME = [
   'test/media/provider-twilio.test.ts',
   'test/media/provider-telnyx.test.ts',
   'test/media/provider-plivo.test.ts',
+  'test/media/provider-exotel.test.ts',
+  'test/media/provider-vonage.test.ts',
 ];
 
 export default defineConfig({

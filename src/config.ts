@@ -39,6 +39,11 @@ export interface Config {
   readonly authJwtSecret: string | undefined;
   readonly authJwksUrl: string | undefined;
   readonly authSecretIsDev: boolean;
+  /** Tenant default's Vonage stream token (VONAGE_STREAM_TOKEN): `Authorization: Bearer` on the upgrade. */
+  readonly vonageStreamToken: string | undefined;
+  /** Tenant default's Exotel stream credentials (EXOTEL_STREAM_USER/PASSWORD): HTTP Basic on the upgrade. */
+  readonly exotelStreamUser: string | undefined;
+  readonly exotelStreamPassword: string | undefined;
   /** Tenant default's Twilio auth token (TWILIO_AUTH_TOKEN): the key of `X-Twilio-Signature`. */
   readonly twilioAuthToken: string | undefined;
   /** Tenant default's Telnyx stream auth token (TELNYX_STREAM_AUTH_TOKEN). */
@@ -245,6 +250,9 @@ export function loadConfig(
     authJwtSecret = DEV_AUTH_JWT_SECRET;
   }
 
+  const vonageStreamToken = read('VONAGE_STREAM_TOKEN') || undefined;
+  const exotelStreamUser = read('EXOTEL_STREAM_USER') || undefined;
+  const exotelStreamPassword = read('EXOTEL_STREAM_PASSWORD') || undefined;
   const twilioAuthToken = read('TWILIO_AUTH_TOKEN') || undefined;
 
   const botUrl = text('BOT_URL')!;
@@ -310,6 +318,9 @@ export function loadConfig(
     mediaAuth,
     mediaSecret,
     mediaSecretIsDev,
+    vonageStreamToken,
+    exotelStreamUser,
+    exotelStreamPassword,
     twilioAuthToken,
     telnyxStreamAuthToken: read('TELNYX_STREAM_AUTH_TOKEN') || undefined,
     plivoStreamToken: read('PLIVO_STREAM_TOKEN') || undefined,

@@ -103,6 +103,30 @@ export const CONFIG_SPEC = [
   ),
   other(
     'security',
+    'VONAGE_STREAM_TOKEN',
+    'secret',
+    { accepts: 'any text', defaultRule: 'unset: Vonage streams of tenant default are refused (401)' },
+    "Tenant `default`'s Vonage stream token: `/v1/media/vonage` takes only upgrades with `Authorization: Bearer <token>` (the NCCO websocket endpoint's `authorization`).",
+  ),
+  other(
+    'security',
+    'EXOTEL_STREAM_USER',
+    'text',
+    {
+      accepts: 'any text without a colon',
+      defaultRule: 'unset: Exotel streams of tenant default are refused (401)',
+    },
+    "The HTTP Basic user name of tenant `default`'s Exotel streams (`wss://USER:PASSWORD@host/v1/media/exotel`).",
+  ),
+  other(
+    'security',
+    'EXOTEL_STREAM_PASSWORD',
+    'secret',
+    { accepts: 'any text', defaultRule: 'unset: Exotel streams of tenant default are refused (401)' },
+    "The HTTP Basic password of tenant `default`'s Exotel streams, with `EXOTEL_STREAM_USER`.",
+  ),
+  other(
+    'security',
     'TWILIO_AUTH_TOKEN',
     'secret',
     { accepts: 'any text', defaultRule: 'unset: Twilio streams of tenant default are refused (401)' },

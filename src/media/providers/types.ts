@@ -15,7 +15,7 @@ import type { MediaStreamConfig } from '../../state/types.js';
 import type { SessionFormat } from '../format.js';
 
 /** The dialect names of reads and configuration: the path's last word, `default` for /v1/media. */
-export const PROVIDER_DIALECTS = ['default', 'twilio', 'telnyx', 'plivo'] as const;
+export const PROVIDER_DIALECTS = ['default', 'twilio', 'telnyx', 'plivo', 'vonage', 'exotel'] as const;
 export type ProviderDialectName = (typeof PROVIDER_DIALECTS)[number];
 
 /** Who the upgrade is for, once its credentials are checked. */
@@ -42,8 +42,9 @@ export type CallFrame =
   /** The provider's playback reached a mark the bridge sent. */
   | { readonly kind: 'played'; readonly name: string }
   /**
-   * The provider dropped its queued audio and the marks in it, which it will not report (Plivo's
-   * `clearedAudio`): the bot learns of them, in order, as of marks a clear took.
+   * Marks the provider dropped on a clear without reporting them (Plivo's `clearedAudio`, Vonage's
+   * `websocket:cleared`): no audio will reach them, and the bot learns of each, in order, as of a played
+   * mark, as Twilio does on `clear`.
    */
   | { readonly kind: 'cleared'; readonly names: readonly string[] }
   | { readonly kind: 'end'; readonly reason: string | undefined }

@@ -1,0 +1,80 @@
+/**
+ * Reading the JSON text frames of the provider dialects, and their shared credential checks: each
+ * failure a BridgeError naming the field and what is accepted.
+ */
+import { timingSafeEqual } from 'node:crypto';
+import type { IncomingMessage } from 'node:http';
+import { BridgeError, describe } from '../../errors.js';
+
+export type Obj = Record<string, unknown>;
+
+export const DTMF_DIGITS = /^[0-9*#A-Da-d]$/;
+
+/** A JSON object from a text frame; `platform` names the dialect in the error for a binary frame. */
+export function parseJson(data: Buffer, isBinary: boolean, platform: string): Obj {
+  if (isBinary) throw new BridgeError('unknown_event', `${platform} events are JSON text, not binary`);
+  let v: unknown;
+  try {
+    v = JSON.parse(data.toString('utf8'));
+  } catch {
+    throw new BridgeError('bad_json', 'a frame is not valid JSON');
+  }
+  if (v === null || typeof v !== 'object' || Array.isArray(v))
+    throw new BridgeError('bad_json', 'a frame must be a JSON object');
+  return v as Obj;
+}
+
+export function objField(o: Obj, key: string, field = key): Obj {
+  const v = o[key];
+  if (v === null || typeof v !== 'object' || Array.isArray(v))
+    throw new BridgeError('invalid_field', `${field} must be an object, got ${describe(v)}`, { field });
+  return v as Obj;
+}
+
+export function strField(o: Obj, key: string, field = key): string {
+  const v = o[key];
+  if (typeof v !== 'string' || v === '')
+    throw new BridgeError('invalid_field', `${field} must be a non-empty string, got ${describe(v)}`, {
+      field,
+    });
+  return v;
+}
+
+/** A DTMF digit (0-9, *, #, A-D), upper-cased. */
+export function digitField(v: unknown, field: string): string {
+  if (typeof v !== 'string' || !DTMF_DIGITS.test(v))
+    throw new BridgeError('invalid_field', `${field} must be one of 0-9, *, #, A-D, got ${describe(v)}`, {
+      field,
+    });
+  return v.toUpperCase();
+}
+
+/** Whole 16-bit samples, or an error naming the count. */
+export function evenL16(bytes: Uint8Array): Uint8Array {
+  if ((bytes.byteLength & 1) !== 0)
+    throw new BridgeError(
+      'odd_length',
+      `L16 audio must be whole 16-bit samples (an even byte count), got ${bytes.byteLength} bytes`,
+    );
+  return bytes;
+}
+
+/** Constant-time equality of two secrets (different lengths are unequal without a timing hint of which). */
+export function sameSecret(given: string, want: string): boolean {
+  const a = Buffer.from(given);
+  const b = Buffer.from(want);
+  if (a.length !== b.length) {
+    timingSafeEqual(b, b);
+    return false;
+  }
+  return timingSafeEqual(a, b);
+}
+
+/** The upgrade's `Authorization` header when it has `scheme` (`Basic`, `Bearer`), else undefined. */
+export function authorization(req: IncomingMessage, scheme: string): string | undefined {
+  const header = req.headers.authorization;
+  if (typeof header !== 'string') return undefined;
+  const m = /^([A-Za-z]+)[ ]+([^ ]+)[ ]*$/.exec(header);
+  if (m === null || m[1]!.toLowerCase() !== scheme.toLowerCase()) return undefined;
+  return m[2];
+}
