@@ -22,8 +22,8 @@ import type { Codec, TelephonyRate } from '../../audio/format.js';
 import { DEFAULT_TENANT } from '../../auth/jwt.js';
 import { BridgeError, describe } from '../../errors.js';
 import { resolveFormat, type SessionFormat } from '../format.js';
-import { digitField, type Obj, objField, parseJson, sameToken, strField } from './json-frames.js';
 import type { CallFrame, CallStart, ProviderDialect, ProviderWire } from './types.js';
+import { digitField, type Obj, objField, parseJson, sameSecret, strField } from './wire-json.js';
 
 const PLATFORM = 'Plivo audio streams';
 
@@ -204,7 +204,8 @@ export const plivoDialect: ProviderDialect = {
         'unauthorized',
         'the upgrade has no token (?token= in the stream URL, or a Bearer)',
       );
-    if (!sameToken(given, want)) throw new BridgeError('unauthorized', 'the token is not the configured one');
+    if (!sameSecret(given, want))
+      throw new BridgeError('unauthorized', 'the token is not the configured one');
     return { tenant, exp: undefined };
   },
   connect: () => new PlivoWire(),

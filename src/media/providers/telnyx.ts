@@ -24,8 +24,8 @@ import type { Codec, TelephonyRate } from '../../audio/format.js';
 import { DEFAULT_TENANT } from '../../auth/jwt.js';
 import { BridgeError, describe } from '../../errors.js';
 import { resolveFormat, type SessionFormat } from '../format.js';
-import { digitField, type Obj, objField, parseJson, sameToken, strField } from './json-frames.js';
 import type { CallFrame, CallStart, ProviderDialect, ProviderWire } from './types.js';
+import { digitField, type Obj, objField, parseJson, sameSecret, strField } from './wire-json.js';
 
 /** Frames held ahead of a missing one before it counts as lost (100 ms of 20 ms frames). */
 export const REORDER_WINDOW = 5;
@@ -214,7 +214,7 @@ export const telnyxDialect: ProviderDialect = {
     const given = req.headers['x-telnyx-streaming-auth-token'];
     if (typeof given !== 'string' || given === '')
       throw new BridgeError('unauthorized', 'the upgrade has no x-telnyx-streaming-auth-token header');
-    if (!sameToken(given, want))
+    if (!sameSecret(given, want))
       throw new BridgeError('unauthorized', 'x-telnyx-streaming-auth-token is not the configured token');
     return { tenant, exp: undefined };
   },
