@@ -70,6 +70,7 @@ describe('startRig', () => {
     const failing = startRig({ bot: {}, providers: { voice: {} }, env: { MAX_SESSIONS: 'lots' } });
     await expect(failing).rejects.toThrow(/MAX_SESSIONS/);
     // (Handles leave the list a moment after their close callbacks run.)
-    await waitFor(() => servers() === before, 2_000, 'the started servers to be gone');
+    // At most as many as before: an earlier test's server may finish closing meanwhile.
+    await waitFor(() => servers() <= before, 2_000, 'the started servers to be gone');
   });
 });
