@@ -1,17 +1,10 @@
-/**
- * The bridge behind Exotel's Voicebot applet (`/v1/media/exotel[/tenant]`): a call placed by the
- * emulated Exotel (which leaves a gap after any chunk that is not 3.2-100 KB in multiples of 320 B),
- * and a client written here from Exotel's documents for malformed frames and the timing of each chunk.
- */
-import { performance } from 'node:perf_hooks';
 import { afterEach, describe, expect, it } from 'vitest';
-import WebSocket from 'ws';
 import { generateTone, steadyToneSnrDb, trimSilence } from '../../src/audio/tone.js';
 import { SyntheticCall } from '../../src/emulator/caller.js';
 import { tonePcm16 } from '../helpers/audio.js';
 import { TestBot } from '../helpers/bot.js';
 import { startBridge, type TestBridge } from '../helpers/bridge.js';
-import { runDelayMs } from '../helpers/schedstat.js';
+import { PlatformSocket } from '../helpers/platform-socket.js';
 import { waitFor } from '../helpers/wait.js';
 
 const USER = 'exotel-key';
@@ -20,7 +13,7 @@ const ENV = { EXOTEL_STREAM_USER: USER, EXOTEL_STREAM_PASSWORD: PASSWORD };
 const CALL_SID = 'b6f1c0de0000000000000000000019a1';
 let bridge: TestBridge | undefined;
 let bot: TestBot | undefined;
-const clients: ExotelSide[] = [];
+const clients: PlatformSocket[] = [];
 
 afterEach(async () => {
   for (const c of clients.splice(0)) c.ws.terminate();
@@ -35,33 +28,12 @@ function basic(user: string, password: string): string {
 }
 
 /** Exotel's side of a Voicebot stream, as its documents describe it. */
-class ExotelSide {
-  readonly ws: WebSocket;
-  readonly got: { at: number; runDelay: number | undefined; msg: Record<string, unknown> }[] = [];
-  status: number | undefined;
-  closeCode: number | undefined;
-  readonly opened: Promise<void>;
+class ExotelSide extends PlatformSocket {
   readonly streamSid = 'stream-0001';
   #seq = 0;
 
   constructor(url: string, authorization: string | undefined) {
-    this.ws = new WebSocket(url, { headers: authorization === undefined ? {} : { authorization } });
-    this.opened = new Promise((resolve, reject) => {
-      this.ws.once('open', () => resolve());
-      this.ws.once('unexpected-response', (_req, res) => {
-        this.status = res.statusCode;
-        reject(new Error(`refused ${res.statusCode}`));
-      });
-      this.ws.once('error', reject);
-    });
-    this.opened.catch(() => {});
-    this.ws.on('message', (d: Buffer) =>
-      this.got.push({ at: performance.now(), runDelay: runDelayMs(), msg: JSON.parse(d.toString()) }),
-    );
-    this.ws.on('close', (code) => {
-      this.closeCode = code;
-    });
-    clients.push(this);
+    super(url, authorization === undefined ? {} : { authorization }, clients);
   }
 
   send(event: string, body: Record<string, unknown> = {}): void {
@@ -83,10 +55,6 @@ class ExotelSide {
         media_format: { encoding: 'audio/x-raw', sample_rate: rate, bit_rate: '16' },
       },
     });
-  }
-
-  of(event: string) {
-    return this.got.filter((g) => g.msg.event === event);
   }
 
   payloads(): Buffer[] {

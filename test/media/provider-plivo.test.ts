@@ -5,21 +5,20 @@
  */
 import { performance } from 'node:perf_hooks';
 import { afterEach, describe, expect, it } from 'vitest';
-import WebSocket from 'ws';
 import { decodeInto, encodeInto } from '../../src/audio/codec.js';
 import { generateTone, steadyToneSnrDb, trimSilence } from '../../src/audio/tone.js';
 import { SyntheticCall } from '../../src/emulator/caller.js';
 import { tonePcm16 } from '../helpers/audio.js';
 import { TestBot } from '../helpers/bot.js';
 import { startBridge, type TestBridge } from '../helpers/bridge.js';
-import { runDelayMs } from '../helpers/schedstat.js';
+import { PlatformSocket } from '../helpers/platform-socket.js';
 import { reach, waitFor } from '../helpers/wait.js';
 
 const TOKEN = 'plivo-stream-token-for-tests';
 const CALL = 'e2b5b0a4-5a0b-4a4e-9c6e-3f1f0d6f0042';
 let bridge: TestBridge | undefined;
 let bot: TestBot | undefined;
-const clients: PlivoSide[] = [];
+const clients: PlatformSocket[] = [];
 
 afterEach(async () => {
   for (const c of clients.splice(0)) c.ws.terminate();
@@ -30,35 +29,12 @@ afterEach(async () => {
 });
 
 /** Plivo's side of a bidirectional stream, µ-law 8 kHz. */
-class PlivoSide {
-  readonly ws: WebSocket;
-  readonly got: { at: number; runDelay: number | undefined; msg: Record<string, unknown> }[] = [];
-  status: number | undefined;
-  closeCode: number | undefined;
-  readonly opened: Promise<void>;
+class PlivoSide extends PlatformSocket {
   #seq = 0;
   readonly streamId = '20170ada-f610-433b-8758-c02a2aab3662';
 
   constructor(url: string, bearer?: string) {
-    this.ws = new WebSocket(url, {
-      headers: bearer === undefined ? {} : { authorization: `Bearer ${bearer}` },
-    });
-    this.opened = new Promise((resolve, reject) => {
-      this.ws.once('open', () => resolve());
-      this.ws.once('unexpected-response', (_req, res) => {
-        this.status = res.statusCode;
-        reject(new Error(`refused ${res.statusCode}`));
-      });
-      this.ws.once('error', reject);
-    });
-    this.opened.catch(() => {});
-    this.ws.on('message', (d: Buffer) =>
-      this.got.push({ at: performance.now(), runDelay: runDelayMs(), msg: JSON.parse(d.toString()) }),
-    );
-    this.ws.on('close', (code) => {
-      this.closeCode = code;
-    });
-    clients.push(this);
+    super(url, bearer === undefined ? {} : { authorization: `Bearer ${bearer}` }, clients);
   }
 
   send(event: string, body: Record<string, unknown> = {}): void {
@@ -91,10 +67,6 @@ class PlivoSide {
         payload: Buffer.from(ulaw).toString('base64'),
       },
     });
-  }
-
-  of(event: string) {
-    return this.got.filter((g) => g.msg.event === event);
   }
 
   audio(): Buffer {

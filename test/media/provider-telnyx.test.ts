@@ -5,20 +5,19 @@
  */
 import { performance } from 'node:perf_hooks';
 import { afterEach, describe, expect, it } from 'vitest';
-import WebSocket from 'ws';
 import { generateTone, steadyToneSnrDb, trimSilence } from '../../src/audio/tone.js';
 import { SyntheticCall } from '../../src/emulator/caller.js';
 import { tonePcm16 } from '../helpers/audio.js';
 import { TestBot } from '../helpers/bot.js';
 import { startBridge, type TestBridge } from '../helpers/bridge.js';
-import { runDelayMs } from '../helpers/schedstat.js';
+import { PlatformSocket } from '../helpers/platform-socket.js';
 import { reach, waitFor } from '../helpers/wait.js';
 
 const TOKEN = 'telnyx-stream-token-for-tests';
 const CALL = 'v3:telnyx-call-control-id-0042';
 let bridge: TestBridge | undefined;
 let bot: TestBot | undefined;
-const clients: TelnyxSide[] = [];
+const clients: PlatformSocket[] = [];
 
 afterEach(async () => {
   for (const c of clients.splice(0)) c.ws.terminate();
@@ -29,35 +28,12 @@ afterEach(async () => {
 });
 
 /** Telnyx's side of a bidirectional RTP-mode stream, L16 at 16 kHz (big-endian, as RTP carries it). */
-class TelnyxSide {
-  readonly ws: WebSocket;
-  readonly got: { at: number; runDelay: number | undefined; msg: Record<string, unknown> }[] = [];
-  status: number | undefined;
-  closeCode: number | undefined;
-  readonly opened: Promise<void>;
+class TelnyxSide extends PlatformSocket {
   #seq = 0;
   readonly streamId = '32de0dea-53cb-4b21-89a4-9ff7bd7a4a7e';
 
   constructor(url: string, token: string | undefined) {
-    this.ws = new WebSocket(url, {
-      headers: token === undefined ? {} : { 'x-telnyx-streaming-auth-token': token },
-    });
-    this.opened = new Promise((resolve, reject) => {
-      this.ws.once('open', () => resolve());
-      this.ws.once('unexpected-response', (_req, res) => {
-        this.status = res.statusCode;
-        reject(new Error(`refused ${res.statusCode}`));
-      });
-      this.ws.once('error', reject);
-    });
-    this.opened.catch(() => {});
-    this.ws.on('message', (d: Buffer) =>
-      this.got.push({ at: performance.now(), runDelay: runDelayMs(), msg: JSON.parse(d.toString()) }),
-    );
-    this.ws.on('close', (code) => {
-      this.closeCode = code;
-    });
-    clients.push(this);
+    super(url, token === undefined ? {} : { 'x-telnyx-streaming-auth-token': token }, clients);
   }
 
   send(event: string, body: Record<string, unknown> = {}): void {
@@ -94,10 +70,6 @@ class TelnyxSide {
         payload: out.toString('base64'),
       },
     });
-  }
-
-  of(event: string) {
-    return this.got.filter((g) => g.msg.event === event);
   }
 
   /** The bridge's audio as host-order samples. */

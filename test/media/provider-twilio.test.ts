@@ -6,19 +6,18 @@
 import { createHmac } from 'node:crypto';
 import { performance } from 'node:perf_hooks';
 import { afterEach, describe, expect, it } from 'vitest';
-import WebSocket from 'ws';
 import { decodeInto, encodeInto } from '../../src/audio/codec.js';
 import { steadyToneSnrDb, trimSilence } from '../../src/audio/tone.js';
 import { tonePcm16 } from '../helpers/audio.js';
 import { TestBot } from '../helpers/bot.js';
 import { startBridge, type TestBridge } from '../helpers/bridge.js';
-import { runDelayMs } from '../helpers/schedstat.js';
+import { PlatformSocket } from '../helpers/platform-socket.js';
 import { reach, waitFor } from '../helpers/wait.js';
 
 const AUTH_TOKEN = 'twilio-auth-token-for-tests';
 let bridge: TestBridge | undefined;
 let bot: TestBot | undefined;
-const clients: TwilioSide[] = [];
+const clients: PlatformSocket[] = [];
 
 afterEach(async () => {
   for (const c of clients.splice(0)) c.ws.terminate();
@@ -29,36 +28,13 @@ afterEach(async () => {
 });
 
 /** Twilio's side of a bidirectional stream. */
-class TwilioSide {
-  readonly ws: WebSocket;
+class TwilioSide extends PlatformSocket {
   /** Each message, when it arrived, and this process's time runnable but off the CPU so far (schedstat). */
-  readonly got: { at: number; runDelay: number | undefined; msg: Record<string, unknown> }[] = [];
-  status: number | undefined;
-  closeCode: number | undefined;
-  readonly opened: Promise<void>;
   #seq = 0;
   readonly streamSid = 'MZ00000000000000000000000000000001';
 
   constructor(url: string, signature: string | undefined) {
-    this.ws = new WebSocket(url, {
-      headers: signature === undefined ? {} : { 'x-twilio-signature': signature },
-    });
-    this.opened = new Promise((resolve, reject) => {
-      this.ws.once('open', () => resolve());
-      this.ws.once('unexpected-response', (_req, res) => {
-        this.status = res.statusCode;
-        reject(new Error(`refused ${res.statusCode}`));
-      });
-      this.ws.once('error', reject);
-    });
-    this.opened.catch(() => {});
-    this.ws.on('message', (d: Buffer) =>
-      this.got.push({ at: performance.now(), runDelay: runDelayMs(), msg: JSON.parse(d.toString()) }),
-    );
-    this.ws.on('close', (code) => {
-      this.closeCode = code;
-    });
-    clients.push(this);
+    super(url, signature === undefined ? {} : { 'x-twilio-signature': signature }, clients);
   }
 
   send(event: string, body: Record<string, unknown> = {}): void {
@@ -90,10 +66,6 @@ class TwilioSide {
         payload: Buffer.from(ulaw).toString('base64'),
       },
     });
-  }
-
-  of(event: string) {
-    return this.got.filter((g) => g.msg.event === event);
   }
 
   audio(): Buffer {

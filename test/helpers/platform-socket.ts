@@ -1,0 +1,58 @@
+/**
+ * A telephony platform's side of a JSON media stream, for the provider-dialect tests: one WebSocket to
+ * the bridge with the platform's upgrade headers, every text frame kept with when it arrived and this
+ * process's off-CPU time so far (schedstat: a pacing check subtracts what the receiver lost), and the
+ * refusal status or close code. Each test's own class adds the platform's frames on top.
+ */
+import { performance } from 'node:perf_hooks';
+import WebSocket from 'ws';
+import { runDelayMs } from './schedstat.js';
+
+export interface Arrival {
+  readonly at: number;
+  readonly runDelay: number | undefined;
+  readonly msg: Record<string, unknown>;
+}
+
+export class PlatformSocket {
+  readonly ws: WebSocket;
+  readonly got: Arrival[] = [];
+  /** The HTTP status of a refused upgrade. */
+  status: number | undefined;
+  closeCode: number | undefined;
+  /** Resolves when the upgrade is accepted; rejects when it is refused. */
+  readonly opened: Promise<void>;
+
+  constructor(url: string, headers: Record<string, string>, track: PlatformSocket[]) {
+    this.ws = new WebSocket(url, { headers });
+    this.opened = new Promise((resolve, reject) => {
+      this.ws.once('open', () => resolve());
+      this.ws.once('unexpected-response', (_req, res) => {
+        this.status = res.statusCode;
+        reject(new Error(`refused ${res.statusCode}`));
+      });
+      this.ws.once('error', reject);
+    });
+    this.opened.catch(() => {});
+    this.ws.on('message', (d: Buffer, isBinary: boolean) => {
+      if (!isBinary)
+        this.got.push({ at: performance.now(), runDelay: runDelayMs(), msg: JSON.parse(d.toString()) });
+    });
+    this.ws.on('close', (code) => {
+      this.closeCode = code;
+    });
+    track.push(this);
+  }
+
+  /** The frames of one event, in arrival order. */
+  of(event: string): Arrival[] {
+    return this.got.filter((g) => g.msg.event === event);
+  }
+}
+
+/** Gaps between arrivals, less the receiver's own time off the CPU within each (ms). */
+export function ownGaps(arrivals: readonly Arrival[]): number[] {
+  return arrivals
+    .slice(1)
+    .map((g, i) => g.at - arrivals[i]!.at - ((g.runDelay ?? 0) - (arrivals[i]!.runDelay ?? 0)));
+}
