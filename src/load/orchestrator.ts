@@ -107,7 +107,7 @@ export async function orchestrate(
   const children: ChildProcess[] = [];
   const progress: Progress[] = [];
   const results: RunResult[] = [];
-  const metricsUrl = metricsUrlOf(options.url);
+  const metricsUrl = options.metricsUrl ?? metricsUrlOf(options.url);
   const t0 = performance.now();
   const loadFrom = t0 + options.rampSeconds * 1000;
   const loadTo = loadFrom + options.seconds * 1000;
