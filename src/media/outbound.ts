@@ -99,6 +99,8 @@ export class OutboundQueue implements Paced, LegSink {
    * live audio, an echo say, every chunk arrives after its earliest allowed send time).
    */
   #readyAt = 0;
+  /** The provider asked for no more for now (flow control): nothing is sent until it resumes. */
+  #paused = false;
 
   constructor(ws: WebSocket, o: OutboundOptions) {
     this.#ws = ws;
@@ -221,6 +223,21 @@ export class OutboundQueue implements Paced, LegSink {
     this.#deliverMarks();
   }
 
+  /**
+   * The provider's flow control: paused, nothing more is sent (audio, or the marks and digits behind
+   * it) and what is queued stays, in order (bounded by `bufferMs` as ever); resumed, sending goes on
+   * from where it stopped, on a fresh schedule. A clear still goes at once.
+   */
+  pause(paused: boolean): void {
+    if (paused === this.#paused) return;
+    this.#paused = paused;
+    this.#o.log?.debug({ paused }, 'provider flow control');
+    if (paused) return;
+    this.#clock.reset();
+    if (this.#chunks.chunks > 0) this.#readyAt = this.#now();
+    this.#pump();
+  }
+
   /** Lets what is queued leave whole (pads a partial chunk), then calls `done` once all is sent. */
   drain(done: () => void): void {
     if (this.#chunks.chunks === 0) this.#readyAt = this.#now();
@@ -232,7 +249,7 @@ export class OutboundQueue implements Paced, LegSink {
   service(now: number): number {
     const ws = this.#ws;
     const chunks = this.#chunks;
-    if (ws.readyState !== WebSocket.OPEN) return Number.POSITIVE_INFINITY;
+    if (ws.readyState !== WebSocket.OPEN || this.#paused) return Number.POSITIVE_INFINITY;
     // Serviced only when due, a queue that ran dry may find its run long over: end it before reading
     // the schedule (the padding time below depends on it).
     if (chunks.chunks === 0) this.#clock.idle(now);

@@ -15,7 +15,15 @@ import type { MediaStreamConfig } from '../../state/types.js';
 import type { SessionFormat } from '../format.js';
 
 /** The dialect names of reads and configuration: the path's last word, `default` for /v1/media. */
-export const PROVIDER_DIALECTS = ['default', 'twilio', 'telnyx', 'plivo', 'vonage', 'exotel'] as const;
+export const PROVIDER_DIALECTS = [
+  'default',
+  'twilio',
+  'telnyx',
+  'plivo',
+  'vonage',
+  'exotel',
+  'jambonz',
+] as const;
 export type ProviderDialectName = (typeof PROVIDER_DIALECTS)[number];
 
 /** Who the upgrade is for, once its credentials are checked. */
@@ -48,6 +56,11 @@ export type CallFrame =
    */
   | { readonly kind: 'cleared'; readonly names: readonly string[] }
   | { readonly kind: 'end'; readonly reason: string | undefined }
+  /**
+   * The provider's flow control (Asterisk's `MEDIA_XOFF`/`MEDIA_XON`): while paused the outbound queue
+   * sends nothing and keeps what it holds, in order; on resume it goes on, paced, from where it stopped.
+   */
+  | { readonly kind: 'flow'; readonly paused: boolean }
   /** Nothing for the call (a keep-alive, an event the bridge has no use for). */
   | { readonly kind: 'none' };
 
@@ -83,6 +96,12 @@ export interface ProviderWire {
 
 export interface ProviderDialect {
   readonly name: ProviderDialectName;
+  /**
+   * The WebSocket subprotocol the platform asks for and must get back (jambonz's `audio.jambonz.org`).
+   * An upgrade offering other subprotocols but not this one is refused (400); one offering none is
+   * taken without a subprotocol. Unset: whatever the client offers first is answered, as before.
+   */
+  readonly subprotocol?: string;
   /** Checks the upgrade's credentials for `tenant` (the path's tenant segment); throws 401/403. */
   authenticate(req: IncomingMessage, url: URL, tenant: string, ctx: BridgeContext): Promise<MediaAuth>;
   /** A new connection's wire. */
