@@ -218,7 +218,11 @@ export class OutboundQueue implements Paced, LegSink {
     const dropped = this.#chunks.clear();
     if (dropped > 0) this.#shedClear.inc(Math.ceil(dropped / this.#format.chunkBytes));
     this.#clock.reset();
-    if (this.#audioSinceClear || droppedUpstream) this.#sendText(this.#wire.clearFrame());
+    if (this.#audioSinceClear || droppedUpstream) {
+      const frames = this.#wire.clearFrame();
+      if (typeof frames === 'string') this.#sendText(frames);
+      else for (const f of frames) this.#sendText(f);
+    }
     this.#audioSinceClear = false;
     this.#deliverMarks();
   }

@@ -1,4 +1,5 @@
 /** The provider dialects by name: `/v1/media` is `default`, `/v1/media/<name>[/<tenant>]` the others. */
+import { asteriskDialect } from './asterisk.js';
 import { defaultDialect } from './default.js';
 import { exotelDialect } from './exotel.js';
 import { jambonzDialect } from './jambonz.js';
@@ -16,6 +17,7 @@ export const DIALECTS: Readonly<Record<ProviderDialectName, ProviderDialect>> = 
   vonage: vonageDialect,
   exotel: exotelDialect,
   jambonz: jambonzDialect,
+  asterisk: asteriskDialect,
 };
 
 export type * from './types.js';

@@ -23,6 +23,7 @@ export const PROVIDER_DIALECTS = [
   'vonage',
   'exotel',
   'jambonz',
+  'asterisk',
 ] as const;
 export type ProviderDialectName = (typeof PROVIDER_DIALECTS)[number];
 
@@ -84,8 +85,11 @@ export interface ProviderWire {
   audioText(chunk: Buffer): string;
   /** A mark placed behind the audio before it; the provider reports it played (see `acksMarks`). */
   markFrame(name: string): string;
-  /** Drop the audio the provider holds (barge-in). */
-  clearFrame(): string;
+  /**
+   * Drop the audio the provider holds (barge-in). Several frames, sent in order, where the dialect needs
+   * a follow-up to learn when the drop took effect (Asterisk: `FLUSH_MEDIA`, then a mark of its own).
+   */
+  clearFrame(): string | readonly string[];
   /** A digit to play to the caller, or undefined where the dialect has none. */
   dtmfFrame(digit: string): string | undefined;
   /** A bad frame reported back, or undefined where the dialect has no error event. */
