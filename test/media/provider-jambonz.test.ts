@@ -261,11 +261,9 @@ describe('jambonz listen in front', () => {
     bridge = await startBridge({ ...ENV, BOT_URL: bot.url });
     const j = new JambonzSide(url(), basic(USER, PASSWORD));
     await j.opened;
-    // In at 8 kHz, played back at 16 kHz (bidirectionalAudio.sampleRate, repeated in the metadata).
-    j.metadata({
-      sampleRate: 8000,
-      metadata: { bidirectionalAudio: { streaming: true, sampleRate: 16000 } },
-    });
+    // In at 8 kHz, played back at 16 kHz (bidirectionalAudio.sampleRate, repeated in the verb's metadata,
+    // which jambonz merges into the first frame).
+    j.metadata({ sampleRate: 8000, bidirectionalAudio: { streaming: true, sampleRate: 16000 } });
     await bot.waitConnection().then((conn) => {
       conn.ws.send(tonePcm16(440, 16000, 3200));
       conn.send({ event: 'session_end', reason: 'done' });
