@@ -16,6 +16,8 @@ const REAL_TIME = [
   'test/media/provider-plivo.test.ts',
   'test/media/provider-exotel.test.ts',
   'test/media/provider-vonage.test.ts',
+  'test/media/provider-jambonz.test.ts',
+  'test/media/provider-asterisk.test.ts',
 ];
 
 export default defineConfig({

@@ -44,6 +44,12 @@ export interface Config {
   /** Tenant default's Exotel stream credentials (EXOTEL_STREAM_USER/PASSWORD): HTTP Basic on the upgrade. */
   readonly exotelStreamUser: string | undefined;
   readonly exotelStreamPassword: string | undefined;
+  /** Tenant `default`'s jambonz listen Basic credentials (JAMBONZ_WS_USERNAME/PASSWORD). */
+  readonly jambonzWsUsername: string | undefined;
+  readonly jambonzWsPassword: string | undefined;
+  /** Tenant `default`'s Asterisk chan_websocket Basic credentials (ASTERISK_WS_USERNAME/PASSWORD). */
+  readonly asteriskWsUsername: string | undefined;
+  readonly asteriskWsPassword: string | undefined;
   /** Tenant default's Twilio auth token (TWILIO_AUTH_TOKEN): the key of `X-Twilio-Signature`. */
   readonly twilioAuthToken: string | undefined;
   /** Tenant default's Telnyx stream auth token (TELNYX_STREAM_AUTH_TOKEN). */
@@ -321,6 +327,10 @@ export function loadConfig(
     vonageStreamToken,
     exotelStreamUser,
     exotelStreamPassword,
+    jambonzWsUsername: read('JAMBONZ_WS_USERNAME') || undefined,
+    jambonzWsPassword: read('JAMBONZ_WS_PASSWORD') || undefined,
+    asteriskWsUsername: read('ASTERISK_WS_USERNAME') || undefined,
+    asteriskWsPassword: read('ASTERISK_WS_PASSWORD') || undefined,
     twilioAuthToken,
     telnyxStreamAuthToken: read('TELNYX_STREAM_AUTH_TOKEN') || undefined,
     plivoStreamToken: read('PLIVO_STREAM_TOKEN') || undefined,

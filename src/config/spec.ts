@@ -127,6 +127,43 @@ export const CONFIG_SPEC = [
   ),
   other(
     'security',
+    'JAMBONZ_WS_USERNAME',
+    'text',
+    {
+      accepts: 'any text without a colon',
+      defaultRule: 'unset: jambonz streams of tenant default are refused (401)',
+    },
+    "The HTTP Basic user name of tenant `default`'s jambonz listen streams (the listen verb's `wsAuth.username`).",
+  ),
+  other(
+    'security',
+    'JAMBONZ_WS_PASSWORD',
+    'secret',
+    { accepts: 'any text', defaultRule: 'unset: jambonz streams of tenant default are refused (401)' },
+    "The HTTP Basic password of tenant `default`'s jambonz listen streams (`wsAuth.password`), with `JAMBONZ_WS_USERNAME`.",
+  ),
+  other(
+    'security',
+    'ASTERISK_WS_USERNAME',
+    'text',
+    {
+      accepts: 'any text without a colon',
+      defaultRule: 'unset: Asterisk chan_websocket streams of tenant default are refused (401)',
+    },
+    "The HTTP Basic user name of tenant `default`'s Asterisk chan_websocket streams (`username` in the `websocket_client.conf` client).",
+  ),
+  other(
+    'security',
+    'ASTERISK_WS_PASSWORD',
+    'secret',
+    {
+      accepts: 'any text',
+      defaultRule: 'unset: Asterisk chan_websocket streams of tenant default are refused (401)',
+    },
+    "The HTTP Basic password of tenant `default`'s Asterisk chan_websocket streams (`password` in `websocket_client.conf`), with `ASTERISK_WS_USERNAME`.",
+  ),
+  other(
+    'security',
     'TWILIO_AUTH_TOKEN',
     'secret',
     { accepts: 'any text', defaultRule: 'unset: Twilio streams of tenant default are refused (401)' },

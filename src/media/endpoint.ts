@@ -61,6 +61,13 @@ export function attachMediaEndpoint(
     maxPayload: config.maxPayloadBytes,
     perMessageDeflate: false,
     clientTracking: false,
+    // A dialect with a subprotocol of its own gets it answered (onUpgrade refused an offer without it);
+    // the others answer the first offered, as ws does by default.
+    handleProtocols: (offered, req) => {
+      const want = mediaRoute(new URL(req.url ?? '/', 'http://localhost').pathname)?.dialect.subprotocol;
+      if (want !== undefined) return offered.has(want) ? want : false;
+      return offered.values().next().value ?? false;
+    },
   });
   const loop = new PacingLoop(config.paceMinGapMs);
   const conns = new Set<ProviderConnection>();
@@ -95,6 +102,19 @@ export function attachMediaEndpoint(
           )
             .filter((d) => d !== 'default')
             .join(', ')}`,
+        ),
+      );
+      return;
+    }
+    const want = route.dialect.subprotocol;
+    const offered = offeredProtocols(req);
+    if (want !== undefined && offered.length > 0 && !offered.includes(want)) {
+      refuse(
+        socket,
+        new BridgeError(
+          'invalid_field',
+          `Sec-WebSocket-Protocol must offer ${want} on ${url.pathname}, got ${offered.join(', ')}`,
+          { field: 'Sec-WebSocket-Protocol' },
         ),
       );
       return;
@@ -179,6 +199,7 @@ export function attachMediaEndpoint(
 }
 
 const STATUS_TEXT: Readonly<Record<number, string>> = {
+  400: 'Bad Request',
   401: 'Unauthorized',
   403: 'Forbidden',
   404: 'Not Found',
@@ -198,6 +219,16 @@ function refuse(socket: Duplex, err: BridgeError): void {
       'Connection: close\r\n\r\n' +
       body,
   );
+}
+
+/** The subprotocols an upgrade offers (`Sec-WebSocket-Protocol`, comma-separated). */
+function offeredProtocols(req: IncomingMessage): string[] {
+  const h = req.headers['sec-websocket-protocol'];
+  if (typeof h !== 'string') return [];
+  return h
+    .split(',')
+    .map((p) => p.trim())
+    .filter((p) => p !== '');
 }
 
 function noop(): void {}

@@ -99,6 +99,8 @@ export class OutboundQueue implements Paced, LegSink {
    * live audio, an echo say, every chunk arrives after its earliest allowed send time).
    */
   #readyAt = 0;
+  /** The provider asked for no more for now (flow control): nothing is sent until it resumes. */
+  #paused = false;
 
   constructor(ws: WebSocket, o: OutboundOptions) {
     this.#ws = ws;
@@ -216,9 +218,28 @@ export class OutboundQueue implements Paced, LegSink {
     const dropped = this.#chunks.clear();
     if (dropped > 0) this.#shedClear.inc(Math.ceil(dropped / this.#format.chunkBytes));
     this.#clock.reset();
-    if (this.#audioSinceClear || droppedUpstream) this.#sendText(this.#wire.clearFrame());
+    if (this.#audioSinceClear || droppedUpstream) {
+      const frames = this.#wire.clearFrame();
+      if (typeof frames === 'string') this.#sendText(frames);
+      else for (const f of frames) this.#sendText(f);
+    }
     this.#audioSinceClear = false;
     this.#deliverMarks();
+  }
+
+  /**
+   * The provider's flow control: paused, nothing more is sent (audio, or the marks and digits behind
+   * it) and what is queued stays, in order (bounded by `bufferMs` as ever); resumed, sending goes on
+   * from where it stopped, on a fresh schedule. A clear still goes at once.
+   */
+  pause(paused: boolean): void {
+    if (paused === this.#paused) return;
+    this.#paused = paused;
+    this.#o.log?.debug({ paused }, 'provider flow control');
+    if (paused) return;
+    this.#clock.reset();
+    if (this.#chunks.chunks > 0) this.#readyAt = this.#now();
+    this.#pump();
   }
 
   /** Lets what is queued leave whole (pads a partial chunk), then calls `done` once all is sent. */
@@ -232,7 +253,7 @@ export class OutboundQueue implements Paced, LegSink {
   service(now: number): number {
     const ws = this.#ws;
     const chunks = this.#chunks;
-    if (ws.readyState !== WebSocket.OPEN) return Number.POSITIVE_INFINITY;
+    if (ws.readyState !== WebSocket.OPEN || this.#paused) return Number.POSITIVE_INFINITY;
     // Serviced only when due, a queue that ran dry may find its run long over: end it before reading
     // the schedule (the padding time below depends on it).
     if (chunks.chunks === 0) this.#clock.idle(now);

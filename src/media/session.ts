@@ -154,6 +154,9 @@ export class MediaSession {
         case 'cleared':
           for (const name of f.names) this.#bot.mark(name);
           return;
+        case 'flow':
+          this.#out.pause(f.paused);
+          return;
         case 'end':
           this.log.info({ reason: f.reason }, 'provider ended the session');
           this.#endAfterFlush(f.reason ?? 'provider');

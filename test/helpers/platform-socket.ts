@@ -23,8 +23,17 @@ export class PlatformSocket {
   /** Resolves when the upgrade is accepted; rejects when it is refused. */
   readonly opened: Promise<void>;
 
-  constructor(url: string, headers: Record<string, string>, track: PlatformSocket[]) {
-    this.ws = new WebSocket(url, { headers });
+  /** Binary frames, with arrival time and off-CPU time as for text ones. */
+  readonly binary: { at: number; runDelay: number | undefined; bytes: Buffer }[] = [];
+
+  constructor(
+    url: string,
+    headers: Record<string, string>,
+    track: PlatformSocket[],
+    /** The subprotocols the upgrade offers (jambonz's `audio.jambonz.org`). */
+    protocols: string[] = [],
+  ) {
+    this.ws = new WebSocket(url, protocols, { headers });
     this.opened = new Promise((resolve, reject) => {
       this.ws.once('open', () => resolve());
       this.ws.once('unexpected-response', (_req, res) => {
@@ -35,8 +44,8 @@ export class PlatformSocket {
     });
     this.opened.catch(() => {});
     this.ws.on('message', (d: Buffer, isBinary: boolean) => {
-      if (!isBinary)
-        this.got.push({ at: performance.now(), runDelay: runDelayMs(), msg: JSON.parse(d.toString()) });
+      if (isBinary) this.binary.push({ at: performance.now(), runDelay: runDelayMs(), bytes: d });
+      else this.got.push({ at: performance.now(), runDelay: runDelayMs(), msg: parseText(d.toString()) });
     });
     this.ws.on('close', (code) => {
       this.closeCode = code;
@@ -50,8 +59,17 @@ export class PlatformSocket {
   }
 }
 
+/** A JSON text frame as its object; a plain-text one (Asterisk's `MARK_MEDIA x`) as `{ text }`. */
+function parseText(text: string): Record<string, unknown> {
+  try {
+    const v: unknown = JSON.parse(text);
+    if (v !== null && typeof v === 'object' && !Array.isArray(v)) return v as Record<string, unknown>;
+  } catch {}
+  return { text };
+}
+
 /** Gaps between arrivals, less the receiver's own time off the CPU within each (ms). */
-export function ownGaps(arrivals: readonly Arrival[]): number[] {
+export function ownGaps(arrivals: readonly Pick<Arrival, 'at' | 'runDelay'>[]): number[] {
   return arrivals
     .slice(1)
     .map((g, i) => g.at - arrivals[i]!.at - ((g.runDelay ?? 0) - (arrivals[i]!.runDelay ?? 0)));

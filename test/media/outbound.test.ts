@@ -161,6 +161,31 @@ describe('OutboundQueue', () => {
     expect(audio.subarray(400).every((b) => b === 0)).toBe(true);
   });
 
+  it('paused by the provider, sends nothing, keeps it all in order, and on resume goes on paced, mark last', () => {
+    clock = 0;
+    const { ws, q } = queue(createMetrics());
+    const audio = Buffer.alloc(320 * 20);
+    for (let i = 0; i < 20; i++) audio.fill(i + 1, i * 320, (i + 1) * 320);
+    q.push(audio);
+    q.mark('m1');
+    for (clock = 0; clock <= 100; clock += 5) q.service(clock);
+    const atPause = ws.audio().length;
+    expect(atPause).toBeGreaterThan(0);
+    q.pause(true);
+    for (; clock <= 1_000; clock += 5) q.service(clock);
+    expect(ws.audio().length).toBe(atPause);
+    expect(ws.texts()).toEqual([]);
+    q.pause(false);
+    // A fresh run: the lead at once, then one chunk every 20 ms, not a burst of all that waited.
+    expect(ws.audio().length).toBe(atPause + 3);
+    for (; clock <= 1_100; clock += 5) q.service(clock);
+    expect(ws.audio().length).toBeLessThan(20);
+    for (; clock <= 2_000; clock += 5) q.service(clock);
+    const sent = ws.audio();
+    expect(sent.map((c) => c[0])).toEqual(Array.from({ length: 20 }, (_, i) => i + 1));
+    expect(ws.sent[ws.sent.length - 1]).toBe('{"event":"mark","name":"m1"}');
+  });
+
   it('a mark with no audio queued goes at once; clear drops audio, sends clear, then waiting marks', () => {
     clock = 0;
     const { ws, q } = queue(createMetrics());

@@ -1,7 +1,8 @@
 /**
  * jambonz `listen` with streaming playback (`bidirectionalAudio.streaming`): the upgrade asks for the
  * subprotocol `audio.jambonz.org` and carries HTTP Basic when `wsAuth` is set; the first frame is text
- * with the call's attributes, `sampleRate` and `mixType`; then binary L16 at that rate. Toward the
+ * with the call's attributes, `sampleRate` and `mixType`, and the verb's `metadata` merged in (as the
+ * feature server builds it); then binary L16 at that rate. Toward the
  * caller: binary L16 at the same rate (odd byte counts dropped); `mark` comes back as
  * `{"type":"mark","data":{"name","event":"playout"}}` once the audio before it played; `clearMarks`
  * and `killAudio` (which also empties the buffer) send pending marks back with `"event":"cleared"`; at
@@ -55,7 +56,8 @@ export class JambonzLeg extends WsLeg {
       applicationSid: randomUUID(),
       sampleRate: this.rate,
       mixType: 'mono',
-      ...(this.o.customParameters === undefined ? {} : { metadata: { ...this.o.customParameters } }),
+      // The listen's `metadata` is merged into the frame itself, over the call's attributes.
+      ...this.o.customParameters,
     });
   }
 

@@ -15,7 +15,16 @@ import type { MediaStreamConfig } from '../../state/types.js';
 import type { SessionFormat } from '../format.js';
 
 /** The dialect names of reads and configuration: the path's last word, `default` for /v1/media. */
-export const PROVIDER_DIALECTS = ['default', 'twilio', 'telnyx', 'plivo', 'vonage', 'exotel'] as const;
+export const PROVIDER_DIALECTS = [
+  'default',
+  'twilio',
+  'telnyx',
+  'plivo',
+  'vonage',
+  'exotel',
+  'jambonz',
+  'asterisk',
+] as const;
 export type ProviderDialectName = (typeof PROVIDER_DIALECTS)[number];
 
 /** Who the upgrade is for, once its credentials are checked. */
@@ -48,6 +57,11 @@ export type CallFrame =
    */
   | { readonly kind: 'cleared'; readonly names: readonly string[] }
   | { readonly kind: 'end'; readonly reason: string | undefined }
+  /**
+   * The provider's flow control (Asterisk's `MEDIA_XOFF`/`MEDIA_XON`): while paused the outbound queue
+   * sends nothing and keeps what it holds, in order; on resume it goes on, paced, from where it stopped.
+   */
+  | { readonly kind: 'flow'; readonly paused: boolean }
   /** Nothing for the call (a keep-alive, an event the bridge has no use for). */
   | { readonly kind: 'none' };
 
@@ -71,8 +85,11 @@ export interface ProviderWire {
   audioText(chunk: Buffer): string;
   /** A mark placed behind the audio before it; the provider reports it played (see `acksMarks`). */
   markFrame(name: string): string;
-  /** Drop the audio the provider holds (barge-in). */
-  clearFrame(): string;
+  /**
+   * Drop the audio the provider holds (barge-in). Several frames, sent in order, where the dialect needs
+   * a follow-up to learn when the drop took effect (Asterisk: `FLUSH_MEDIA`, then a mark of its own).
+   */
+  clearFrame(): string | readonly string[];
   /** A digit to play to the caller, or undefined where the dialect has none. */
   dtmfFrame(digit: string): string | undefined;
   /** A bad frame reported back, or undefined where the dialect has no error event. */
@@ -83,6 +100,12 @@ export interface ProviderWire {
 
 export interface ProviderDialect {
   readonly name: ProviderDialectName;
+  /**
+   * The WebSocket subprotocol the platform asks for and must get back (jambonz's `audio.jambonz.org`).
+   * An upgrade offering other subprotocols but not this one is refused (400); one offering none is
+   * taken without a subprotocol. Unset: whatever the client offers first is answered, as before.
+   */
+  readonly subprotocol?: string;
   /** Checks the upgrade's credentials for `tenant` (the path's tenant segment); throws 401/403. */
   authenticate(req: IncomingMessage, url: URL, tenant: string, ctx: BridgeContext): Promise<MediaAuth>;
   /** A new connection's wire. */

@@ -77,3 +77,19 @@ export function authorization(req: IncomingMessage, scheme: string): string | un
   if (m === null || m[1]!.toLowerCase() !== scheme.toLowerCase()) return undefined;
   return m[2];
 }
+
+/**
+ * Checks the upgrade's HTTP Basic credentials against `user` and `password` (both compared, whichever
+ * differs: no hint of which was wrong); throws 401 naming `what` the credentials are for.
+ */
+export function checkBasic(req: IncomingMessage, user: string, password: string, what: string): void {
+  const given = authorization(req, 'Basic');
+  if (given === undefined)
+    throw new BridgeError('unauthorized', 'the upgrade has no Authorization: Basic header');
+  const pair = Buffer.from(given, 'base64').toString('utf8');
+  const colon = pair.indexOf(':');
+  const userOk = sameSecret(pair.slice(0, Math.max(0, colon)), user);
+  const passwordOk = sameSecret(pair.slice(colon + 1), password);
+  if (colon < 0 || !userOk || !passwordOk)
+    throw new BridgeError('unauthorized', `the Basic credentials are not the ${what} credentials`);
+}
