@@ -47,7 +47,12 @@ function recordings(dir: string, fs?: WavFs) {
 /** A clock the test moves: ms on a monotonic scale. */
 function manualClock() {
   let t = 1000;
-  return { now: () => t, advance: (ms: number) => void (t += ms) };
+  return {
+    now: () => t,
+    advance: (ms: number) => {
+      t += ms;
+    },
+  };
 }
 
 describe('the stereo WAV writer', () => {
@@ -109,7 +114,11 @@ describe('the stereo WAV writer', () => {
       { session_id: 's', tenant: 't', started_at: new Date().toISOString(), rate: 8000 },
       captureLog().log,
     );
-    await waitFor(async () => (await r.list('t')).length === 1, 5000, 'the sidecar of the recording in progress');
+    await waitFor(
+      async () => (await r.list('t')).length === 1,
+      5000,
+      'the sidecar of the recording in progress',
+    );
     expect((await r.list('t'))[0]).toMatchObject({ in_progress: true, session_id: 's' });
     rec.caller(tone(8000, 300, 8003, 1000));
     const meta = await rec.stop();
