@@ -15,7 +15,7 @@ import { registerSessionRoutes } from './control/sessions.js';
 import { BridgeError, isBridgeError } from './errors.js';
 import { trustFn } from './limits/client-address.js';
 import { registerRestRateLimit } from './limits/rest.js';
-import { createLogger, type Logger } from './log.js';
+import { createFormattedLogger, type Logger } from './log.js';
 import type { BotNotice } from './media/bot/types.js';
 import { attachMediaEndpoint, type MediaEndpoint } from './media/endpoint.js';
 import { createMessagingClient } from './messaging/client.js';
@@ -59,7 +59,7 @@ export interface Bridge {
 const MESSAGING_CALL_TIMEOUT_MS = 20_000;
 
 export async function createBridge(config: Config, options: BridgeOptions = {}): Promise<Bridge> {
-  const log = options.log ?? createLogger(config.logLevel);
+  const log = options.log ?? (await createFormattedLogger(config.logLevel, config.logFormat));
   const metrics = createMetrics();
   const provider =
     options.provider ??
