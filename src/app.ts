@@ -11,6 +11,7 @@ import { registerCallRoutes } from './control/calls.js';
 import { registerDocs } from './control/docs.js';
 import { registerHealthRoutes } from './control/health.js';
 import { registerMediaStreamRoutes } from './control/media-stream.js';
+import { registerRecordingRoutes } from './control/recordings.js';
 import { registerSessionRoutes } from './control/sessions.js';
 import { BridgeError, isBridgeError } from './errors.js';
 import { trustFn } from './limits/client-address.js';
@@ -25,6 +26,7 @@ import { createMetrics } from './metrics.js';
 import { createPipeline } from './pipeline/index.js';
 import type { AudioPipeline } from './pipeline/types.js';
 import { createProviderClient, type ProviderClient } from './provider/client.js';
+import { Recordings } from './recording/index.js';
 import { createStateStore } from './state/index.js';
 
 export interface BridgeOptions {
@@ -100,8 +102,16 @@ export async function createBridge(config: Config, options: BridgeOptions = {}):
     messaging,
     messages: state.messages,
     sessionEvents: state.sessionEvents,
+    recordings: new Recordings({
+      dir: config.recordingsDir,
+      recordAll: config.recordCalls,
+      retentionDays: config.recordingsRetentionDays,
+      log,
+      registry: metrics.registry,
+    }),
     draining: false,
   };
+  ctx.recordings.startRetention();
 
   const app = Fastify({
     loggerInstance: log as FastifyBaseLogger,
@@ -157,6 +167,7 @@ export async function createBridge(config: Config, options: BridgeOptions = {}):
   registerCallRoutes(app, ctx, ctx.verifyRest);
   registerSessionRoutes(app, ctx, ctx.verifyRest);
   registerMessagingRoutes(app, ctx, ctx.verifyRest);
+  registerRecordingRoutes(app, ctx, ctx.verifyRest);
 
   const pipeline = options.pipeline ?? createPipeline({ workers: config.dspWorkers, log, metrics });
   const media = attachMediaEndpoint(app.server, ctx, pipeline, options.limitClock);
@@ -184,6 +195,8 @@ export async function createBridge(config: Config, options: BridgeOptions = {}):
       ctx.draining = true;
       // Calls first (they need the pipeline and the server), then the server, the pipeline last.
       await media.close();
+      // The calls' recordings are finished (sizes patched, sidecars final) before the process goes.
+      await ctx.recordings.close();
       await app.close();
       await provider?.close();
       await messaging?.close();

@@ -111,6 +111,11 @@ export class CallRecorder {
       this.#aligner.push(1, pcm, this.#clock());
   }
 
+  /** The call has ended (the session's taps say so): the recording is finished. */
+  end(): void {
+    void this.stop();
+  }
+
   /** The metadata as it stands (while in progress: what has been written so far). */
   view(inProgress: boolean): RecordingMeta {
     const frames = inProgress ? this.#file.frames : this.#file.dataBytes / 4;

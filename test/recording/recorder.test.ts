@@ -7,7 +7,7 @@ import wavefile from 'wavefile';
 import { StereoAligner } from '../../src/recording/align.js';
 import { Recordings } from '../../src/recording/index.js';
 import { CallRecorder } from '../../src/recording/recorder.js';
-import { RecordingStore } from '../../src/recording/store.js';
+import { type RecordingMeta, RecordingStore } from '../../src/recording/store.js';
 import type { WavFs } from '../../src/recording/wav-file.js';
 import { captureLog } from '../helpers/log-capture.js';
 import { tone } from '../helpers/signal.js';
@@ -233,7 +233,7 @@ describe('retention', () => {
   it('removes recordings last written before the retention period, keeps the rest', async () => {
     const dir = tempDir();
     const { r } = recordings(dir);
-    const metas = [];
+    const metas: RecordingMeta[] = [];
     for (let i = 0; i < 3; i++) {
       const rec = r.start(
         { session_id: `s${i}`, tenant: 't', started_at: new Date().toISOString(), rate: 8000 },
