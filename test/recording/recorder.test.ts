@@ -192,6 +192,28 @@ describe('the stereo WAV writer', () => {
   });
 });
 
+describe('a removed directory', () => {
+  it('a recording whose folder is removed mid-call logs one error at the end; the audio calls never throw', async () => {
+    const dir = tempDir();
+    const { r, registry } = recordings(dir);
+    const log = captureLog();
+    const rec = r.start(
+      { session_id: 's', tenant: 't', started_at: new Date().toISOString(), rate: 8000 },
+      log.log,
+    );
+    await waitFor(async () => (await r.list('t')).length === 1, 5000, 'the recording to start');
+    rmSync(dir, { recursive: true, force: true });
+    for (let k = 0; k < 200; k++) rec.caller(tone(8000, 440, 160, 5000));
+    const meta = await rec.stop();
+    expect(meta.failed).toBe('ENOENT');
+    expect(log.find(/recording stopped/)).toHaveLength(1);
+    expect(log.lines.filter((l) => l.level === 50)).toHaveLength(1);
+    expect(await registry.getSingleMetricAsString('voicebridge_recording_failures_total')).toContain(
+      'code="ENOENT"} 1',
+    );
+  });
+});
+
 describe('alignment', () => {
   it('holds no more than its capacity when one leg runs far ahead, writing the other as silence', () => {
     const frames: number[] = [];
