@@ -192,6 +192,16 @@ describe('recordings', () => {
     expect((await call(rig.http, 'DELETE', path, { token: manager })).status).toBe(404);
   });
 
+  it('records nothing by default: no RECORD_CALLS, no tenant "recording"', async () => {
+    const dir = join(tempDir(), 'recordings');
+    rig = await startRig({ env: { BOT_URL: 'builtin:echo', ECHO_DELAY_MS: '0', RECORDINGS_DIR: dir } });
+    const p = await toneCall(rig, 'rec-off');
+    await p.waitClosed();
+    const reader = await rig.restToken(['recordings:read']);
+    expect(await list(rig, reader)).toEqual([]);
+    expect(() => statSync(dir)).toThrow();
+  });
+
   it('lists newest first', async () => {
     rig = await startRig({
       env: { BOT_URL: 'builtin:echo', ECHO_DELAY_MS: '0', RECORDINGS_DIR: tempDir(), RECORD_CALLS: 'true' },
