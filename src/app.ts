@@ -9,6 +9,7 @@ import type { Config } from './config.js';
 import type { BridgeContext } from './context.js';
 import { registerCallRoutes } from './control/calls.js';
 import { registerDocs } from './control/docs.js';
+import { registerEventRoutes } from './control/events.js';
 import { registerHealthRoutes } from './control/health.js';
 import { registerMediaStreamRoutes } from './control/media-stream.js';
 import { registerSessionRoutes } from './control/sessions.js';
@@ -17,6 +18,7 @@ import { trustFn } from './limits/client-address.js';
 import { registerRestRateLimit } from './limits/rest.js';
 import { createLogger, type Logger } from './log.js';
 import type { BotNotice } from './media/bot/types.js';
+import { CallEvents } from './media/call-events.js';
 import { attachMediaEndpoint, type MediaEndpoint } from './media/endpoint.js';
 import { createMessagingClient } from './messaging/client.js';
 import { registerMessagingRoutes } from './messaging/routes.js';
@@ -100,6 +102,7 @@ export async function createBridge(config: Config, options: BridgeOptions = {}):
     messaging,
     messages: state.messages,
     sessionEvents: state.sessionEvents,
+    callEvents: new CallEvents(log),
     draining: false,
   };
 
@@ -156,6 +159,7 @@ export async function createBridge(config: Config, options: BridgeOptions = {}):
   registerMediaStreamRoutes(app, ctx, ctx.verifyRest);
   registerCallRoutes(app, ctx, ctx.verifyRest);
   registerSessionRoutes(app, ctx, ctx.verifyRest);
+  registerEventRoutes(app, ctx, ctx.verifyRest);
   registerMessagingRoutes(app, ctx, ctx.verifyRest);
 
   const pipeline = options.pipeline ?? createPipeline({ workers: config.dspWorkers, log, metrics });
@@ -184,6 +188,7 @@ export async function createBridge(config: Config, options: BridgeOptions = {}):
       ctx.draining = true;
       // Calls first (they need the pipeline and the server), then the server, the pipeline last.
       await media.close();
+      ctx.callEvents.close();
       await app.close();
       await provider?.close();
       await messaging?.close();
