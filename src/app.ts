@@ -11,6 +11,7 @@ import { registerCallRoutes } from './control/calls.js';
 import { registerDocs } from './control/docs.js';
 import { registerEventRoutes } from './control/events.js';
 import { registerHealthRoutes } from './control/health.js';
+import { attachListen, registerListenRoute } from './control/listen.js';
 import { registerMediaStreamRoutes } from './control/media-stream.js';
 import { registerSessionRoutes } from './control/sessions.js';
 import { BridgeError, isBridgeError } from './errors.js';
@@ -160,10 +161,13 @@ export async function createBridge(config: Config, options: BridgeOptions = {}):
   registerCallRoutes(app, ctx, ctx.verifyRest);
   registerSessionRoutes(app, ctx, ctx.verifyRest);
   registerEventRoutes(app, ctx, ctx.verifyRest);
+  registerListenRoute(app, ctx.verifyRest);
   registerMessagingRoutes(app, ctx, ctx.verifyRest);
 
   const pipeline = options.pipeline ?? createPipeline({ workers: config.dspWorkers, log, metrics });
   const media = attachMediaEndpoint(app.server, ctx, pipeline, options.limitClock);
+  // Listen-in's WebSocket path, beside the media endpoint's on the same server.
+  const listen = attachListen(ctx, media);
   // Message events reach the bots of the calls this instance holds (others' through the store's channel).
   state.sessionEvents.attach((tenant, id, event) => media.notify(tenant, id, event as BotNotice));
   if (config.messagingWebhookSecret === undefined && !config.production) {
@@ -188,6 +192,7 @@ export async function createBridge(config: Config, options: BridgeOptions = {}):
       ctx.draining = true;
       // Calls first (they need the pipeline and the server), then the server, the pipeline last.
       await media.close();
+      listen.close();
       ctx.callEvents.close();
       await app.close();
       await provider?.close();
