@@ -154,6 +154,20 @@ describe('GET /v1/events', () => {
   });
 });
 
+describe('GET /v1/events: the stream itself', () => {
+  it('ends open streams when the bridge closes, without holding the close', async () => {
+    rig = await startRig({ env: { BOT_URL: 'builtin:echo' } });
+    const sse = await events(await rig.restToken(['sessions:read']));
+    await waitFor(() => sse.comments >= 1, 2_000, 'the opening comment');
+    const t = performance.now();
+    await rig.close();
+    expect(performance.now() - t).toBeLessThan(3_000);
+    await waitFor(() => sse.ended, 2_000, 'the stream ended');
+    const text = rig.bridge.ctx.metrics.registry.getSingleMetricAsString('voicebridge_event_streams');
+    expect(await text).toMatch(/^voicebridge_event_streams 0$/m);
+  });
+});
+
 describe('GET /v1/events: conference and messaging', () => {
   it('session_updated when the conference changes; the call’s messaging events', async () => {
     const h = await startControlRig({ env: { BOT_URL: 'builtin:echo' } });
