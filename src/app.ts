@@ -9,14 +9,18 @@ import type { Config } from './config.js';
 import type { BridgeContext } from './context.js';
 import { registerCallRoutes } from './control/calls.js';
 import { registerDocs } from './control/docs.js';
+import { registerEventRoutes } from './control/events.js';
 import { registerHealthRoutes } from './control/health.js';
+import { attachListen, registerListenRoute } from './control/listen.js';
 import { registerMediaStreamRoutes } from './control/media-stream.js';
+import { registerRecordingRoutes } from './control/recordings.js';
 import { registerSessionRoutes } from './control/sessions.js';
 import { BridgeError, isBridgeError } from './errors.js';
 import { trustFn } from './limits/client-address.js';
 import { registerRestRateLimit } from './limits/rest.js';
-import { createLogger, type Logger } from './log.js';
+import { createFormattedLogger, type Logger } from './log.js';
 import type { BotNotice } from './media/bot/types.js';
+import { CallEvents } from './media/call-events.js';
 import { attachMediaEndpoint, type MediaEndpoint } from './media/endpoint.js';
 import { createMessagingClient } from './messaging/client.js';
 import { registerMessagingRoutes } from './messaging/routes.js';
@@ -26,6 +30,7 @@ import { createMetrics } from './metrics.js';
 import { createPipeline } from './pipeline/index.js';
 import type { AudioPipeline } from './pipeline/types.js';
 import { createProviderClient, type ProviderClient } from './provider/client.js';
+import { Recordings } from './recording/index.js';
 import { createStateStore } from './state/index.js';
 
 export interface BridgeOptions {
@@ -60,7 +65,7 @@ export interface Bridge {
 const MESSAGING_CALL_TIMEOUT_MS = 20_000;
 
 export async function createBridge(config: Config, options: BridgeOptions = {}): Promise<Bridge> {
-  const log = options.log ?? createLogger(config.logLevel);
+  const log = options.log ?? (await createFormattedLogger(config.logLevel, config.logFormat));
   const metrics = createMetrics();
   const provider =
     options.provider ??
@@ -101,8 +106,17 @@ export async function createBridge(config: Config, options: BridgeOptions = {}):
     messaging,
     messages: createMessageStore(config, state.link),
     sessionEvents: state.sessionEvents,
+    callEvents: new CallEvents(log),
+    recordings: new Recordings({
+      dir: config.recordingsDir,
+      recordAll: config.recordCalls,
+      retentionDays: config.recordingsRetentionDays,
+      log,
+      registry: metrics.registry,
+    }),
     draining: false,
   };
+  ctx.recordings.startRetention();
 
   const app = Fastify({
     loggerInstance: log as FastifyBaseLogger,
@@ -157,10 +171,15 @@ export async function createBridge(config: Config, options: BridgeOptions = {}):
   registerMediaStreamRoutes(app, ctx, ctx.verifyRest);
   registerCallRoutes(app, ctx, ctx.verifyRest);
   registerSessionRoutes(app, ctx, ctx.verifyRest);
+  registerEventRoutes(app, ctx, ctx.verifyRest);
+  registerListenRoute(app, ctx.verifyRest);
   registerMessagingRoutes(app, ctx, ctx.verifyRest);
+  registerRecordingRoutes(app, ctx, ctx.verifyRest);
 
   const pipeline = options.pipeline ?? createPipeline({ workers: config.dspWorkers, log, metrics });
   const media = attachMediaEndpoint(app.server, ctx, pipeline, options.limitClock);
+  // Listen-in's WebSocket path, beside the media endpoint's on the same server.
+  const listen = attachListen(ctx, media);
   // Message events reach the bots of the calls this instance holds (others' through the store's channel).
   state.sessionEvents.attach((tenant, id, event) => media.notify(tenant, id, event as BotNotice));
   if (config.messagingWebhookSecret === undefined && !config.production) {
@@ -185,6 +204,10 @@ export async function createBridge(config: Config, options: BridgeOptions = {}):
       ctx.draining = true;
       // Calls first (they need the pipeline and the server), then the server, the pipeline last.
       await media.close();
+      listen.close();
+      ctx.callEvents.close();
+      // The calls' recordings are finished (sizes patched, sidecars final) before the process goes.
+      await ctx.recordings.close();
       await app.close();
       await provider?.close();
       await messaging?.close();

@@ -5,7 +5,7 @@
 import { createBridge } from '../app.js';
 import { type Config, ConfigError, loadConfig } from '../config.js';
 import type { InProcessProvider } from '../emulator/in-process.js';
-import { createLogger } from '../log.js';
+import { createFormattedLogger } from '../log.js';
 import { connectableUrl, startupBanner } from './banner.js';
 
 async function main(): Promise<void> {
@@ -19,7 +19,7 @@ async function main(): Promise<void> {
     }
     throw err;
   }
-  const log = createLogger(config.logLevel);
+  const log = await createFormattedLogger(config.logLevel, config.logFormat);
   // Without a provider, the emulator stands in for it (development only), taking call control for the
   // calls this bridge holds; `bridge` is bound once it exists.
   let inProcess: InProcessProvider | undefined;

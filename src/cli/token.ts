@@ -9,7 +9,8 @@ import { parseArgs } from 'node:util';
 import { mintToken } from '../auth/jwt.js';
 import { DEV_AUTH_JWT_SECRET, DEV_MEDIA_SECRET } from '../config.js';
 
-const ALL_SCOPES = 'media:manage sessions:read calls:control messages:read messages:manage';
+const ALL_SCOPES =
+  'media:manage sessions:read calls:control messages:read messages:manage recordings:read recordings:manage';
 
 const { values } = parseArgs({
   options: {
