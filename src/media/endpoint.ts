@@ -126,7 +126,7 @@ export function attachMediaEndpoint(
     const want = route.dialect.subprotocol;
     const offered = offeredProtocols(req);
     if (want !== undefined && offered.length > 0 && !offered.includes(want)) {
-      refuse(
+      refuseUpgrade(
         socket,
         new BridgeError(
           'invalid_field',
@@ -226,7 +226,6 @@ export function attachMediaEndpoint(
 const STATUS_TEXT: Readonly<Record<number, string>> = {
   400: 'Bad Request',
   401: 'Unauthorized',
-  400: 'Bad Request',
   403: 'Forbidden',
   404: 'Not Found',
   426: 'Upgrade Required',
