@@ -74,6 +74,7 @@ describe('media-stream registration', () => {
       secret_hint: '****2a',
       bot_url: null,
       bot: null,
+      provider_auth: {},
     };
     expect(put.body).toEqual(expected);
     const get = await call(rig.http, 'GET', '/v1/media-stream', { token });
@@ -120,6 +121,7 @@ describe('media-stream registration', () => {
       secret_hint: '****',
       bot_url: null,
       bot: null,
+      provider_auth: {},
     });
     await call(rig.http, 'PUT', '/v1/media-stream', {
       token,
@@ -156,7 +158,7 @@ describe('media-stream registration', () => {
       [{ ...ok, media_secret: 'x' }, 'media_secret must be a string of 8 to 512 characters (write-only)'],
       [
         { ...ok, sample_rate: 8000 },
-        'unknown field "sample_rate"; accepted fields: media_ws_url, codec, input_sample_rate, output_sample_rate, channels, encoding, chunk_bytes, media_secret, bot_url, bot',
+        'unknown field "sample_rate"; accepted fields: media_ws_url, codec, input_sample_rate, output_sample_rate, channels, encoding, chunk_bytes, media_secret, bot_url, bot, provider_auth',
       ],
     ];
     for (const [body, message] of cases) {

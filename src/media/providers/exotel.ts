@@ -8,13 +8,14 @@
  *         pending marks)
  *
  * Auth: HTTP Basic on the upgrade (Exotel turns the URL's `USER:PASSWORD@` into it), checked against
- * EXOTEL_STREAM_USER and EXOTEL_STREAM_PASSWORD for tenant `default`. The call's id is `call_sid`; the
+ * the tenant's `provider_auth.exotel` {username, password} (EXOTEL_STREAM_USER and EXOTEL_STREAM_PASSWORD
+ * for tenant `default`). The call's id is `call_sid`; the
  * caller's number is `from`, the direction a custom parameter `direction` when the applet sets one.
  */
 import { fromBase64 } from '../../audio/codec.js';
-import { DEFAULT_TENANT } from '../../auth/jwt.js';
 import { BridgeError, describe } from '../../errors.js';
 import { resolveFormat, type SessionFormat } from '../format.js';
+import { noCredential, providerCredential } from './provider-auth.js';
 import type { CallFrame, CallStart, ProviderDialect, ProviderWire } from './types.js';
 import {
   authorization,
@@ -159,14 +160,11 @@ export const exotelDialect: ProviderDialect = {
   name: 'exotel',
   async authenticate(req, _url, tenant, ctx) {
     if (ctx.config.mediaAuth === 'none') return { tenant, exp: undefined };
-    // Tenant `default`'s credentials come from EXOTEL_STREAM_USER/PASSWORD; others' from provider_auth.
-    const user = tenant === DEFAULT_TENANT ? ctx.config.exotelStreamUser : undefined;
-    const password = tenant === DEFAULT_TENANT ? ctx.config.exotelStreamPassword : undefined;
+    const cred = await providerCredential(ctx, tenant, 'exotel');
+    const user = cred?.username;
+    const password = cred?.password;
     if (user === undefined || password === undefined)
-      throw new BridgeError(
-        'unauthorized',
-        `no Exotel stream credentials are configured for tenant "${tenant}" (EXOTEL_STREAM_USER and EXOTEL_STREAM_PASSWORD for tenant default), so no Exotel stream can be checked`,
-      );
+      throw noCredential('Exotel', 'exotel', tenant, 'EXOTEL_STREAM_USER and EXOTEL_STREAM_PASSWORD');
     const given = authorization(req, 'Basic');
     if (given === undefined)
       throw new BridgeError('unauthorized', 'the upgrade has no Authorization: Basic header');

@@ -19,9 +19,9 @@
  */
 import { fromBase64 } from '../../audio/codec.js';
 import type { Codec, TelephonyRate } from '../../audio/format.js';
-import { DEFAULT_TENANT } from '../../auth/jwt.js';
 import { BridgeError, describe } from '../../errors.js';
 import { resolveFormat, type SessionFormat } from '../format.js';
+import { noCredential, providerCredential } from './provider-auth.js';
 import type { CallFrame, CallStart, ProviderDialect, ProviderWire } from './types.js';
 import { digitField, type Obj, objField, parseJson, sameSecret, strField } from './wire-json.js';
 
@@ -189,13 +189,8 @@ export const plivoDialect: ProviderDialect = {
   name: 'plivo',
   async authenticate(req, url, tenant, ctx) {
     if (ctx.config.mediaAuth === 'none') return { tenant, exp: undefined };
-    // Tenant `default`'s token comes from PLIVO_STREAM_TOKEN; other tenants' from their provider_auth.
-    const want = tenant === DEFAULT_TENANT ? ctx.config.plivoStreamToken : undefined;
-    if (want === undefined)
-      throw new BridgeError(
-        'unauthorized',
-        `no Plivo stream token is configured for tenant "${tenant}" (PLIVO_STREAM_TOKEN for tenant default), so no Plivo stream can be checked`,
-      );
+    const want = (await providerCredential(ctx, tenant, 'plivo'))?.token;
+    if (want === undefined) throw noCredential('Plivo', 'plivo', tenant, 'PLIVO_STREAM_TOKEN');
     const header = req.headers.authorization;
     const m = header === undefined ? null : /^Bearer[ ]+([^ ]+)[ ]*$/i.exec(header);
     const given = m?.[1] ?? url.searchParams.get('token') ?? '';

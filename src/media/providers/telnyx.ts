@@ -21,9 +21,9 @@
 
 import { fromBase64 } from '../../audio/codec.js';
 import type { Codec, TelephonyRate } from '../../audio/format.js';
-import { DEFAULT_TENANT } from '../../auth/jwt.js';
 import { BridgeError, describe } from '../../errors.js';
 import { resolveFormat, type SessionFormat } from '../format.js';
+import { noCredential, providerCredential } from './provider-auth.js';
 import type { CallFrame, CallStart, ProviderDialect, ProviderWire } from './types.js';
 import { digitField, type Obj, objField, parseJson, sameSecret, strField } from './wire-json.js';
 
@@ -204,13 +204,8 @@ export const telnyxDialect: ProviderDialect = {
   name: 'telnyx',
   async authenticate(req, _url, tenant, ctx) {
     if (ctx.config.mediaAuth === 'none') return { tenant, exp: undefined };
-    // Tenant `default`'s token comes from TELNYX_STREAM_AUTH_TOKEN; other tenants' from their provider_auth.
-    const want = tenant === DEFAULT_TENANT ? ctx.config.telnyxStreamAuthToken : undefined;
-    if (want === undefined)
-      throw new BridgeError(
-        'unauthorized',
-        `no Telnyx stream auth token is configured for tenant "${tenant}" (TELNYX_STREAM_AUTH_TOKEN for tenant default), so no Telnyx stream can be checked`,
-      );
+    const want = (await providerCredential(ctx, tenant, 'telnyx'))?.stream_auth_token;
+    if (want === undefined) throw noCredential('Telnyx', 'telnyx', tenant, 'TELNYX_STREAM_AUTH_TOKEN');
     const given = req.headers['x-telnyx-streaming-auth-token'];
     if (typeof given !== 'string' || given === '')
       throw new BridgeError('unauthorized', 'the upgrade has no x-telnyx-streaming-auth-token header');

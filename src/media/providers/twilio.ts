@@ -8,16 +8,17 @@
  *         back every mark still pending)
  *
  * Auth: `X-Twilio-Signature` on the upgrade, HMAC-SHA1 of the URL Twilio requested keyed by the
- * account's auth token, compared in constant time. The call's id is its `callSid`; the caller's number and
+ * account's auth token (the tenant's `provider_auth.twilio.auth_token`; TWILIO_AUTH_TOKEN for tenant
+ * `default`), compared in constant time. The call's id is its `callSid`; the caller's number and
  * the direction come from `<Parameter>`s (`from` or `customer_phone`, and `direction`), as Twilio puts no
  * number in the stream itself.
  */
 import { createHmac, timingSafeEqual } from 'node:crypto';
 import type { IncomingMessage } from 'node:http';
 import { fromBase64 } from '../../audio/codec.js';
-import { DEFAULT_TENANT } from '../../auth/jwt.js';
 import { BridgeError, describe } from '../../errors.js';
 import { resolveFormat, type SessionFormat } from '../format.js';
+import { noCredential, providerCredential } from './provider-auth.js';
 import type { CallFrame, CallStart, ProviderDialect, ProviderWire } from './types.js';
 
 const DIGITS = /^[0-9*#A-Da-d]$/;
@@ -182,13 +183,8 @@ export const twilioDialect: ProviderDialect = {
   name: 'twilio',
   async authenticate(req, _url, tenant, ctx) {
     if (ctx.config.mediaAuth === 'none') return { tenant, exp: undefined };
-    // Tenant `default`'s auth token comes from TWILIO_AUTH_TOKEN; other tenants' from their provider_auth.
-    const token = tenant === DEFAULT_TENANT ? ctx.config.twilioAuthToken : undefined;
-    if (token === undefined)
-      throw new BridgeError(
-        'unauthorized',
-        `no Twilio auth token is configured for tenant "${tenant}" (TWILIO_AUTH_TOKEN for tenant default), so no Twilio stream can be checked`,
-      );
+    const token = (await providerCredential(ctx, tenant, 'twilio'))?.auth_token;
+    if (token === undefined) throw noCredential('Twilio', 'twilio', tenant, 'TWILIO_AUTH_TOKEN');
     const given = req.headers['x-twilio-signature'];
     if (typeof given !== 'string' || given === '')
       throw new BridgeError('unauthorized', 'the upgrade has no X-Twilio-Signature header');
