@@ -50,7 +50,7 @@ export interface OutboundOptions {
 /** What the outbound queue needs of a provider's dialect: its framing of what goes to the provider. */
 export type OutboundWire = Pick<
   ProviderWire,
-  'textAudio' | 'audioText' | 'markFrame' | 'clearFrame' | 'dtmfFrame' | 'hangupFrame'
+  'textAudio' | 'audioText' | 'markFrame' | 'clearFrame' | 'dtmfFrame' | 'hangupFrame' | 'idleFlushMs'
 >;
 
 /** How long a bot-initiated hang-up may wait for queued audio to play out, by default. */
@@ -99,6 +99,8 @@ export class OutboundQueue implements Paced, LegSink {
    * live audio, an echo say, every chunk arrives after its earliest allowed send time).
    */
   #readyAt = 0;
+  /** When the bot's audio last came (the dialect's idle flush counts from it). */
+  #audioAt = 0;
 
   constructor(ws: WebSocket, o: OutboundOptions) {
     this.#ws = ws;
@@ -178,7 +180,10 @@ export class OutboundQueue implements Paced, LegSink {
 
   /** Encoded audio in the session's output format, any length. */
   push(encoded: Uint8Array): void {
-    if (encoded.byteLength > 0) this.#audioSinceClear = true;
+    if (encoded.byteLength > 0) {
+      this.#audioSinceClear = true;
+      this.#audioAt = this.#now();
+    }
     const had = this.#chunks.chunks > 0;
     const shed = this.#chunks.push(encoded);
     if (!had) this.#readyAt = this.#now();
@@ -240,12 +245,9 @@ export class OutboundQueue implements Paced, LegSink {
       this.#sendDue(now);
       if (chunks.chunks > 0) return this.#clock.nextDueAt();
       if (this.#marks.length > 0) this.#deliverMarks();
-      if (this.#marks.length === 0 || chunks.partialBytes === 0) break;
-      // Marks wait on a partial chunk and no more audio has come: the bot's audio has ended (or paused).
-      // The partial leaves, padded with silence, once the far end has played half the lead (or, between
-      // runs, half the lead after the last audio came), so audio a little late still joins it seamlessly.
-      const half = this.#clock.leadMs / 2;
-      const padAt = this.#clock.running ? this.#clock.nextDueAt() + half : this.#readyAt + half;
+      if (chunks.partialBytes === 0) break;
+      const padAt = this.#padAt();
+      if (padAt === undefined) break;
       if (now < padAt) return padAt;
       chunks.pad(this.#format.silenceByte);
       this.#readyAt = now;
@@ -257,6 +259,25 @@ export class OutboundQueue implements Paced, LegSink {
       done();
     }
     return Number.POSITIVE_INFINITY;
+  }
+
+  /**
+   * When a partial chunk, with no whole one before it, leaves padded with silence; undefined: not until
+   * more audio comes. Two reasons, the earlier one wins:
+   * - marks wait on it: the bot's audio has ended (or paused). It leaves once the far end has played
+   *   half the lead (or, between runs, half the lead after the last audio came), so audio a little late
+   *   still joins it seamlessly.
+   * - the dialect declares an idle flush (`idleFlushMs`) and the bot's audio has paused that long.
+   */
+  #padAt(): number | undefined {
+    let at = Number.POSITIVE_INFINITY;
+    if (this.#marks.length > 0) {
+      const half = this.#clock.leadMs / 2;
+      at = this.#clock.running ? this.#clock.nextDueAt() + half : this.#readyAt + half;
+    }
+    const idle = this.#wire.idleFlushMs;
+    if (idle !== undefined) at = Math.min(at, this.#audioAt + idle);
+    return at === Number.POSITIVE_INFINITY ? undefined : at;
   }
 
   /** Sends the whole chunks that are due at `now`. */

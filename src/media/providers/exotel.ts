@@ -4,7 +4,8 @@
  *   in:   `connected`, `start` (stream_sid, call_sid, from, to, custom_parameters, media_format
  *         audio/x-raw at 8000 or 16000), `media` (base64 slin 16-bit LE), `dtmf`, `mark` (played), `stop`
  *   out:  `media` (base64 slin; each chunk 3,200 bytes: Exotel takes 3.2 KB to 100 KB in multiples of
- *         320 B and leaves a gap after any other size), `mark`, `clear` (Exotel then sends back the
+ *         320 B and leaves a gap after any other size; the end of the bot's audio is padded to a whole
+ *         chunk with silence once it pauses 100 ms), `mark`, `clear` (Exotel then sends back the
  *         pending marks)
  *
  * Auth: HTTP Basic on the upgrade (Exotel turns the URL's `USER:PASSWORD@` into it), checked against
@@ -30,6 +31,13 @@ import {
 
 /** Exotel's smallest chunk, a multiple of its 320 B: 200 ms at 8 kHz, 100 ms at 16 kHz. */
 const CHUNK_BYTES = 3_200;
+
+/**
+ * A pause in the bot's audio after which the partial chunk held back leaves padded with silence: up to
+ * 200 ms of what the bot said would otherwise wait for it to speak again. Long enough that a bot
+ * streaming in real time (a frame every 20 ms, some jitter) is not cut into chunks and silence.
+ */
+const IDLE_FLUSH_MS = 100;
 
 /** Base64 slin at `rate` in `media` events of 3,200 bytes. */
 export function exotelFormat(rate: 8000 | 16000): SessionFormat {
@@ -119,6 +127,7 @@ class ExotelWire implements ProviderWire {
   }
 
   readonly textAudio = true;
+  readonly idleFlushMs = IDLE_FLUSH_MS;
 
   /** With `sequence_number`, `chunk` and `timestamp`, as Exotel's own media events have them. */
   audioText(chunk: Buffer): string {
