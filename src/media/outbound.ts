@@ -263,21 +263,20 @@ export class OutboundQueue implements Paced, LegSink {
 
   /**
    * When a partial chunk, with no whole one before it, leaves padded with silence; undefined: not until
-   * more audio comes. Two reasons, the earlier one wins:
-   * - marks wait on it: the bot's audio has ended (or paused). It leaves once the far end has played
-   *   half the lead (or, between runs, half the lead after the last audio came), so audio a little late
-   *   still joins it seamlessly.
-   * - the dialect declares an idle flush (`idleFlushMs`) and the bot's audio has paused that long.
+   * more audio comes.
+   * - A dialect that declares an idle flush (`idleFlushMs`, one of long chunks): once the bot's audio has
+   *   paused that long, marks waiting or not. Never sooner, even for a mark: a bot that sends its speech
+   *   in pieces shorter than a chunk (and marks each) would otherwise get silence between the pieces.
+   * - Otherwise only when marks wait on it: the bot's audio has ended (or paused). It leaves once the far
+   *   end has played half the lead (or, between runs, half the lead after the last audio came), so audio
+   *   a little late still joins it seamlessly.
    */
   #padAt(): number | undefined {
-    let at = Number.POSITIVE_INFINITY;
-    if (this.#marks.length > 0) {
-      const half = this.#clock.leadMs / 2;
-      at = this.#clock.running ? this.#clock.nextDueAt() + half : this.#readyAt + half;
-    }
     const idle = this.#wire.idleFlushMs;
-    if (idle !== undefined) at = Math.min(at, this.#audioAt + idle);
-    return at === Number.POSITIVE_INFINITY ? undefined : at;
+    if (idle !== undefined) return this.#audioAt + idle;
+    if (this.#marks.length === 0) return undefined;
+    const half = this.#clock.leadMs / 2;
+    return this.#clock.running ? this.#clock.nextDueAt() + half : this.#readyAt + half;
   }
 
   /** Sends the whole chunks that are due at `now`. */

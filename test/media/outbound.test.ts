@@ -249,8 +249,10 @@ describe('OutboundQueue', () => {
       wire: binary,
     });
     q.push(Buffer.alloc(320 + 100, 7));
+    q.mark('m1'); // a mark waiting does not pad it sooner (without an idle flush it would, at 20 ms)
     for (clock = 0; clock < 90; clock += 5) q.service(clock);
-    expect(ws.audio()).toHaveLength(1); // 95 ms of pause: the partial still waits for more
+    expect(ws.audio()).toHaveLength(1); // 85 ms of pause: the partial still waits for more
+    expect(ws.texts()).toEqual([]);
     clock = 90;
     q.push(Buffer.alloc(100, 8)); // more comes: the pause starts again
     for (; clock < 185; clock += 5) q.service(clock);
@@ -261,6 +263,7 @@ describe('OutboundQueue', () => {
     expect(audio[1]!.subarray(0, 100).every((b) => b === 7)).toBe(true);
     expect(audio[1]!.subarray(100, 200).every((b) => b === 8)).toBe(true);
     expect(audio[1]!.subarray(200).every((b) => b === 0)).toBe(true); // padded with slin silence
+    expect(ws.texts()).toEqual(['mark:m1']);
     // Without an idle flush (our own protocol's wire), a partial waits for more audio.
     const plain = queue(createMetrics());
     plain.q.push(Buffer.alloc(320 + 100, 7));

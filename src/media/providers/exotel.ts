@@ -5,7 +5,7 @@
  *         audio/x-raw at 8000 or 16000), `media` (base64 slin 16-bit LE), `dtmf`, `mark` (played), `stop`
  *   out:  `media` (base64 slin; each chunk 3,200 bytes: Exotel takes 3.2 KB to 100 KB in multiples of
  *         320 B and leaves a gap after any other size; the end of the bot's audio is padded to a whole
- *         chunk with silence once it pauses 100 ms), `mark`, `clear` (Exotel then sends back the
+ *         chunk with silence once it pauses 250 ms), `mark`, `clear` (Exotel then sends back the
  *         pending marks)
  *
  * Auth: HTTP Basic on the upgrade (Exotel turns the URL's `USER:PASSWORD@` into it), checked against
@@ -34,10 +34,12 @@ const CHUNK_BYTES = 3_200;
 
 /**
  * A pause in the bot's audio after which the partial chunk held back leaves padded with silence: up to
- * 200 ms of what the bot said would otherwise wait for it to speak again. Long enough that a bot
- * streaming in real time (a frame every 20 ms, some jitter) is not cut into chunks and silence.
+ * 200 ms of what the bot said would otherwise wait for it to speak again. Longer than the pauses of a bot
+ * still talking: Exotel sends the caller's audio in 100 ms media, so a bot answering in step with it
+ * pauses 100 ms between pieces, and one streaming in real time sends at least a chunk (200 ms at most)
+ * at a time; padding inside those would put silence into the middle of its speech.
  */
-const IDLE_FLUSH_MS = 100;
+const IDLE_FLUSH_MS = 250;
 
 /** Base64 slin at `rate` in `media` events of 3,200 bytes. */
 export function exotelFormat(rate: 8000 | 16000): SessionFormat {
