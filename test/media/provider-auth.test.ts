@@ -6,10 +6,14 @@
  */
 import { afterEach, describe, expect, it } from 'vitest';
 import WebSocket from 'ws';
+import { generateTone, steadyToneSnrDb } from '../../src/audio/tone.js';
+import { SyntheticCall } from '../../src/emulator/caller.js';
 import { twilioSignature } from '../../src/media/providers/twilio.js';
+import { startRig as startControlRig, tinyServer } from '../control/harness.js';
 import { call } from '../helpers/http-call.js';
 import { captureLog } from '../helpers/log-capture.js';
 import { type InProcessRig, startRig } from '../helpers/rig.js';
+import { waitFor } from '../helpers/wait.js';
 
 const SECRETS = {
   twilio: 'acme-twilio-auth-token-5e1f',
@@ -230,5 +234,79 @@ describe('provider_auth: per-tenant provider credentials', () => {
       token: await rig.restToken(['media:manage'], 'acme'),
     });
     expect(got.status).toBe(404);
+  });
+  it('is never forwarded to the provider, and the OpenAPI document describes it on both routes', async () => {
+    const forwarded: Record<string, unknown>[] = [];
+    const provider = await tinyServer((_req, res, _n, body) => {
+      const { media_secret: _s, ...config } = JSON.parse(body) as Record<string, unknown>;
+      forwarded.push(config);
+      res.writeHead(200, { 'content-type': 'application/json' });
+      res.end(JSON.stringify(config));
+    });
+    const control = await startControlRig({ providerUrl: `${provider.url}/v1` });
+    try {
+      const token = await control.restToken(['media:manage'], 'acme');
+      const media_ws_url = 'wss://bridge.example/v1/media';
+      const res = await call(control.http, 'PUT', '/v1/media-stream', {
+        token,
+        body: { media_ws_url, provider_auth: { twilio: ACME_AUTH.twilio } },
+      });
+      expect(res.status).toBe(200);
+      expect(forwarded).toEqual([{ media_ws_url }]);
+      const docs = await call(control.http, 'GET', '/docs/json');
+      type Json = { content: { 'application/json': { schema: { properties: Record<string, unknown> } } } };
+      const route = (
+        docs.body.paths as Record<
+          string,
+          { put: { requestBody: Json }; get: { responses: Record<string, Json> } }
+        >
+      )['/v1/media-stream']!;
+      expect(route.put.requestBody.content['application/json'].schema.properties.provider_auth).toMatchObject(
+        {
+          type: 'object',
+          writeOnly: true,
+          description: expect.stringContaining('exotel {username, password}'),
+        },
+      );
+      expect(
+        route.get.responses['200']!.content['application/json'].schema.properties.provider_auth,
+      ).toMatchObject({ description: expect.stringContaining('never the credentials') });
+    } finally {
+      await control.close();
+      await provider.close();
+    }
+  });
+  it("a whole call of a non-default tenant on its credentials: the emulated Telnyx, the tenant's session", async () => {
+    rig = await startRig({ bot: { echo: true } });
+    expect((await put('acme', { provider_auth: { telnyx: ACME_AUTH.telnyx } })).status).toBe(200);
+    const call1 = new SyntheticCall({
+      url: `${rig.mediaUrl}/telnyx/acme`,
+      sessionId: 'v3:acme-telnyx-call',
+      customerPhone: '15550100',
+      direction: 'inbound',
+      dialect: 'telnyx',
+      auth: { token: SECRETS.telnyx },
+      audio: generateTone(440, 8000, 8000, 0.5),
+      keepReceived: true,
+      tailMs: 500,
+    });
+    const running = call1.run();
+    const reader = await rig.restToken(['sessions:read'], 'acme');
+    let listed: unknown[] = [];
+    await waitFor(
+      async () => {
+        listed = (await call(rig!.http, 'GET', '/v1/sessions', { token: reader }))
+          .body as unknown as unknown[];
+        return listed.length > 0;
+      },
+      3_000,
+      "the call among acme's sessions",
+      20,
+    );
+    expect(listed).toMatchObject([{ session_id: 'v3:acme-telnyx-call', dialect: 'telnyx' }]);
+    const report = await running;
+    expect(report.state).toBe('ended');
+    expect(report.breaches).toEqual([]);
+    expect(steadyToneSnrDb(report.received, 440, 8000)).toBeGreaterThanOrEqual(30);
   });
 });
