@@ -2,10 +2,10 @@ import { mkdirSync, mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import WebSocket from 'ws';
 import { mintToken } from '../../src/auth/jwt.js';
 import { startBridge, type TestBridge } from '../helpers/bridge.js';
 import { TestProvider } from '../helpers/provider.js';
+import { upgradeStatus } from '../helpers/upgrade.js';
 import { waitFor } from '../helpers/wait.js';
 import {
   call,
@@ -22,20 +22,7 @@ const NEW_SECRET = 'rotated-media-secret-4b1e7c9d2a';
 
 /** The HTTP status of a media handshake: 101 when the endpoint accepted the token. */
 function handshake(url: string, token: string): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const ws = new WebSocket(url, { headers: { authorization: `Bearer ${token}` } });
-    ws.on('upgrade', () => {
-      ws.terminate();
-      resolve(101);
-    });
-    ws.on('unexpected-response', (_req, res) => {
-      resolve(res.statusCode ?? 0);
-      ws.terminate();
-    });
-    ws.on('error', (err) => {
-      if (!String(err.message).includes('Unexpected server response')) reject(err);
-    });
-  });
+  return upgradeStatus(url, { authorization: `Bearer ${token}` });
 }
 
 describe('media-stream registration', () => {

@@ -5,7 +5,6 @@
  * `default` only.
  */
 import { afterEach, describe, expect, it } from 'vitest';
-import WebSocket from 'ws';
 import { generateTone, steadyToneSnrDb } from '../../src/audio/tone.js';
 import { SyntheticCall } from '../../src/emulator/caller.js';
 import { twilioSignature } from '../../src/media/providers/twilio.js';
@@ -13,6 +12,7 @@ import { startRig as startControlRig, tinyServer } from '../control/harness.js';
 import { call } from '../helpers/http-call.js';
 import { captureLog } from '../helpers/log-capture.js';
 import { type InProcessRig, startRig } from '../helpers/rig.js';
+import { upgradeStatus } from '../helpers/upgrade.js';
 import { waitFor } from '../helpers/wait.js';
 
 const SECRETS = {
@@ -40,24 +40,6 @@ afterEach(async () => {
   rig = undefined;
 });
 
-/** The HTTP status a WebSocket upgrade gets: 101 when accepted. */
-function upgrade(url: string, headers: Record<string, string> = {}): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const ws = new WebSocket(url, { headers });
-    ws.on('upgrade', () => {
-      ws.terminate();
-      resolve(101);
-    });
-    ws.on('unexpected-response', (_req, res) => {
-      resolve(res.statusCode ?? 0);
-      ws.terminate();
-    });
-    ws.on('error', (err) => {
-      if (!String(err.message).includes('Unexpected server response')) reject(err);
-    });
-  });
-}
-
 const basic = (user: string, password: string) =>
   `Basic ${Buffer.from(`${user}:${password}`).toString('base64')}`;
 
@@ -77,7 +59,7 @@ const PRESENT: Record<'twilio' | 'telnyx' | 'plivo' | 'exotel' | 'vonage', Prese
 async function tryDialect(dialect: keyof typeof PRESENT, tenant: string, secret: string | undefined) {
   const path = `/v1/media/${dialect}/${tenant}`;
   const p = secret === undefined ? { headers: {} } : PRESENT[dialect](secret, path);
-  return upgrade(`${rig!.http.replace('http', 'ws')}${path}${p.query ?? ''}`, p.headers);
+  return upgradeStatus(`${rig!.http.replace('http', 'ws')}${path}${p.query ?? ''}`, p.headers);
 }
 
 async function put(tenant: string, body: Record<string, unknown>) {
@@ -139,7 +121,7 @@ describe('provider_auth: per-tenant provider credentials', () => {
       expect(await tryDialect(dialect, 'default', envSecret), `${dialect} default env`).toBe(101);
     }
     expect(
-      await upgrade(`${rig.http.replace('http', 'ws')}/v1/media/exotel`, {
+      await upgradeStatus(`${rig.http.replace('http', 'ws')}/v1/media/exotel`, {
         authorization: basic(ENV_TWINS.EXOTEL_STREAM_USER, ENV_TWINS.EXOTEL_STREAM_PASSWORD),
       }),
     ).toBe(101);

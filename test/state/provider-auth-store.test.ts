@@ -4,17 +4,12 @@
  * dialect, and failing closed (that dialect only) under another STATE_SECRET_KEY.
  */
 import { randomBytes } from 'node:crypto';
-import { Registry } from 'prom-client';
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import { createLogger } from '../../src/log.js';
 import { providerCredential } from '../../src/media/providers/provider-auth.js';
 import { MemoryTenantStore } from '../../src/state/memory.js';
-import { RedisLink } from '../../src/state/redis-link.js';
-import { RedisTenantStore } from '../../src/state/redis-tenants.js';
-import { DEV_STATE_KEY, SecretBox } from '../../src/state/secret-box.js';
-import { createStoreMetrics } from '../../src/state/store-metrics.js';
 import type { MediaStreamConfig } from '../../src/state/types.js';
 import { redisSkipReason, type TestRedis, useRedis } from '../helpers/redis.js';
+import { tenantStores } from './tenant-stores.js';
 
 const skip = redisSkipReason();
 if (skip !== undefined) console.warn(`state/provider-auth-store.test.ts: ${skip}`);
@@ -30,21 +25,13 @@ const VONAGE = { allow: ['203.0.113.0/24'], token: 'acme-vonage-token-redis-3' }
 
 describe.skipIf(skip !== undefined)('provider_auth in the Redis tenant store', () => {
   let redis: TestRedis | undefined;
-  const links: RedisLink[] = [];
   const prefix = `provauth-test-${process.pid}-${Date.now()}:`;
-
-  async function store(key: Buffer = DEV_STATE_KEY): Promise<RedisTenantStore> {
-    const metrics = createStoreMetrics(new Registry());
-    const link = new RedisLink(redis!.url, prefix, createLogger('silent'), metrics);
-    links.push(link);
-    expect(await link.waitReady(5_000)).toBe(true);
-    const s = new RedisTenantStore(link, new SecretBox(key), {}, createLogger('silent'), metrics);
-    await s.load();
-    return s;
-  }
+  const stores = tenantStores(prefix);
+  const links = stores.links;
+  const store = (key?: Buffer) => stores.open(redis!.url, key);
 
   afterEach(async () => {
-    for (const link of links.splice(0)) await link.close();
+    await stores.close();
     await redis?.stop();
     redis = undefined;
   });
