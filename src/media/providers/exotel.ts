@@ -20,12 +20,15 @@ import { noCredential, providerCredential } from './provider-auth.js';
 import type { CallFrame, CallStart, ProviderDialect, ProviderWire } from './types.js';
 import {
   authorization,
-  digitField,
+  badStart,
+  callStart,
   evenL16,
   type Obj,
   objField,
   parseJson,
+  readStart,
   sameSecret,
+  streamEvent,
   strField,
 } from './wire-json.js';
 
@@ -59,45 +62,27 @@ class ExotelWire implements ProviderWire {
   #chunkMs = 200;
 
   start(data: Buffer, isBinary: boolean): CallStart | undefined {
-    try {
+    return readStart('Exotel', () => {
       const o = parseJson(data, isBinary, 'Exotel');
       if (o.event === 'connected') return undefined;
       if (o.event !== 'start')
-        throw new BridgeError(
-          'bad_session_start',
-          `the stream must begin with connected and start, got ${describe(o.event)}`,
-        );
+        throw badStart(`the stream must begin with connected and start, got ${describe(o.event)}`);
       const start = objField(o, 'start');
       this.#streamSid = strField(start, 'stream_sid', 'start.stream_sid');
       const callSid = strField(start, 'call_sid', 'start.call_sid');
       const format = start.media_format as Obj | undefined;
       const rate = format?.sample_rate === undefined ? '8000' : String(format.sample_rate);
       if (rate !== '8000' && rate !== '16000')
-        throw new BridgeError(
-          'bad_session_start',
+        throw badStart(
           `start.media_format.sample_rate must be 8000 or 16000, got ${describe(format?.sample_rate)}`,
         );
       if (format?.encoding !== undefined && format.encoding !== 'audio/x-raw')
-        throw new BridgeError(
-          'bad_session_start',
-          `start.media_format.encoding must be audio/x-raw, got ${describe(format.encoding)}`,
-        );
+        throw badStart(`start.media_format.encoding must be audio/x-raw, got ${describe(format.encoding)}`);
       this.#rate = rate === '8000' ? 8000 : 16000;
       this.#chunkMs = (CHUNK_BYTES / 2 / this.#rate) * 1000;
       const params = (start.custom_parameters ?? {}) as Obj;
-      const phone = start.from ?? params.customer_phone;
-      const direction = params.direction;
-      return {
-        session_id: callSid,
-        customer_phone: typeof phone === 'string' && phone !== '' ? phone : undefined,
-        direction: direction === 'inbound' || direction === 'outbound' ? direction : undefined,
-        started_at: undefined,
-      };
-    } catch (err) {
-      if (err instanceof BridgeError && err.code !== 'bad_session_start')
-        throw new BridgeError('bad_session_start', `not a valid Exotel start: ${err.message}`);
-      throw err;
-    }
+      return callStart(callSid, start.from ?? params.customer_phone, params.direction);
+    });
   }
 
   format(): SessionFormat {
@@ -106,26 +91,9 @@ class ExotelWire implements ProviderWire {
 
   frame(data: Buffer, isBinary: boolean): CallFrame {
     const o = parseJson(data, isBinary, 'Exotel');
-    switch (o.event) {
-      case 'media': {
-        const payload = strField(objField(o, 'media'), 'payload', 'media.payload');
-        return { kind: 'audio', audio: evenL16(fromBase64(payload)) };
-      }
-      case 'dtmf':
-        return { kind: 'dtmf', digit: digitField(objField(o, 'dtmf').digit, 'dtmf.digit') };
-      case 'mark':
-        return { kind: 'played', name: strField(objField(o, 'mark'), 'name', 'mark.name') };
-      case 'stop':
-        return { kind: 'end', reason: 'provider' };
-      case 'connected':
-      case 'start':
-        return { kind: 'none' };
-      default:
-        throw new BridgeError(
-          'unknown_event',
-          `event must be one of connected, start, media, dtmf, mark or stop, got ${describe(o.event)}`,
-        );
-    }
+    if (o.event !== 'media') return streamEvent(o);
+    const payload = strField(objField(o, 'media'), 'payload', 'media.payload');
+    return { kind: 'audio', audio: evenL16(fromBase64(payload)) };
   }
 
   readonly textAudio = true;

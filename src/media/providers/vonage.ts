@@ -26,7 +26,15 @@ import { clientAddress, trustFn } from '../../limits/client-address.js';
 import { resolveFormat, type SessionFormat } from '../format.js';
 import { addressAllowed, noCredential, providerCredential } from './provider-auth.js';
 import type { CallFrame, CallStart, ProviderDialect, ProviderWire } from './types.js';
-import { authorization, digitField, evenL16, parseJson, sameSecret, strField } from './wire-json.js';
+import {
+  authorization,
+  callStart,
+  digitField,
+  evenL16,
+  parseJson,
+  sameSecret,
+  strField,
+} from './wire-json.js';
 
 const CONTENT_TYPE = /^audio\/l16;\s*rate=(8000|16000)$/i;
 
@@ -87,14 +95,7 @@ class VonageWire implements ProviderWire {
         'bad_session_start',
         `the uuid header must be a string of 1 to 128 characters, got ${describe(uuid)}`,
       );
-    const phone = o.customer_phone ?? o.from;
-    const direction = o.direction;
-    return {
-      session_id: uuid ?? randomUUID(),
-      customer_phone: typeof phone === 'string' && phone !== '' ? phone : undefined,
-      direction: direction === 'inbound' || direction === 'outbound' ? direction : undefined,
-      started_at: undefined,
-    };
+    return callStart(uuid ?? randomUUID(), o.customer_phone ?? o.from, o.direction);
   }
 
   format(): SessionFormat {
