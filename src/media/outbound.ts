@@ -101,6 +101,8 @@ export class OutboundQueue implements Paced, LegSink {
   #readyAt = 0;
   /** When the bot's audio last came (the dialect's idle flush counts from it). */
   #audioAt = 0;
+  /** The `#audioAt` whose idle flush came due and waits one more look (see service). */
+  #idleDueFor = -1;
 
   constructor(ws: WebSocket, o: OutboundOptions) {
     this.#ws = ws;
@@ -249,6 +251,12 @@ export class OutboundQueue implements Paced, LegSink {
       const padAt = this.#padAt();
       if (padAt === undefined) break;
       if (now < padAt) return padAt;
+      if (this.#wire.idleFlushMs !== undefined && this.#idleDueFor !== this.#audioAt) {
+        // Due, but a stalled process wakes to its timers before its sockets: the bot's next audio may
+        // be waiting unread. Look again once pending input has been read (the next turn of the loop).
+        this.#idleDueFor = this.#audioAt;
+        return now + 1;
+      }
       chunks.pad(this.#format.silenceByte);
       this.#readyAt = now;
     }

@@ -264,6 +264,16 @@ describe('OutboundQueue', () => {
     expect(audio[1]!.subarray(100, 200).every((b) => b === 8)).toBe(true);
     expect(audio[1]!.subarray(200).every((b) => b === 0)).toBe(true); // padded with slin silence
     expect(ws.texts()).toEqual(['mark:m1']);
+    // A stall: the process wakes 300 ms late, its timer first. The audio that came meanwhile, read next,
+    // joins the partial; none of it is padded on the timer's word alone.
+    q.push(Buffer.alloc(100, 9));
+    clock += 300;
+    q.service(clock);
+    expect(ws.audio()).toHaveLength(2);
+    q.push(Buffer.alloc(220, 10));
+    for (const end = clock + 20; clock <= end; clock += 5) q.service(clock);
+    expect(ws.audio()).toHaveLength(3);
+    expect(ws.audio()[2]!.equals(Buffer.concat([Buffer.alloc(100, 9), Buffer.alloc(220, 10)]))).toBe(true);
     // Without an idle flush (our own protocol's wire), a partial waits for more audio.
     const plain = queue(createMetrics());
     plain.q.push(Buffer.alloc(320 + 100, 7));
