@@ -39,7 +39,7 @@ export type ProviderAuthDialect = (typeof PROVIDER_AUTH_DIALECTS)[number];
 
 type FieldKind = 'secret' | 'name' | 'allow';
 
-/** Each dialect's fields; `oneOf` lists fields of which at least one must be given. */
+/** Each dialect's fields: all required, or with `atLeastOne` any of them (Vonage's token and/or allow). */
 const SPECS: Readonly<
   Record<ProviderAuthDialect, { fields: Readonly<Record<string, FieldKind>>; atLeastOne?: true }>
 > = {
@@ -57,7 +57,7 @@ const SECRET_MAX = 512;
 const NAME_MAX = 256;
 const ALLOW_MAX = 64;
 
-export const SECRET_ACCEPTS = `a string of ${SECRET_MIN} to ${SECRET_MAX} characters (write-only)`;
+const SECRET_ACCEPTS = `a string of ${SECRET_MIN} to ${SECRET_MAX} characters (write-only)`;
 const NAME_ACCEPTS = `a string of 1 to ${NAME_MAX} characters`;
 const ALLOW_ACCEPTS = `an array of 1 to ${ALLOW_MAX} IP addresses or CIDR ranges (e.g. "203.0.113.0/24")`;
 
