@@ -112,7 +112,11 @@ export const CONFIG_SPEC = [
     'security',
     'VONAGE_STREAM_TOKEN',
     'secret',
-    { accepts: 'any text', defaultRule: 'unset: Vonage streams of tenant default are refused (401)' },
+    {
+      accepts: 'any text',
+      defaultRule:
+        'unset: Vonage streams of tenant default are refused (401), unless it stores provider_auth.vonage',
+    },
     "Tenant `default`'s Vonage stream token: `/v1/media/vonage` takes only upgrades with `Authorization: Bearer <token>` (the NCCO websocket endpoint's `authorization`).",
   ),
   other(
@@ -121,7 +125,8 @@ export const CONFIG_SPEC = [
     'text',
     {
       accepts: 'any text without a colon',
-      defaultRule: 'unset: Exotel streams of tenant default are refused (401)',
+      defaultRule:
+        'unset: Exotel streams of tenant default are refused (401), unless it stores provider_auth.exotel',
     },
     "The HTTP Basic user name of tenant `default`'s Exotel streams (`wss://USER:PASSWORD@host/v1/media/exotel`).",
   ),
@@ -129,7 +134,11 @@ export const CONFIG_SPEC = [
     'security',
     'EXOTEL_STREAM_PASSWORD',
     'secret',
-    { accepts: 'any text', defaultRule: 'unset: Exotel streams of tenant default are refused (401)' },
+    {
+      accepts: 'any text',
+      defaultRule:
+        'unset: Exotel streams of tenant default are refused (401), unless it stores provider_auth.exotel',
+    },
     "The HTTP Basic password of tenant `default`'s Exotel streams, with `EXOTEL_STREAM_USER`.",
   ),
   other(
@@ -173,21 +182,33 @@ export const CONFIG_SPEC = [
     'security',
     'TWILIO_AUTH_TOKEN',
     'secret',
-    { accepts: 'any text', defaultRule: 'unset: Twilio streams of tenant default are refused (401)' },
+    {
+      accepts: 'any text',
+      defaultRule:
+        'unset: Twilio streams of tenant default are refused (401), unless it stores provider_auth.twilio',
+    },
     "The auth token of tenant `default`'s Twilio account: `/v1/media/twilio` checks `X-Twilio-Signature` with it.",
   ),
   other(
     'security',
     'TELNYX_STREAM_AUTH_TOKEN',
     'secret',
-    { accepts: 'any text', defaultRule: 'unset: Telnyx streams of tenant default are refused (401)' },
+    {
+      accepts: 'any text',
+      defaultRule:
+        'unset: Telnyx streams of tenant default are refused (401), unless it stores provider_auth.telnyx',
+    },
     "The `stream_auth_token` set on tenant `default`'s Telnyx streams: `/v1/media/telnyx` requires it in `x-telnyx-streaming-auth-token`.",
   ),
   other(
     'security',
     'PLIVO_STREAM_TOKEN',
     'secret',
-    { accepts: 'any text', defaultRule: 'unset: Plivo streams of tenant default are refused (401)' },
+    {
+      accepts: 'any text',
+      defaultRule:
+        'unset: Plivo streams of tenant default are refused (401), unless it stores provider_auth.plivo',
+    },
     "A token of tenant `default`'s choosing for its Plivo streams (Plivo signs no stream): `/v1/media/plivo` requires it as `?token=` in the stream URL or `Authorization: Bearer`.",
   ),
 

@@ -11,6 +11,11 @@
  * out (or sends null) stores none, so the bridge's `BOT_URL` applies. Reads show it with credentials masked.
  * `bot` is its long form (bot-field.ts): a dialect and the dialect's settings; one or the other, not both.
  * `recording` (ours, never forwarded): true records the tenant's calls (src/recording/); reads show it.
+ *
+ * `provider_auth` is ours too: the tenant's credentials for the platforms in front (provider-auth.ts),
+ * write-only like `media_secret`. Unlike the other fields it is a change, not a replacement: a PUT that
+ * leaves it out keeps what is stored, and one that gives it replaces only the dialects it names (null
+ * removes one). Reads show only which dialects are configured.
  */
 import type { FastifyInstance } from 'fastify';
 import {
@@ -33,8 +38,9 @@ import type { BridgeContext } from '../context.js';
 import { BridgeError, invalidField } from '../errors.js';
 import { displayUrl } from '../log.js';
 import { resolveFormat } from '../media/format.js';
+import { PROVIDER_AUTH_ACCEPTS, providerAuthFromUpsert } from '../media/providers/provider-auth.js';
 import type { MediaStreamUpsert } from '../provider/types.js';
-import type { MediaStreamConfig } from '../state/types.js';
+import type { MediaStreamConfig, ProviderAuth } from '../state/types.js';
 import {
   BOT_READ_SCHEMA,
   BOT_UPSERT_SCHEMA,
@@ -84,6 +90,13 @@ const UPSERT_SCHEMA = {
       description:
         "true: the tenant's calls are recorded (GET /v1/recordings); false or left out: only with RECORD_CALLS",
     },
+    // Checked in full before the schema (providerAuthFromUpsert), so no nested field is stripped unseen.
+    provider_auth: {
+      type: 'object',
+      additionalProperties: true,
+      writeOnly: true,
+      description: PROVIDER_AUTH_ACCEPTS,
+    },
   },
   required: ['media_ws_url'],
 } as const;
@@ -114,6 +127,16 @@ const CONFIG_SCHEMA = {
     recording: {
       type: 'boolean',
       description: "whether the tenant's calls are recorded (RECORD_CALLS records all)",
+    },
+    provider_auth: {
+      type: 'object',
+      description:
+        'the dialects the tenant has provider credentials for, each {"configured": true} (never the credentials); ' +
+        '"unreadable": true where they are stored but this instance cannot unseal them (that dialect refuses the tenant)',
+      additionalProperties: {
+        type: 'object',
+        properties: { configured: { type: 'boolean' }, unreadable: { type: 'boolean' } },
+      },
     },
     bot_unreadable: {
       type: 'boolean',
@@ -218,8 +241,19 @@ const PROVIDER_UPSERT_FIELDS = [
   'media_secret',
 ] as const;
 
+/** Which dialects have credentials stored: never the credentials themselves. */
+export function providerAuthView(
+  auth: ProviderAuth,
+): Record<string, { configured: true; unreadable?: true }> {
+  const out: Record<string, { configured: true; unreadable?: true }> = {};
+  for (const dialect of Object.keys(auth).sort())
+    out[dialect] =
+      auth[dialect] === 'unreadable' ? { configured: true, unreadable: true } : { configured: true };
+  return out;
+}
+
 /** A stored config as GET and PUT answer with it: effective values, the secret's hint, the masked bot. */
-function readView(config: MediaStreamConfig, secret: string | undefined) {
+function readView(config: MediaStreamConfig, secret: string | undefined, auth: ProviderAuth) {
   return {
     ...effectiveConfig(config),
     secret_hint: secretHint(secret),
@@ -231,6 +265,7 @@ function readView(config: MediaStreamConfig, secret: string | undefined) {
           ? UNREADABLE_BOT_URL
           : null,
     ...botReadFields(config),
+    provider_auth: providerAuthView(auth),
   };
 }
 
@@ -263,7 +298,11 @@ export function registerMediaStreamRoutes(
             `tenant "${tenant}" has no media stream registered: PUT /v1/media-stream first`,
           );
         }
-        return readView(config, await ctx.tenants.getMediaSecret(tenant));
+        return readView(
+          config,
+          await ctx.tenants.getMediaSecret(tenant),
+          await ctx.tenants.getProviderAuth(tenant),
+        );
       },
     );
 
@@ -279,6 +318,7 @@ export function registerMediaStreamRoutes(
             if (typeof body === 'object' && body !== null && !Array.isArray(body)) {
               botFromUpsert(body as Record<string, unknown>, ctx.config);
               dropNullFields((body as Record<string, unknown>).bot);
+              providerAuthFromUpsert(body as Record<string, unknown>);
             }
           },
         ],
@@ -293,7 +333,9 @@ export function registerMediaStreamRoutes(
             '(in production none unless listed, and plain ws:// only to a host listed by name). ' +
             '`bot` is the long form (not with bot_url): a dialect (bridge, twilio, openai-realtime, builtin) ' +
             "and that dialect's settings; its api_key is write-only (reads show api_key_hint), and its url " +
-            'follows the bot_url rules.',
+            "follows the bot_url rules. `provider_auth` (ours, never forwarded) holds the tenant's credentials " +
+            'for the platforms in front, by dialect; write-only; left out, what is stored stays; a dialect ' +
+            "given replaces that dialect's, null removes it. Reads show only which dialects are configured.",
           security: BEARER,
           body: UPSERT_SCHEMA,
           response: { 200: CONFIG_SCHEMA, ...errorResponses(400, 401, 403, 502, 503, 504) },
@@ -310,9 +352,10 @@ export function registerMediaStreamRoutes(
           ...(bot !== undefined && { bot }),
           ...(body.recording === true && { recording: true }),
         };
+        const providerAuth = providerAuthFromUpsert(body);
         const secret = typeof body.media_secret === 'string' ? body.media_secret : undefined;
         if (ctx.provider !== undefined) await ctx.provider.putMediaStream(forwardedUpsert(body));
-        await ctx.tenants.putMediaStream(config, secret);
+        await ctx.tenants.putMediaStream(config, secret, providerAuth);
         req.log.info(
           {
             tenant,
@@ -322,10 +365,21 @@ export function registerMediaStreamRoutes(
             bot: bot === undefined ? null : { dialect: bot.dialect, url: shownBotUrl(bot.url) },
             secret_changed: secret !== undefined,
             recording: config.recording === true,
+            // The dialects whose credentials changed (null: removed), never the credentials.
+            provider_auth_changed:
+              providerAuth === undefined
+                ? null
+                : Object.fromEntries(
+                    Object.entries(providerAuth).map(([d, c]) => [d, c === null ? 'removed' : 'set']),
+                  ),
           },
           'media stream registered',
         );
-        return readView(config, await ctx.tenants.getMediaSecret(tenant));
+        return readView(
+          config,
+          await ctx.tenants.getMediaSecret(tenant),
+          await ctx.tenants.getProviderAuth(tenant),
+        );
       },
     );
   });

@@ -53,7 +53,7 @@ export interface OutboundOptions {
 /** What the outbound queue needs of a provider's dialect: its framing of what goes to the provider. */
 export type OutboundWire = Pick<
   ProviderWire,
-  'textAudio' | 'audioText' | 'markFrame' | 'clearFrame' | 'dtmfFrame' | 'hangupFrame'
+  'textAudio' | 'audioText' | 'markFrame' | 'clearFrame' | 'dtmfFrame' | 'hangupFrame' | 'idleFlushMs'
 >;
 
 /** How long a bot-initiated hang-up may wait for queued audio to play out, by default. */
@@ -105,6 +105,10 @@ export class OutboundQueue implements Paced, LegSink {
   #readyAt = 0;
   /** The provider asked for no more for now (flow control): nothing is sent until it resumes. */
   #paused = false;
+  /** When the bot's audio last came (the dialect's idle flush counts from it). */
+  #audioAt = 0;
+  /** The `#audioAt` whose idle flush came due and waits one more look (see service). */
+  #idleDueFor = -1;
 
   constructor(ws: WebSocket, o: OutboundOptions) {
     this.#ws = ws;
@@ -185,7 +189,10 @@ export class OutboundQueue implements Paced, LegSink {
 
   /** Encoded audio in the session's output format, any length. */
   push(encoded: Uint8Array): void {
-    if (encoded.byteLength > 0) this.#audioSinceClear = true;
+    if (encoded.byteLength > 0) {
+      this.#audioSinceClear = true;
+      this.#audioAt = this.#now();
+    }
     const had = this.#chunks.chunks > 0;
     const shed = this.#chunks.push(encoded);
     if (!had) this.#readyAt = this.#now();
@@ -266,13 +273,16 @@ export class OutboundQueue implements Paced, LegSink {
       this.#sendDue(now);
       if (chunks.chunks > 0) return this.#clock.nextDueAt();
       if (this.#marks.length > 0) this.#deliverMarks();
-      if (this.#marks.length === 0 || chunks.partialBytes === 0) break;
-      // Marks wait on a partial chunk and no more audio has come: the bot's audio has ended (or paused).
-      // The partial leaves, padded with silence, once the far end has played half the lead (or, between
-      // runs, half the lead after the last audio came), so audio a little late still joins it seamlessly.
-      const half = this.#clock.leadMs / 2;
-      const padAt = this.#clock.running ? this.#clock.nextDueAt() + half : this.#readyAt + half;
+      if (chunks.partialBytes === 0) break;
+      const padAt = this.#padAt();
+      if (padAt === undefined) break;
       if (now < padAt) return padAt;
+      if (this.#wire.idleFlushMs !== undefined && this.#idleDueFor !== this.#audioAt) {
+        // Due, but a stalled process wakes to its timers before its sockets: the bot's next audio may
+        // be waiting unread. Look again once pending input has been read (the next turn of the loop).
+        this.#idleDueFor = this.#audioAt;
+        return now + 1;
+      }
       chunks.pad(this.#format.silenceByte);
       this.#readyAt = now;
     }
@@ -283,6 +293,24 @@ export class OutboundQueue implements Paced, LegSink {
       done();
     }
     return Number.POSITIVE_INFINITY;
+  }
+
+  /**
+   * When a partial chunk, with no whole one before it, leaves padded with silence; undefined: not until
+   * more audio comes.
+   * - A dialect that declares an idle flush (`idleFlushMs`, one of long chunks): once the bot's audio has
+   *   paused that long, marks waiting or not. Never sooner, even for a mark: a bot that sends its speech
+   *   in pieces shorter than a chunk (and marks each) would otherwise get silence between the pieces.
+   * - Otherwise only when marks wait on it: the bot's audio has ended (or paused). It leaves once the far
+   *   end has played half the lead (or, between runs, half the lead after the last audio came), so audio
+   *   a little late still joins it seamlessly.
+   */
+  #padAt(): number | undefined {
+    const idle = this.#wire.idleFlushMs;
+    if (idle !== undefined) return this.#audioAt + idle;
+    if (this.#marks.length === 0) return undefined;
+    const half = this.#clock.leadMs / 2;
+    return this.#clock.running ? this.#clock.nextDueAt() + half : this.#readyAt + half;
   }
 
   /** Sends the whole chunks that are due at `now`. */

@@ -1,7 +1,15 @@
 /**
  * In-memory state for a single instance: the default store.
  */
-import type { MediaStreamConfig, SessionInfo, SessionRegistry, TenantStore } from './types.js';
+import type {
+  MediaStreamConfig,
+  ProviderAuth,
+  ProviderAuthPatch,
+  ProviderCredential,
+  SessionInfo,
+  SessionRegistry,
+  TenantStore,
+} from './types.js';
 
 const key = (tenant: string, sessionId: string): string => `${tenant}\u0000${sessionId}`;
 
@@ -43,6 +51,7 @@ export class MemorySessionRegistry implements SessionRegistry {
 export class MemoryTenantStore implements TenantStore {
   readonly #configs = new Map<string, MediaStreamConfig>();
   readonly #secrets = new Map<string, string>();
+  readonly #providerAuth = new Map<string, Readonly<Record<string, ProviderCredential>>>();
 
   constructor(initialSecrets: Readonly<Record<string, string>> = {}) {
     for (const [tenant, secret] of Object.entries(initialSecrets)) this.#secrets.set(tenant, secret);
@@ -56,8 +65,31 @@ export class MemoryTenantStore implements TenantStore {
     return this.#secrets.get(tenant);
   }
 
-  async putMediaStream(config: MediaStreamConfig, secret: string | undefined): Promise<void> {
+  async getProviderAuth(tenant: string): Promise<ProviderAuth> {
+    return this.#providerAuth.get(tenant) ?? {};
+  }
+
+  async putMediaStream(
+    config: MediaStreamConfig,
+    secret: string | undefined,
+    providerAuth?: ProviderAuthPatch,
+  ): Promise<void> {
     this.#configs.set(config.tenant, config);
     if (secret !== undefined) this.#secrets.set(config.tenant, secret);
+    if (providerAuth !== undefined)
+      this.#providerAuth.set(config.tenant, applyPatch(this.#providerAuth.get(config.tenant), providerAuth));
   }
+}
+
+/** Credentials after a change: each dialect named replaced (or removed with null), the others kept. */
+export function applyPatch(
+  stored: Readonly<Record<string, ProviderCredential>> | undefined,
+  patch: ProviderAuthPatch,
+): Readonly<Record<string, ProviderCredential>> {
+  const out: Record<string, ProviderCredential> = { ...stored };
+  for (const [dialect, cred] of Object.entries(patch)) {
+    if (cred === null) delete out[dialect];
+    else out[dialect] = cred;
+  }
+  return out;
 }

@@ -10,14 +10,22 @@
  * (sealed JSON)}; `P tenants` set of names. The secret, the bot URL (which may carry the bot's
  * credentials) and the `bot` object (its api key, its URL) are sealed with AES-256-GCM (secret-box.ts),
  * each under its own context, so a dump of Redis alone does not reveal them; the config JSON never holds
- * the bot.
+ * the bot. A tenant's provider credentials (`provider_auth`) are a hash of their own, `P tenant:<tenant>:
+ * provider_auth`, one field per dialect holding its sealed JSON (context `provider_auth`, the dialect, the
+ * tenant), so a change to one dialect is one HSET or HDEL, whatever another instance does to another.
  */
 import type { BotSettings } from '../config/bot-settings.js';
 import type { Logger } from '../log.js';
 import type { RedisLink } from './redis-link.js';
 import type { SecretBox } from './secret-box.js';
 import type { StoreMetrics } from './store-metrics.js';
-import type { MediaStreamConfig, TenantStore } from './types.js';
+import type {
+  MediaStreamConfig,
+  ProviderAuth,
+  ProviderAuthPatch,
+  ProviderCredential,
+  TenantStore,
+} from './types.js';
 
 /** The hash fields of a tenant, in the order #apply takes them. */
 const FIELDS = ['config', 'secret', 'bot_url', 'bot'] as const;
@@ -28,6 +36,7 @@ const BATCH = 500;
 interface Cached {
   config: MediaStreamConfig | undefined;
   secret: string | undefined;
+  providerAuth: ProviderAuth;
 }
 
 export class RedisTenantStore implements TenantStore {
@@ -82,7 +91,18 @@ export class RedisTenantStore implements TenantStore {
     return this.#cache.get(tenant)?.secret ?? this.#initialSecrets[tenant];
   }
 
-  async putMediaStream(config: MediaStreamConfig, secret: string | undefined): Promise<void> {
+  async getProviderAuth(tenant: string): Promise<ProviderAuth> {
+    // As getMediaSecret: before Redis has answered, a credential revoked elsewhere is not known.
+    if (!this.#loaded)
+      throw this.#link.unavailable('checking provider credentials', 'tenant credentials not loaded yet');
+    return this.#cache.get(tenant)?.providerAuth ?? {};
+  }
+
+  async putMediaStream(
+    config: MediaStreamConfig,
+    secret: string | undefined,
+    providerAuth?: ProviderAuthPatch,
+  ): Promise<void> {
     const { tenant } = config;
     const { bot_url, bot_url_unreadable: _unreadable, bot, bot_unreadable: _botUnreadable, ...rest } = config;
     const fields: Record<string, string> = { config: JSON.stringify(rest) };
@@ -95,10 +115,25 @@ export class RedisTenantStore implements TenantStore {
       // The upsert replaces the config: a PUT without bot_url (or bot) clears the one stored before.
       if (bot_url === undefined) m.hdel(key, 'bot_url');
       if (bot === undefined) m.hdel(key, 'bot');
+      const authKey = this.#providerAuthKey(tenant);
+      for (const [dialect, cred] of Object.entries(providerAuth ?? {})) {
+        if (cred === null) m.hdel(authKey, dialect);
+        else
+          m.hset(
+            authKey,
+            dialect,
+            this.#box.seal(JSON.stringify(cred), providerAuthContext(dialect, tenant)),
+          );
+      }
       await m.sadd(this.#indexKey(), tenant).exec();
     });
     const prev = this.#cache.get(tenant);
-    this.#cache.set(tenant, { config, secret: secret ?? prev?.secret });
+    let auth: Record<string, ProviderCredential | 'unreadable'> = { ...prev?.providerAuth };
+    for (const [dialect, cred] of Object.entries(providerAuth ?? {})) {
+      if (cred === null) delete auth[dialect];
+      else auth = { ...auth, [dialect]: cred };
+    }
+    this.#cache.set(tenant, { config, secret: secret ?? prev?.secret, providerAuth: auth });
     // Every other instance re-reads the tenant now; the message names the tenant only.
     await this.#link.publish('put_media_stream', { t: 'tenant', tenant });
   }
@@ -114,23 +149,31 @@ export class RedisTenantStore implements TenantStore {
       const batch = names.slice(i, i + BATCH);
       const res = await this.#link.run('load_tenants', (r) => {
         const p = r.pipeline();
-        for (const t of batch) p.hmget(this.#tenantKey(t), ...FIELDS);
+        for (const t of batch) p.hmget(this.#tenantKey(t), ...FIELDS).hgetall(this.#providerAuthKey(t));
         return p.exec();
       });
       batch.forEach((t, j) => {
-        const [err, v] = res?.[j] ?? [null, null];
-        if (err === null) this.#apply(t, v as (string | null)[]);
+        const [err, v] = res?.[2 * j] ?? [null, null];
+        const [authErr, auth] = res?.[2 * j + 1] ?? [null, null];
+        if (err === null && authErr === null)
+          this.#apply(t, v as (string | null)[], (auth ?? {}) as Record<string, string>);
       });
     }
     this.#loaded = true;
   }
 
   async #refresh(tenant: string): Promise<void> {
-    const v = await this.#link.run('load_tenants', (r) => r.hmget(this.#tenantKey(tenant), ...FIELDS));
-    this.#apply(tenant, v);
+    const [v, auth] = await this.#link.run('load_tenants', (r) =>
+      Promise.all([r.hmget(this.#tenantKey(tenant), ...FIELDS), r.hgetall(this.#providerAuthKey(tenant))]),
+    );
+    this.#apply(tenant, v, auth);
   }
 
-  #apply(tenant: string, [configText, sealed, sealedBot, sealedBotObject]: (string | null)[]): void {
+  #apply(
+    tenant: string,
+    [configText, sealed, sealedBot, sealedBotObject]: (string | null)[],
+    sealedAuth: Readonly<Record<string, string>>,
+  ): void {
     if (configText === null || configText === undefined) return;
     const prev = this.#cache.get(tenant);
     let config = prev?.config;
@@ -175,7 +218,28 @@ export class RedisTenantStore implements TenantStore {
         );
       }
     }
-    this.#cache.set(tenant, { config, secret });
+    this.#cache.set(tenant, { config, secret, providerAuth: this.#openProviderAuth(tenant, sealedAuth) });
+  }
+
+  /** The tenant's provider credentials, each failing closed (`unreadable`: that dialect refuses) alone. */
+  #openProviderAuth(tenant: string, sealed: Readonly<Record<string, string>>): ProviderAuth {
+    const out: Record<string, ProviderCredential | 'unreadable'> = {};
+    for (const [dialect, value] of Object.entries(sealed)) {
+      try {
+        const cred = JSON.parse(this.#box.open(value, providerAuthContext(dialect, tenant))) as unknown;
+        if (typeof cred !== 'object' || cred === null || Array.isArray(cred)) throw new Error('shape');
+        out[dialect] = cred as ProviderCredential;
+      } catch {
+        // Never log the value, nor the error (a JSON error would quote it).
+        out[dialect] = 'unreadable';
+        this.#metrics.errors.labels('open_provider_auth').inc();
+        this.#log.error(
+          { tenant, dialect },
+          'stored provider credentials do not open with this STATE_SECRET_KEY; every instance needs the same key (that dialect refuses the tenant meanwhile)',
+        );
+      }
+    }
+    return out;
   }
 
   /** The config with its sealed `bot` opened; failing closed (as a bot_url does) when it does not open. */
@@ -210,6 +274,10 @@ export class RedisTenantStore implements TenantStore {
     return `${this.#link.prefix}tenant:${encodeURIComponent(tenant)}`;
   }
 
+  #providerAuthKey(tenant: string): string {
+    return `${this.#tenantKey(tenant)}:provider_auth`;
+  }
+
   #indexKey(): string {
     return `${this.#link.prefix}tenants`;
   }
@@ -229,4 +297,8 @@ function botUrlContext(tenant: string): string {
 
 function botContext(tenant: string): string {
   return `bot\u0000${tenant}`;
+}
+
+function providerAuthContext(dialect: string, tenant: string): string {
+  return `provider_auth\u0000${dialect}\u0000${tenant}`;
 }

@@ -62,12 +62,41 @@ export interface MediaStreamConfig {
   readonly recording?: true;
 }
 
+/**
+ * One platform's credentials for a tenant (`provider_auth`, src/media/providers/provider-auth.ts says
+ * which fields each dialect has). Secrets: sealed at rest, never logged or returned.
+ */
+export interface ProviderCredential {
+  readonly auth_token?: string;
+  readonly stream_auth_token?: string;
+  readonly token?: string;
+  readonly username?: string;
+  readonly password?: string;
+  /** Addresses or CIDR ranges the platform connects from. */
+  readonly allow?: readonly string[];
+}
+
+/** A tenant's stored credentials by dialect; `unreadable` where one is stored but does not unseal here. */
+export type ProviderAuth = Readonly<Record<string, ProviderCredential | 'unreadable'>>;
+
+/** A change to them: each dialect named is replaced, or removed with null; the others stay. */
+export type ProviderAuthPatch = Readonly<Record<string, ProviderCredential | null>>;
+
 export interface TenantStore {
   getMediaStream(tenant: string): Promise<MediaStreamConfig | undefined>;
   /** The secret media tokens of the tenant are verified with; undefined when none is set. */
   getMediaSecret(tenant: string): Promise<string | undefined>;
-  /** Stores the config, and the secret when given (a secret is kept until replaced). */
-  putMediaStream(config: MediaStreamConfig, secret: string | undefined): Promise<void>;
+  /** The tenant's stored provider credentials by dialect (empty when none). */
+  getProviderAuth(tenant: string): Promise<ProviderAuth>;
+  /**
+   * Stores the config, the secret when given (a secret is kept until replaced), and the provider
+   * credentials' changes when given (dialects not named keep theirs).
+   */
+  putMediaStream(
+    config: MediaStreamConfig,
+    secret: string | undefined,
+    providerAuth?: ProviderAuthPatch,
+  ): Promise<void>;
 }
 
 /** Hands an event to the bot of a session this instance holds; false when it holds no such session. */

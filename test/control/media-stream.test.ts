@@ -2,10 +2,10 @@ import { mkdirSync, mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import WebSocket from 'ws';
 import { mintToken } from '../../src/auth/jwt.js';
 import { startBridge, type TestBridge } from '../helpers/bridge.js';
 import { TestProvider } from '../helpers/provider.js';
+import { upgradeStatus } from '../helpers/upgrade.js';
 import { waitFor } from '../helpers/wait.js';
 import {
   call,
@@ -22,20 +22,7 @@ const NEW_SECRET = 'rotated-media-secret-4b1e7c9d2a';
 
 /** The HTTP status of a media handshake: 101 when the endpoint accepted the token. */
 function handshake(url: string, token: string): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const ws = new WebSocket(url, { headers: { authorization: `Bearer ${token}` } });
-    ws.on('upgrade', () => {
-      ws.terminate();
-      resolve(101);
-    });
-    ws.on('unexpected-response', (_req, res) => {
-      resolve(res.statusCode ?? 0);
-      ws.terminate();
-    });
-    ws.on('error', (err) => {
-      if (!String(err.message).includes('Unexpected server response')) reject(err);
-    });
-  });
+  return upgradeStatus(url, { authorization: `Bearer ${token}` });
 }
 
 describe('media-stream registration', () => {
@@ -75,6 +62,7 @@ describe('media-stream registration', () => {
       recording: false,
       bot_url: null,
       bot: null,
+      provider_auth: {},
     };
     expect(put.body).toEqual(expected);
     const get = await call(rig.http, 'GET', '/v1/media-stream', { token });
@@ -122,6 +110,7 @@ describe('media-stream registration', () => {
       recording: false,
       bot_url: null,
       bot: null,
+      provider_auth: {},
     });
     await call(rig.http, 'PUT', '/v1/media-stream', {
       token,
@@ -158,7 +147,7 @@ describe('media-stream registration', () => {
       [{ ...ok, media_secret: 'x' }, 'media_secret must be a string of 8 to 512 characters (write-only)'],
       [
         { ...ok, sample_rate: 8000 },
-        'unknown field "sample_rate"; accepted fields: media_ws_url, codec, input_sample_rate, output_sample_rate, channels, encoding, chunk_bytes, media_secret, bot_url, bot, recording',
+        'unknown field "sample_rate"; accepted fields: media_ws_url, codec, input_sample_rate, output_sample_rate, channels, encoding, chunk_bytes, media_secret, bot_url, bot, recording, provider_auth',
       ],
     ];
     for (const [body, message] of cases) {

@@ -3,6 +3,7 @@
  * contract's error body, headers) where a ws client would only report the status.
  */
 import { request } from 'node:http';
+import WebSocket from 'ws';
 
 /** Sends a WebSocket upgrade request and returns the HTTP answer when it is refused (101: accepted). */
 export function upgradeAnswer(
@@ -39,5 +40,23 @@ export function upgradeAnswer(
     });
     req.on('error', reject);
     req.end();
+  });
+}
+
+/** The HTTP status a real WebSocket client's upgrade gets with `headers`: 101 when accepted. */
+export function upgradeStatus(url: string, headers: Record<string, string> = {}): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const ws = new WebSocket(url, { headers });
+    ws.on('upgrade', () => {
+      ws.terminate();
+      resolve(101);
+    });
+    ws.on('unexpected-response', (_req, res) => {
+      resolve(res.statusCode ?? 0);
+      ws.terminate();
+    });
+    ws.on('error', (err) => {
+      if (!String(err.message).includes('Unexpected server response')) reject(err);
+    });
   });
 }

@@ -5,7 +5,7 @@
 import { describe, expect, it } from 'vitest';
 import WebSocket from 'ws';
 import { resolveFormat } from '../../src/media/format.js';
-import { OutboundQueue } from '../../src/media/outbound.js';
+import { OutboundQueue, type OutboundWire } from '../../src/media/outbound.js';
 import { createMetrics, type Metrics } from '../../src/metrics.js';
 
 class FakeSocket {
@@ -251,5 +251,58 @@ describe('OutboundQueue', () => {
     const ev = JSON.parse(text!) as { event: string; payload: string };
     expect(ev.event).toBe('media');
     expect(Buffer.from(ev.payload, 'base64')).toEqual(Buffer.alloc(160, 0x55));
+  });
+  it("a dialect's idle flush: a partial chunk leaves padded once the bot's audio pauses that long, not before", () => {
+    clock = 0;
+    const ws = new FakeSocket();
+    const binary: OutboundWire = {
+      textAudio: false,
+      idleFlushMs: 100,
+      audioText: () => '',
+      markFrame: (n) => `mark:${n}`,
+      clearFrame: () => 'clear',
+      dtmfFrame: () => undefined,
+      hangupFrame: () => undefined,
+    };
+    const q = new OutboundQueue(ws as unknown as WebSocket, {
+      format,
+      leadMs: 40,
+      bufferMs: 60_000,
+      highWaterBytes: 65_536,
+      metrics: createMetrics(),
+      now,
+      wire: binary,
+    });
+    q.push(Buffer.alloc(320 + 100, 7));
+    q.mark('m1'); // a mark waiting does not pad it sooner (without an idle flush it would, at 20 ms)
+    for (clock = 0; clock < 90; clock += 5) q.service(clock);
+    expect(ws.audio()).toHaveLength(1); // 85 ms of pause: the partial still waits for more
+    expect(ws.texts()).toEqual([]);
+    clock = 90;
+    q.push(Buffer.alloc(100, 8)); // more comes: the pause starts again
+    for (; clock < 185; clock += 5) q.service(clock);
+    expect(ws.audio()).toHaveLength(1);
+    for (; clock <= 200; clock += 5) q.service(clock);
+    const audio = ws.audio();
+    expect(audio).toHaveLength(2);
+    expect(audio[1]!.subarray(0, 100).every((b) => b === 7)).toBe(true);
+    expect(audio[1]!.subarray(100, 200).every((b) => b === 8)).toBe(true);
+    expect(audio[1]!.subarray(200).every((b) => b === 0)).toBe(true); // padded with slin silence
+    expect(ws.texts()).toEqual(['mark:m1']);
+    // A stall: the process wakes 300 ms late, its timer first. The audio that came meanwhile, read next,
+    // joins the partial; none of it is padded on the timer's word alone.
+    q.push(Buffer.alloc(100, 9));
+    clock += 300;
+    q.service(clock);
+    expect(ws.audio()).toHaveLength(2);
+    q.push(Buffer.alloc(220, 10));
+    for (const end = clock + 20; clock <= end; clock += 5) q.service(clock);
+    expect(ws.audio()).toHaveLength(3);
+    expect(ws.audio()[2]!.equals(Buffer.concat([Buffer.alloc(100, 9), Buffer.alloc(220, 10)]))).toBe(true);
+    // Without an idle flush (our own protocol's wire), a partial waits for more audio.
+    const plain = queue(createMetrics());
+    plain.q.push(Buffer.alloc(320 + 100, 7));
+    for (; clock <= 2_000; clock += 5) plain.q.service(clock);
+    expect(plain.ws.audio()).toHaveLength(1);
   });
 });

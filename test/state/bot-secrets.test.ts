@@ -5,18 +5,13 @@
  */
 import { randomBytes } from 'node:crypto';
 import { Redis } from 'ioredis';
-import { Registry } from 'prom-client';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { resolveBot } from '../../src/config/bot-settings.js';
-import { createLogger } from '../../src/log.js';
-import { RedisLink } from '../../src/state/redis-link.js';
-import { RedisTenantStore } from '../../src/state/redis-tenants.js';
-import { SecretBox } from '../../src/state/secret-box.js';
-import { createStoreMetrics } from '../../src/state/store-metrics.js';
 import type { MediaStreamConfig } from '../../src/state/types.js';
 import { startBridge, type TestBridge } from '../helpers/bridge.js';
 import { captureLog } from '../helpers/log-capture.js';
 import { redisSkipReason, type TestRedis, useRedis } from '../helpers/redis.js';
+import { tenantStores } from './tenant-stores.js';
 
 const API_KEY = 'sk-redis-Hv39QpLw0s8XeTn5Ra1d';
 
@@ -37,24 +32,17 @@ async function dump(client: Redis, prefix: string): Promise<string> {
 
 describe.skipIf(skip !== undefined)("a tenant's bot in Redis", () => {
   let redis: TestRedis | undefined;
-  const links: RedisLink[] = [];
   const bridges: TestBridge[] = [];
   let client: Redis | undefined;
   const prefix = `bot-secrets-${process.pid}-${Date.now()}:`;
+  const stores = tenantStores(prefix);
+  const _links = stores.links;
 
-  async function store(key: Buffer): Promise<RedisTenantStore> {
-    const metrics = createStoreMetrics(new Registry());
-    const link = new RedisLink(redis!.url, prefix, createLogger('silent'), metrics);
-    links.push(link);
-    expect(await link.waitReady(5_000)).toBe(true);
-    const s = new RedisTenantStore(link, new SecretBox(key), {}, createLogger('silent'), metrics);
-    await s.load();
-    return s;
-  }
+  const store = (key: Buffer) => stores.open(redis!.url, key);
 
   afterEach(async () => {
     for (const b of bridges.splice(0)) await b.close();
-    for (const link of links.splice(0)) await link.close();
+    await stores.close();
     client?.disconnect();
     client = undefined;
     await redis?.stop();

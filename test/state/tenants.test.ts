@@ -3,14 +3,9 @@
  * instance in the shape it was stored, with the fields the tenant left out still absent.
  */
 import { randomBytes } from 'node:crypto';
-import { Registry } from 'prom-client';
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import { createLogger } from '../../src/log.js';
 import { MemoryTenantStore } from '../../src/state/memory.js';
-import { RedisLink } from '../../src/state/redis-link.js';
-import { RedisTenantStore } from '../../src/state/redis-tenants.js';
 import { DEV_STATE_KEY, SecretBox } from '../../src/state/secret-box.js';
-import { createStoreMetrics } from '../../src/state/store-metrics.js';
 import type { MediaStreamConfig } from '../../src/state/types.js';
 import { TestBot } from '../helpers/bot.js';
 import { startBridge } from '../helpers/bridge.js';
@@ -18,27 +13,21 @@ import { captureLog } from '../helpers/log-capture.js';
 import { TestProvider } from '../helpers/provider.js';
 import { redisSkipReason, type TestRedis, useRedis } from '../helpers/redis.js';
 import { quietFor } from '../helpers/wait.js';
+import { tenantStores } from './tenant-stores.js';
 
 const skip = redisSkipReason();
 if (skip !== undefined) console.warn(`state/tenants.test.ts: ${skip}`);
 
 describe.skipIf(skip !== undefined)('Redis tenant store', () => {
   let redis: TestRedis | undefined;
-  const links: RedisLink[] = [];
   const prefix = `tenants-test-${process.pid}-${Date.now()}:`;
+  const stores = tenantStores(prefix);
+  const links = stores.links;
 
-  async function store(key: Buffer = DEV_STATE_KEY): Promise<RedisTenantStore> {
-    const metrics = createStoreMetrics(new Registry());
-    const link = new RedisLink(redis!.url, prefix, createLogger('silent'), metrics);
-    links.push(link);
-    expect(await link.waitReady(5_000)).toBe(true);
-    const s = new RedisTenantStore(link, new SecretBox(key), {}, createLogger('silent'), metrics);
-    await s.load();
-    return s;
-  }
+  const store = (key?: Buffer) => stores.open(redis!.url, key);
 
   afterEach(async () => {
-    for (const link of links.splice(0)) await link.close();
+    await stores.close();
     await redis?.stop();
     redis = undefined;
   });

@@ -30,10 +30,9 @@
  */
 
 import type { Codec } from '../../audio/format.js';
-import { DEFAULT_TENANT } from '../../auth/jwt.js';
-import type { BridgeContext } from '../../context.js';
 import { BridgeError, describe } from '../../errors.js';
 import { resolveFormat, type SessionFormat } from '../format.js';
+import { noCredential, providerCredential } from './provider-auth.js';
 import type { CallFrame, CallStart, ProviderDialect, ProviderWire } from './types.js';
 import { checkBasic, DTMF_DIGITS, evenL16, type Obj } from './wire-json.js';
 
@@ -285,26 +284,13 @@ class AsteriskWire implements ProviderWire {
   }
 }
 
-/** Tenant `default`'s websocket client credentials (ASTERISK_WS_USERNAME/PASSWORD); others have none yet. */
-export function asteriskCredentials(
-  tenant: string,
-  ctx: BridgeContext,
-): { username: string; password: string } | undefined {
-  if (tenant !== DEFAULT_TENANT) return undefined;
-  const { asteriskWsUsername: username, asteriskWsPassword: password } = ctx.config;
-  return username === undefined || password === undefined ? undefined : { username, password };
-}
-
 export const asteriskDialect: ProviderDialect = {
   name: 'asterisk',
   async authenticate(req, _url, tenant, ctx) {
     if (ctx.config.mediaAuth === 'none') return { tenant, exp: undefined };
-    const creds = asteriskCredentials(tenant, ctx);
-    if (creds === undefined)
-      throw new BridgeError(
-        'unauthorized',
-        `no Asterisk websocket credentials are configured for tenant "${tenant}" (ASTERISK_WS_USERNAME and ASTERISK_WS_PASSWORD for tenant default), so no Asterisk stream can be checked`,
-      );
+    const creds = await providerCredential(ctx, tenant, 'asterisk');
+    if (creds?.username === undefined || creds.password === undefined)
+      throw noCredential('Asterisk', 'asterisk', tenant, 'ASTERISK_WS_USERNAME and ASTERISK_WS_PASSWORD');
     checkBasic(req, creds.username, creds.password, 'Asterisk websocket client');
     return { tenant, exp: undefined };
   },

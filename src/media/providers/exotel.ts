@@ -4,31 +4,45 @@
  *   in:   `connected`, `start` (stream_sid, call_sid, from, to, custom_parameters, media_format
  *         audio/x-raw at 8000 or 16000), `media` (base64 slin 16-bit LE), `dtmf`, `mark` (played), `stop`
  *   out:  `media` (base64 slin; each chunk 3,200 bytes: Exotel takes 3.2 KB to 100 KB in multiples of
- *         320 B and leaves a gap after any other size), `mark`, `clear` (Exotel then sends back the
+ *         320 B and leaves a gap after any other size; the end of the bot's audio is padded to a whole
+ *         chunk with silence once it pauses 250 ms), `mark`, `clear` (Exotel then sends back the
  *         pending marks)
  *
  * Auth: HTTP Basic on the upgrade (Exotel turns the URL's `USER:PASSWORD@` into it), checked against
- * EXOTEL_STREAM_USER and EXOTEL_STREAM_PASSWORD for tenant `default`. The call's id is `call_sid`; the
+ * the tenant's `provider_auth.exotel` {username, password} (EXOTEL_STREAM_USER and EXOTEL_STREAM_PASSWORD
+ * for tenant `default`). The call's id is `call_sid`; the
  * caller's number is `from`, the direction a custom parameter `direction` when the applet sets one.
  */
 import { fromBase64 } from '../../audio/codec.js';
-import { DEFAULT_TENANT } from '../../auth/jwt.js';
 import { BridgeError, describe } from '../../errors.js';
 import { resolveFormat, type SessionFormat } from '../format.js';
+import { noCredential, providerCredential } from './provider-auth.js';
 import type { CallFrame, CallStart, ProviderDialect, ProviderWire } from './types.js';
 import {
   authorization,
-  digitField,
+  badStart,
+  callStart,
   evenL16,
   type Obj,
   objField,
   parseJson,
+  readStart,
   sameSecret,
+  streamEvent,
   strField,
 } from './wire-json.js';
 
 /** Exotel's smallest chunk, a multiple of its 320 B: 200 ms at 8 kHz, 100 ms at 16 kHz. */
 const CHUNK_BYTES = 3_200;
+
+/**
+ * A pause in the bot's audio after which the partial chunk held back leaves padded with silence: up to
+ * 200 ms of what the bot said would otherwise wait for it to speak again. Longer than the pauses of a bot
+ * still talking: Exotel sends the caller's audio in 100 ms media, so a bot answering in step with it
+ * pauses 100 ms between pieces, and one streaming in real time sends at least a chunk (200 ms at most)
+ * at a time; padding inside those would put silence into the middle of its speech.
+ */
+const IDLE_FLUSH_MS = 250;
 
 /** Base64 slin at `rate` in `media` events of 3,200 bytes. */
 export function exotelFormat(rate: 8000 | 16000): SessionFormat {
@@ -48,45 +62,27 @@ class ExotelWire implements ProviderWire {
   #chunkMs = 200;
 
   start(data: Buffer, isBinary: boolean): CallStart | undefined {
-    try {
+    return readStart('Exotel', () => {
       const o = parseJson(data, isBinary, 'Exotel');
       if (o.event === 'connected') return undefined;
       if (o.event !== 'start')
-        throw new BridgeError(
-          'bad_session_start',
-          `the stream must begin with connected and start, got ${describe(o.event)}`,
-        );
+        throw badStart(`the stream must begin with connected and start, got ${describe(o.event)}`);
       const start = objField(o, 'start');
       this.#streamSid = strField(start, 'stream_sid', 'start.stream_sid');
       const callSid = strField(start, 'call_sid', 'start.call_sid');
       const format = start.media_format as Obj | undefined;
       const rate = format?.sample_rate === undefined ? '8000' : String(format.sample_rate);
       if (rate !== '8000' && rate !== '16000')
-        throw new BridgeError(
-          'bad_session_start',
+        throw badStart(
           `start.media_format.sample_rate must be 8000 or 16000, got ${describe(format?.sample_rate)}`,
         );
       if (format?.encoding !== undefined && format.encoding !== 'audio/x-raw')
-        throw new BridgeError(
-          'bad_session_start',
-          `start.media_format.encoding must be audio/x-raw, got ${describe(format.encoding)}`,
-        );
+        throw badStart(`start.media_format.encoding must be audio/x-raw, got ${describe(format.encoding)}`);
       this.#rate = rate === '8000' ? 8000 : 16000;
       this.#chunkMs = (CHUNK_BYTES / 2 / this.#rate) * 1000;
       const params = (start.custom_parameters ?? {}) as Obj;
-      const phone = start.from ?? params.customer_phone;
-      const direction = params.direction;
-      return {
-        session_id: callSid,
-        customer_phone: typeof phone === 'string' && phone !== '' ? phone : undefined,
-        direction: direction === 'inbound' || direction === 'outbound' ? direction : undefined,
-        started_at: undefined,
-      };
-    } catch (err) {
-      if (err instanceof BridgeError && err.code !== 'bad_session_start')
-        throw new BridgeError('bad_session_start', `not a valid Exotel start: ${err.message}`);
-      throw err;
-    }
+      return callStart(callSid, start.from ?? params.customer_phone, params.direction);
+    });
   }
 
   format(): SessionFormat {
@@ -95,29 +91,13 @@ class ExotelWire implements ProviderWire {
 
   frame(data: Buffer, isBinary: boolean): CallFrame {
     const o = parseJson(data, isBinary, 'Exotel');
-    switch (o.event) {
-      case 'media': {
-        const payload = strField(objField(o, 'media'), 'payload', 'media.payload');
-        return { kind: 'audio', audio: evenL16(fromBase64(payload)) };
-      }
-      case 'dtmf':
-        return { kind: 'dtmf', digit: digitField(objField(o, 'dtmf').digit, 'dtmf.digit') };
-      case 'mark':
-        return { kind: 'played', name: strField(objField(o, 'mark'), 'name', 'mark.name') };
-      case 'stop':
-        return { kind: 'end', reason: 'provider' };
-      case 'connected':
-      case 'start':
-        return { kind: 'none' };
-      default:
-        throw new BridgeError(
-          'unknown_event',
-          `event must be one of connected, start, media, dtmf, mark or stop, got ${describe(o.event)}`,
-        );
-    }
+    if (o.event !== 'media') return streamEvent(o);
+    const payload = strField(objField(o, 'media'), 'payload', 'media.payload');
+    return { kind: 'audio', audio: evenL16(fromBase64(payload)) };
   }
 
   readonly textAudio = true;
+  readonly idleFlushMs = IDLE_FLUSH_MS;
 
   /** With `sequence_number`, `chunk` and `timestamp`, as Exotel's own media events have them. */
   audioText(chunk: Buffer): string {
@@ -159,14 +139,11 @@ export const exotelDialect: ProviderDialect = {
   name: 'exotel',
   async authenticate(req, _url, tenant, ctx) {
     if (ctx.config.mediaAuth === 'none') return { tenant, exp: undefined };
-    // Tenant `default`'s credentials come from EXOTEL_STREAM_USER/PASSWORD; others' from provider_auth.
-    const user = tenant === DEFAULT_TENANT ? ctx.config.exotelStreamUser : undefined;
-    const password = tenant === DEFAULT_TENANT ? ctx.config.exotelStreamPassword : undefined;
+    const cred = await providerCredential(ctx, tenant, 'exotel');
+    const user = cred?.username;
+    const password = cred?.password;
     if (user === undefined || password === undefined)
-      throw new BridgeError(
-        'unauthorized',
-        `no Exotel stream credentials are configured for tenant "${tenant}" (EXOTEL_STREAM_USER and EXOTEL_STREAM_PASSWORD for tenant default), so no Exotel stream can be checked`,
-      );
+      throw noCredential('Exotel', 'exotel', tenant, 'EXOTEL_STREAM_USER and EXOTEL_STREAM_PASSWORD');
     const given = authorization(req, 'Basic');
     if (given === undefined)
       throw new BridgeError('unauthorized', 'the upgrade has no Authorization: Basic header');

@@ -1,30 +1,6 @@
-/**
- * jambonz `listen` with streaming playback (`bidirectionalAudio.streaming: true`), on
- * `wss://…/v1/media/jambonz[/tenant]` with the subprotocol `audio.jambonz.org`.
- *
- *   in:   one text frame first: the call's attributes (`callSid`, `from`, `to`, `direction`, …), the
- *         listen's `sampleRate` and `mixType`, and its `metadata`; then binary L16 at `sampleRate`;
- *         `{"event":"dtmf","dtmf","duration"}` (`passDtmf`); `{"type":"mark","data":{"name","event"}}`
- *         with `event` `playout` (the audio before it played) or `cleared` (a `killAudio` or
- *         `clearMarks` dropped it)
- *   out:  binary L16, 20 ms a message, at the bidirectional rate; `{"type":"mark","data":{"name"}}`
- *         behind the audio; `{"type":"killAudio"}` for barge-in; `{"type":"disconnect"}` to hang up
- *
- * The bidirectional rate is the verb's `bidirectionalAudio.sampleRate`, which jambonz does not repeat in
- * the first frame: the bridge takes it from a `bidirectionalAudio` object in that frame (top level or in
- * `metadata`) when there is one, else it is the listen's `sampleRate` (set both the same on the verb).
- * The bridge carries 8 and 16 kHz; other rates are refused at the start with the accepted ones named.
- *
- * A mark reported `cleared` reaches the bot as a mark too, as Twilio's marks on `clear` do: the bot learns
- * that no more of the audio before it will play.
- *
- * Auth: HTTP Basic on the upgrade (the verb's `wsAuth`), checked against JAMBONZ_WS_USERNAME and
- * JAMBONZ_WS_PASSWORD for tenant `default`.
- */
-import { DEFAULT_TENANT } from '../../auth/jwt.js';
-import type { BridgeContext } from '../../context.js';
 import { BridgeError, describe } from '../../errors.js';
 import { resolveFormat, type SessionFormat } from '../format.js';
+import { noCredential, providerCredential } from './provider-auth.js';
 import type { CallFrame, CallStart, ProviderDialect, ProviderWire } from './types.js';
 import { checkBasic, digitField, evenL16, type Obj, parseJson, strField } from './wire-json.js';
 
@@ -179,27 +155,14 @@ class JambonzWire implements ProviderWire {
   }
 }
 
-/** Tenant `default`'s listen credentials (JAMBONZ_WS_USERNAME/PASSWORD); other tenants have none yet. */
-export function jambonzCredentials(
-  tenant: string,
-  ctx: BridgeContext,
-): { username: string; password: string } | undefined {
-  if (tenant !== DEFAULT_TENANT) return undefined;
-  const { jambonzWsUsername: username, jambonzWsPassword: password } = ctx.config;
-  return username === undefined || password === undefined ? undefined : { username, password };
-}
-
 export const jambonzDialect: ProviderDialect = {
   name: 'jambonz',
   subprotocol: JAMBONZ_SUBPROTOCOL,
   async authenticate(req, _url, tenant, ctx) {
     if (ctx.config.mediaAuth === 'none') return { tenant, exp: undefined };
-    const creds = jambonzCredentials(tenant, ctx);
-    if (creds === undefined)
-      throw new BridgeError(
-        'unauthorized',
-        `no jambonz listen credentials are configured for tenant "${tenant}" (JAMBONZ_WS_USERNAME and JAMBONZ_WS_PASSWORD for tenant default), so no jambonz stream can be checked`,
-      );
+    const creds = await providerCredential(ctx, tenant, 'jambonz');
+    if (creds?.username === undefined || creds.password === undefined)
+      throw noCredential('jambonz', 'jambonz', tenant, 'JAMBONZ_WS_USERNAME and JAMBONZ_WS_PASSWORD');
     checkBasic(req, creds.username, creds.password, 'jambonz listen (wsAuth)');
     return { tenant, exp: undefined };
   },

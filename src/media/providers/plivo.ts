@@ -19,17 +19,23 @@
  */
 import { fromBase64 } from '../../audio/codec.js';
 import type { Codec, TelephonyRate } from '../../audio/format.js';
-import { DEFAULT_TENANT } from '../../auth/jwt.js';
 import { BridgeError, describe } from '../../errors.js';
 import { resolveFormat, type SessionFormat } from '../format.js';
+import { noCredential, providerCredential } from './provider-auth.js';
 import type { CallFrame, CallStart, ProviderDialect, ProviderWire } from './types.js';
-import { digitField, type Obj, objField, parseJson, sameSecret, strField } from './wire-json.js';
+import {
+  badStart,
+  callStart,
+  digitField,
+  type Obj,
+  objField,
+  parseJson,
+  readStart,
+  sameSecret,
+  strField,
+} from './wire-json.js';
 
 const PLATFORM = 'Plivo audio streams';
-
-function badStart(message: string): BridgeError {
-  return new BridgeError('bad_session_start', message);
-}
 
 /** `extra_headers` as Plivo passes it: an object, its JSON, or `key=value` pairs. */
 function extraHeaders(v: unknown): Obj {
@@ -60,32 +66,16 @@ class PlivoWire implements ProviderWire {
   readonly #clears: string[][] = [];
 
   start(data: Buffer, isBinary: boolean): CallStart {
-    let o: Obj;
-    try {
-      o = parseJson(data, isBinary, PLATFORM);
-    } catch (err) {
-      throw badStart(`not a valid Plivo start: ${(err as Error).message}`);
-    }
-    if (o.event !== 'start') throw badStart(`the stream must begin with start, got ${describe(o.event)}`);
-    try {
+    return readStart('Plivo', () => {
+      const o = parseJson(data, isBinary, PLATFORM);
+      if (o.event !== 'start') throw badStart(`the stream must begin with start, got ${describe(o.event)}`);
       const start = objField(o, 'start');
       const callId = strField(start, 'callId', 'start.callId');
       this.#streamId = strField(start, 'streamId', 'start.streamId');
       this.#format(start.mediaFormat);
       const headers = extraHeaders(o.extra_headers);
-      const phone = headers.from ?? headers.customer_phone ?? headers.From;
-      const direction = headers.direction;
-      return {
-        session_id: callId,
-        customer_phone: typeof phone === 'string' && phone !== '' ? phone : undefined,
-        direction: direction === 'inbound' || direction === 'outbound' ? direction : undefined,
-        started_at: undefined,
-      };
-    } catch (err) {
-      if (err instanceof BridgeError && err.code !== 'bad_session_start')
-        throw badStart(`not a valid Plivo start: ${err.message}`);
-      throw err;
-    }
+      return callStart(callId, headers.from ?? headers.customer_phone ?? headers.From, headers.direction);
+    });
   }
 
   #format(mf: unknown): void {
@@ -189,13 +179,8 @@ export const plivoDialect: ProviderDialect = {
   name: 'plivo',
   async authenticate(req, url, tenant, ctx) {
     if (ctx.config.mediaAuth === 'none') return { tenant, exp: undefined };
-    // Tenant `default`'s token comes from PLIVO_STREAM_TOKEN; other tenants' from their provider_auth.
-    const want = tenant === DEFAULT_TENANT ? ctx.config.plivoStreamToken : undefined;
-    if (want === undefined)
-      throw new BridgeError(
-        'unauthorized',
-        `no Plivo stream token is configured for tenant "${tenant}" (PLIVO_STREAM_TOKEN for tenant default), so no Plivo stream can be checked`,
-      );
+    const want = (await providerCredential(ctx, tenant, 'plivo'))?.token;
+    if (want === undefined) throw noCredential('Plivo', 'plivo', tenant, 'PLIVO_STREAM_TOKEN');
     const header = req.headers.authorization;
     const m = header === undefined ? null : /^Bearer[ ]+([^ ]+)[ ]*$/i.exec(header);
     const given = m?.[1] ?? url.searchParams.get('token') ?? '';

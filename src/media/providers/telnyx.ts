@@ -21,20 +21,27 @@
 
 import { fromBase64 } from '../../audio/codec.js';
 import type { Codec, TelephonyRate } from '../../audio/format.js';
-import { DEFAULT_TENANT } from '../../auth/jwt.js';
 import { BridgeError, describe } from '../../errors.js';
 import { resolveFormat, type SessionFormat } from '../format.js';
+import { noCredential, providerCredential } from './provider-auth.js';
 import type { CallFrame, CallStart, ProviderDialect, ProviderWire } from './types.js';
-import { digitField, type Obj, objField, parseJson, sameSecret, strField } from './wire-json.js';
+import {
+  badStart,
+  callStart,
+  evenL16,
+  type Obj,
+  objField,
+  parseJson,
+  readStart,
+  sameSecret,
+  streamEvent,
+  strField,
+} from './wire-json.js';
 
 /** Frames held ahead of a missing one before it counts as lost (100 ms of 20 ms frames). */
 export const REORDER_WINDOW = 5;
 
 const ENCODINGS: Readonly<Record<string, Codec>> = { PCMU: 'pcmu', PCMA: 'pcma', L16: 'slin' };
-
-function badStart(message: string): BridgeError {
-  return new BridgeError('bad_session_start', message);
-}
 
 class TelnyxWire implements ProviderWire {
   #codec: Codec = 'pcmu';
@@ -46,33 +53,17 @@ class TelnyxWire implements ProviderWire {
   #swap: Buffer | undefined;
 
   start(data: Buffer, isBinary: boolean): CallStart | undefined {
-    let o: Obj;
-    try {
-      o = parseJson(data, isBinary, 'Telnyx media streaming');
-    } catch (err) {
-      throw badStart(`not a valid Telnyx start: ${(err as Error).message}`);
-    }
-    if (o.event === 'connected') return undefined;
-    if (o.event !== 'start')
-      throw badStart(`the stream must begin with connected and start, got ${describe(o.event)}`);
-    try {
+    return readStart('Telnyx', () => {
+      const o = parseJson(data, isBinary, 'Telnyx media streaming');
+      if (o.event === 'connected') return undefined;
+      if (o.event !== 'start')
+        throw badStart(`the stream must begin with connected and start, got ${describe(o.event)}`);
       const start = objField(o, 'start');
       const callControlId = strField(start, 'call_control_id', 'start.call_control_id');
       this.#format(start.media_format);
       const params = (start.custom_parameters ?? {}) as Obj;
-      const from = start.from ?? params.customer_phone ?? params.from;
-      const direction = params.direction;
-      return {
-        session_id: callControlId,
-        customer_phone: typeof from === 'string' && from !== '' ? from : undefined,
-        direction: direction === 'inbound' || direction === 'outbound' ? direction : undefined,
-        started_at: undefined,
-      };
-    } catch (err) {
-      if (err instanceof BridgeError && err.code !== 'bad_session_start')
-        throw badStart(`not a valid Telnyx start: ${err.message}`);
-      throw err;
-    }
+      return callStart(callControlId, start.from ?? params.customer_phone ?? params.from, params.direction);
+    });
   }
 
   #format(mf: unknown): void {
@@ -105,41 +96,16 @@ class TelnyxWire implements ProviderWire {
 
   frame(data: Buffer, isBinary: boolean): CallFrame {
     const o = parseJson(data, isBinary, 'Telnyx media streaming');
-    switch (o.event) {
-      case 'media': {
-        const media = objField(o, 'media');
-        if (media.track !== undefined && media.track !== 'inbound') return { kind: 'none' };
-        const audio = fromBase64(strField(media, 'payload', 'media.payload'));
-        if (this.#codec === 'slin') {
-          if ((audio.byteLength & 1) !== 0)
-            throw new BridgeError(
-              'odd_length',
-              `L16 audio must be whole 16-bit samples, got ${audio.byteLength} bytes`,
-            );
-          (audio as Buffer).swap16();
-        }
-        const chunk = Number(media.chunk);
-        if (media.chunk === undefined || !Number.isSafeInteger(chunk)) return { kind: 'audio', audio };
-        const ordered = this.#order(chunk, audio);
-        return ordered === undefined ? { kind: 'none' } : { kind: 'audio', audio: ordered };
-      }
-      case 'dtmf':
-        return { kind: 'dtmf', digit: digitField(objField(o, 'dtmf').digit, 'dtmf.digit') };
-      case 'mark':
-        return { kind: 'played', name: strField(objField(o, 'mark'), 'name', 'mark.name') };
-      case 'stop':
-        return { kind: 'end', reason: 'provider' };
-      case 'connected':
-      case 'start':
-      case 'error':
-        // Telnyx's error event reports a message of ours it refused; nothing for the call itself.
-        return { kind: 'none' };
-      default:
-        throw new BridgeError(
-          'unknown_event',
-          `event must be one of connected, start, media, dtmf, mark, error or stop, got ${describe(o.event)}`,
-        );
-    }
+    // Telnyx's `error` reports a message of ours it refused: nothing for the call itself.
+    if (o.event !== 'media') return streamEvent(o, ['error']);
+    const media = objField(o, 'media');
+    if (media.track !== undefined && media.track !== 'inbound') return { kind: 'none' };
+    const audio = fromBase64(strField(media, 'payload', 'media.payload'));
+    if (this.#codec === 'slin') (evenL16(audio) as Buffer).swap16();
+    const chunk = Number(media.chunk);
+    if (media.chunk === undefined || !Number.isSafeInteger(chunk)) return { kind: 'audio', audio };
+    const ordered = this.#order(chunk, audio);
+    return ordered === undefined ? { kind: 'none' } : { kind: 'audio', audio: ordered };
   }
 
   /** The audio now in order (this chunk and any held behind it), or undefined while a gap is open. */
@@ -204,13 +170,8 @@ export const telnyxDialect: ProviderDialect = {
   name: 'telnyx',
   async authenticate(req, _url, tenant, ctx) {
     if (ctx.config.mediaAuth === 'none') return { tenant, exp: undefined };
-    // Tenant `default`'s token comes from TELNYX_STREAM_AUTH_TOKEN; other tenants' from their provider_auth.
-    const want = tenant === DEFAULT_TENANT ? ctx.config.telnyxStreamAuthToken : undefined;
-    if (want === undefined)
-      throw new BridgeError(
-        'unauthorized',
-        `no Telnyx stream auth token is configured for tenant "${tenant}" (TELNYX_STREAM_AUTH_TOKEN for tenant default), so no Telnyx stream can be checked`,
-      );
+    const want = (await providerCredential(ctx, tenant, 'telnyx'))?.stream_auth_token;
+    if (want === undefined) throw noCredential('Telnyx', 'telnyx', tenant, 'TELNYX_STREAM_AUTH_TOKEN');
     const given = req.headers['x-telnyx-streaming-auth-token'];
     if (typeof given !== 'string' || given === '')
       throw new BridgeError('unauthorized', 'the upgrade has no x-telnyx-streaming-auth-token header');

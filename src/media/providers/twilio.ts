@@ -8,51 +8,28 @@
  *         back every mark still pending)
  *
  * Auth: `X-Twilio-Signature` on the upgrade, HMAC-SHA1 of the URL Twilio requested keyed by the
- * account's auth token, compared in constant time. The call's id is its `callSid`; the caller's number and
+ * account's auth token (the tenant's `provider_auth.twilio.auth_token`; TWILIO_AUTH_TOKEN for tenant
+ * `default`), compared in constant time. The call's id is its `callSid`; the caller's number and
  * the direction come from `<Parameter>`s (`from` or `customer_phone`, and `direction`), as Twilio puts no
  * number in the stream itself.
  */
 import { createHmac, timingSafeEqual } from 'node:crypto';
 import type { IncomingMessage } from 'node:http';
 import { fromBase64 } from '../../audio/codec.js';
-import { DEFAULT_TENANT } from '../../auth/jwt.js';
 import { BridgeError, describe } from '../../errors.js';
 import { resolveFormat, type SessionFormat } from '../format.js';
+import { noCredential, providerCredential } from './provider-auth.js';
 import type { CallFrame, CallStart, ProviderDialect, ProviderWire } from './types.js';
-
-const DIGITS = /^[0-9*#A-Da-d]$/;
-
-type Obj = Record<string, unknown>;
-
-function parse(data: Buffer, isBinary: boolean): Obj {
-  if (isBinary)
-    throw new BridgeError('unknown_event', 'Twilio Media Streams frames are JSON text, not binary');
-  let v: unknown;
-  try {
-    v = JSON.parse(data.toString('utf8'));
-  } catch {
-    throw new BridgeError('bad_json', 'a frame is not valid JSON');
-  }
-  if (v === null || typeof v !== 'object' || Array.isArray(v))
-    throw new BridgeError('bad_json', 'a frame must be a JSON object');
-  return v as Obj;
-}
-
-function obj(o: Obj, key: string): Obj {
-  const v = o[key];
-  if (v === null || typeof v !== 'object' || Array.isArray(v))
-    throw new BridgeError('invalid_field', `${key} must be an object, got ${describe(v)}`, { field: key });
-  return v as Obj;
-}
-
-function str(o: Obj, key: string, field = key): string {
-  const v = o[key];
-  if (typeof v !== 'string' || v === '')
-    throw new BridgeError('invalid_field', `${field} must be a non-empty string, got ${describe(v)}`, {
-      field,
-    });
-  return v;
-}
+import {
+  badStart,
+  callStart,
+  type Obj,
+  objField,
+  parseJson,
+  readStart,
+  streamEvent,
+  strField,
+} from './wire-json.js';
 
 /** The µ-law 8 kHz call format, 20 ms chunks in JSON `media` events. */
 export function twilioFormat(): SessionFormat {
@@ -63,38 +40,22 @@ class TwilioWire implements ProviderWire {
   #streamSid = '';
 
   start(data: Buffer, isBinary: boolean): CallStart | undefined {
-    let o: Obj;
-    try {
-      o = parse(data, isBinary);
+    return readStart('Twilio', () => {
+      const o = parseJson(data, isBinary, 'Twilio Media Streams');
       if (o.event === 'connected') return undefined;
       if (o.event !== 'start')
-        throw new BridgeError(
-          'bad_session_start',
-          `the stream must begin with connected and start, got ${describe(o.event)}`,
-        );
-      const start = obj(o, 'start');
-      this.#streamSid = str(start, 'streamSid', 'start.streamSid');
-      const callSid = str(start, 'callSid', 'start.callSid');
+        throw badStart(`the stream must begin with connected and start, got ${describe(o.event)}`);
+      const start = objField(o, 'start');
+      this.#streamSid = strField(start, 'streamSid', 'start.streamSid');
+      const callSid = strField(start, 'callSid', 'start.callSid');
       const format = start.mediaFormat as Obj | undefined;
       if (format !== undefined && (format.encoding !== 'audio/x-mulaw' || format.sampleRate !== 8000))
-        throw new BridgeError(
-          'bad_session_start',
+        throw badStart(
           `start.mediaFormat must be audio/x-mulaw at 8000 Hz, got ${describe(format.encoding)} at ${describe(format.sampleRate)}`,
         );
       const params = (start.customParameters ?? {}) as Obj;
-      const phone = params.customer_phone ?? params.from ?? params.From;
-      const direction = params.direction;
-      return {
-        session_id: callSid,
-        customer_phone: typeof phone === 'string' ? phone : undefined,
-        direction: direction === 'inbound' || direction === 'outbound' ? direction : undefined,
-        started_at: undefined,
-      };
-    } catch (err) {
-      if (err instanceof BridgeError && err.code !== 'bad_session_start')
-        throw new BridgeError('bad_session_start', `not a valid Twilio start: ${err.message}`);
-      throw err;
-    }
+      return callStart(callSid, params.customer_phone ?? params.from ?? params.From, params.direction);
+    });
   }
 
   format(): SessionFormat {
@@ -102,39 +63,11 @@ class TwilioWire implements ProviderWire {
   }
 
   frame(data: Buffer, isBinary: boolean): CallFrame {
-    const o = parse(data, isBinary);
-    switch (o.event) {
-      case 'media': {
-        const media = obj(o, 'media');
-        if (media.track !== undefined && media.track !== 'inbound') return { kind: 'none' };
-        const payload = str(media, 'payload', 'media.payload');
-        return { kind: 'audio', audio: fromBase64(payload) };
-      }
-      case 'dtmf': {
-        const digit = obj(o, 'dtmf').digit;
-        if (typeof digit !== 'string' || !DIGITS.test(digit))
-          throw new BridgeError(
-            'invalid_field',
-            `dtmf.digit must be one of 0-9, *, #, A-D, got ${describe(digit)}`,
-            {
-              field: 'dtmf.digit',
-            },
-          );
-        return { kind: 'dtmf', digit: digit.toUpperCase() };
-      }
-      case 'mark':
-        return { kind: 'played', name: str(obj(o, 'mark'), 'name', 'mark.name') };
-      case 'stop':
-        return { kind: 'end', reason: 'provider' };
-      case 'connected':
-      case 'start':
-        return { kind: 'none' };
-      default:
-        throw new BridgeError(
-          'unknown_event',
-          `event must be one of connected, start, media, dtmf, mark or stop, got ${describe(o.event)}`,
-        );
-    }
+    const o = parseJson(data, isBinary, 'Twilio Media Streams');
+    if (o.event !== 'media') return streamEvent(o);
+    const media = objField(o, 'media');
+    if (media.track !== undefined && media.track !== 'inbound') return { kind: 'none' };
+    return { kind: 'audio', audio: fromBase64(strField(media, 'payload', 'media.payload')) };
   }
 
   readonly textAudio = true;
@@ -182,13 +115,8 @@ export const twilioDialect: ProviderDialect = {
   name: 'twilio',
   async authenticate(req, _url, tenant, ctx) {
     if (ctx.config.mediaAuth === 'none') return { tenant, exp: undefined };
-    // Tenant `default`'s auth token comes from TWILIO_AUTH_TOKEN; other tenants' from their provider_auth.
-    const token = tenant === DEFAULT_TENANT ? ctx.config.twilioAuthToken : undefined;
-    if (token === undefined)
-      throw new BridgeError(
-        'unauthorized',
-        `no Twilio auth token is configured for tenant "${tenant}" (TWILIO_AUTH_TOKEN for tenant default), so no Twilio stream can be checked`,
-      );
+    const token = (await providerCredential(ctx, tenant, 'twilio'))?.auth_token;
+    if (token === undefined) throw noCredential('Twilio', 'twilio', tenant, 'TWILIO_AUTH_TOKEN');
     const given = req.headers['x-twilio-signature'];
     if (typeof given !== 'string' || given === '')
       throw new BridgeError('unauthorized', 'the upgrade has no X-Twilio-Signature header');

@@ -81,6 +81,14 @@ export interface ProviderWire {
   frame(data: Buffer, isBinary: boolean): CallFrame;
   /** Audio goes as text frames (`audioText`), not as binary frames. Read once the format is known. */
   readonly textAudio: boolean;
+  /**
+   * For a dialect whose chunks are long (Exotel's 3,200 bytes at least): once the bot's audio has paused
+   * this long, ms, a partial chunk held back is padded to a whole one with silence and sent, so the end
+   * of what the bot said is not stuck until it speaks again; and not before, even for a mark behind it.
+   * Undefined: a partial waits for more audio, a mark behind it, or the end of the call (a chunk of
+   * 20 ms holds nothing back worth sending alone).
+   */
+  readonly idleFlushMs?: number;
   /** A chunk of audio as a text frame (when `textAudio`). */
   audioText(chunk: Buffer): string;
   /** A mark placed behind the audio before it; the provider reports it played (see `acksMarks`). */

@@ -15,16 +15,26 @@
  * at the clear goes to Vonage right after it, and Vonage acks it later: that ack is not passed on twice.
  *
  * Auth: Vonage signs nothing of its own on the upgrade; the NCCO endpoint's `authorization` sets the
- * `Authorization` header, so the bridge takes `Authorization: Bearer <VONAGE_STREAM_TOKEN>` (tenant
- * `default`). The call's id is the `uuid` header the NCCO sets (else one the bridge makes); the caller's
+ * `Authorization` header, so the bridge takes `Authorization: Bearer <token>` (the tenant's
+ * `provider_auth.vonage.token`; VONAGE_STREAM_TOKEN for tenant `default`), and/or only upgrades from the
+ * addresses `provider_auth.vonage.allow` lists (403 from any other). The call's id is the `uuid` header the NCCO sets (else one the bridge makes); the caller's
  * number and the direction come from the `from` and `direction` headers.
  */
 import { randomUUID } from 'node:crypto';
-import { DEFAULT_TENANT } from '../../auth/jwt.js';
 import { BridgeError, describe } from '../../errors.js';
+import { clientAddress, trustFn } from '../../limits/client-address.js';
 import { resolveFormat, type SessionFormat } from '../format.js';
+import { addressAllowed, noCredential, providerCredential } from './provider-auth.js';
 import type { CallFrame, CallStart, ProviderDialect, ProviderWire } from './types.js';
-import { authorization, digitField, evenL16, parseJson, sameSecret, strField } from './wire-json.js';
+import {
+  authorization,
+  callStart,
+  digitField,
+  evenL16,
+  parseJson,
+  sameSecret,
+  strField,
+} from './wire-json.js';
 
 const CONTENT_TYPE = /^audio\/l16;\s*rate=(8000|16000)$/i;
 
@@ -85,14 +95,7 @@ class VonageWire implements ProviderWire {
         'bad_session_start',
         `the uuid header must be a string of 1 to 128 characters, got ${describe(uuid)}`,
       );
-    const phone = o.customer_phone ?? o.from;
-    const direction = o.direction;
-    return {
-      session_id: uuid ?? randomUUID(),
-      customer_phone: typeof phone === 'string' && phone !== '' ? phone : undefined,
-      direction: direction === 'inbound' || direction === 'outbound' ? direction : undefined,
-      started_at: undefined,
-    };
+    return callStart(uuid ?? randomUUID(), o.customer_phone ?? o.from, o.direction);
   }
 
   format(): SessionFormat {
@@ -183,13 +186,17 @@ export const vonageDialect: ProviderDialect = {
   name: 'vonage',
   async authenticate(req, _url, tenant, ctx) {
     if (ctx.config.mediaAuth === 'none') return { tenant, exp: undefined };
-    // Tenant `default`'s token comes from VONAGE_STREAM_TOKEN; other tenants' from their provider_auth.
-    const token = tenant === DEFAULT_TENANT ? ctx.config.vonageStreamToken : undefined;
-    if (token === undefined)
+    const cred = await providerCredential(ctx, tenant, 'vonage');
+    const { token, allow } = cred ?? {};
+    if (token === undefined && allow === undefined)
+      throw noCredential('Vonage', 'vonage', tenant, 'VONAGE_STREAM_TOKEN');
+    // With an allowlist, the address is checked first (403), then the token when there is one too.
+    if (allow !== undefined && !addressAllowed(clientAddress(req, trustFn(ctx.config.trustProxy)), allow))
       throw new BridgeError(
-        'unauthorized',
-        `no Vonage stream token is configured for tenant "${tenant}" (VONAGE_STREAM_TOKEN for tenant default), so no Vonage stream can be checked`,
+        'forbidden',
+        `the upgrade does not come from an address provider_auth.vonage.allow lists`,
       );
+    if (token === undefined) return { tenant, exp: undefined };
     const given = authorization(req, 'Bearer');
     if (given === undefined)
       throw new BridgeError('unauthorized', 'the upgrade has no Authorization: Bearer header');

@@ -1,10 +1,11 @@
 /**
- * Reading the JSON text frames of the provider dialects, and their shared credential checks: each
- * failure a BridgeError naming the field and what is accepted.
+ * Reading the JSON text frames of the provider dialects, the call their start frame describes, and their
+ * shared credential checks: each failure a BridgeError naming the field and what is accepted.
  */
 import { createHash, timingSafeEqual } from 'node:crypto';
 import type { IncomingMessage } from 'node:http';
 import { BridgeError, describe } from '../../errors.js';
+import type { CallFrame, CallStart } from './types.js';
 
 export type Obj = Record<string, unknown>;
 
@@ -22,6 +23,58 @@ export function parseJson(data: Buffer, isBinary: boolean, platform: string): Ob
   if (v === null || typeof v !== 'object' || Array.isArray(v))
     throw new BridgeError('bad_json', 'a frame must be a JSON object');
   return v as Obj;
+}
+
+/** A start frame the call cannot begin with (the connection closes 4400). */
+export function badStart(message: string): BridgeError {
+  return new BridgeError('bad_session_start', message);
+}
+
+/**
+ * Reads a start frame with `read`: any other BridgeError it throws (a field missing, bad JSON) becomes
+ * `bad_session_start`, "not a valid <platform> start: …".
+ */
+export function readStart<T>(platform: string, read: () => T): T {
+  try {
+    return read();
+  } catch (err) {
+    if (err instanceof BridgeError && err.code !== 'bad_session_start')
+      throw badStart(`not a valid ${platform} start: ${err.message}`);
+    throw err;
+  }
+}
+
+/** The call of a start frame: the platform's call id, and the caller's number and direction where given. */
+export function callStart(sessionId: string, phone: unknown, direction: unknown): CallStart {
+  return {
+    session_id: sessionId,
+    customer_phone: typeof phone === 'string' && phone !== '' ? phone : undefined,
+    direction: direction === 'inbound' || direction === 'outbound' ? direction : undefined,
+    started_at: undefined,
+  };
+}
+
+/**
+ * The events Twilio Media Streams and the platforms modelled on it (Telnyx, Exotel) share besides their
+ * `media`: `dtmf`, `mark` (a mark played), `stop`, and `connected` or `start` again (nothing for the
+ * call); `quiet` names events of the platform's own that carry nothing for the call either. Any other
+ * event is `unknown_event`.
+ */
+export function streamEvent(o: Obj, quiet: readonly string[] = []): CallFrame {
+  switch (o.event) {
+    case 'dtmf':
+      return { kind: 'dtmf', digit: digitField(objField(o, 'dtmf').digit, 'dtmf.digit') };
+    case 'mark':
+      return { kind: 'played', name: strField(objField(o, 'mark'), 'name', 'mark.name') };
+    case 'stop':
+      return { kind: 'end', reason: 'provider' };
+    case 'connected':
+    case 'start':
+      return { kind: 'none' };
+  }
+  if (typeof o.event === 'string' && quiet.includes(o.event)) return { kind: 'none' };
+  const events = ['connected', 'start', 'media', 'dtmf', 'mark', ...quiet].join(', ');
+  throw new BridgeError('unknown_event', `event must be one of ${events} or stop, got ${describe(o.event)}`);
 }
 
 export function objField(o: Obj, key: string, field = key): Obj {

@@ -1,0 +1,238 @@
+/**
+ * Every provider dialect x every bot dialect: one call per cell, placed by the emulated provider (which
+ * keeps that platform's rules) through a real bridge to a real bot, a tone heard at >= 30 dB SNR each way
+ * and no platform rule broken. A new dialect is one row of PROVIDERS or BOTS.
+ *
+ * Bots: our own protocol (`bridge`, the ws echo bot of helpers/bot.ts), the `twilio` dialect (a Twilio
+ * Media Streams echo server, helpers/twilio-bot.ts) and `openai-realtime` (the Realtime stand-in, which
+ * answers the caller's turn with a tone of its own).
+ */
+import { afterAll, expect, it } from 'vitest';
+import { generateTone, steadyToneSnrDb, trimSilence } from '../../src/audio/tone.js';
+import { type CallerOptions, SyntheticCall } from '../../src/emulator/caller.js';
+import { createRealtimeEmulator } from '../../src/emulator/realtime/server.js';
+import { replyToneHz } from '../../src/emulator/realtime/voice.js';
+import { TestBot } from '../helpers/bot.js';
+import { startBridge, type TestBridge } from '../helpers/bridge.js';
+import { TwilioEchoBot } from '../helpers/twilio-bot.js';
+
+const TONE_HZ = 440;
+/** Silence first, so the bot is connected when the tone starts (the bridge drops what comes before). */
+const LEAD_S = 0.3;
+const TONE_S = 0.6;
+/** Then silence long enough for the stand-in's turn detection (500 ms) and its reply. */
+const CALL_S = 1.8;
+const REPLY_MS = 500;
+const MIN_SNR_DB = 30;
+
+const CREDENTIALS = {
+  TWILIO_AUTH_TOKEN: 'matrix-twilio-auth-token',
+  TELNYX_STREAM_AUTH_TOKEN: 'matrix-telnyx-token',
+  PLIVO_STREAM_TOKEN: 'matrix-plivo-token',
+  EXOTEL_STREAM_USER: 'matrix-exotel-key',
+  EXOTEL_STREAM_PASSWORD: 'matrix-exotel-password',
+  VONAGE_STREAM_TOKEN: 'matrix-vonage-token',
+};
+
+/** A provider dialect: the call's rate, and how its platform places a call on `bridge`. */
+interface ProviderRow {
+  readonly rate: number;
+  call(bridge: TestBridge): Promise<Partial<CallerOptions>>;
+}
+
+const ws = (bridge: TestBridge, dialect: string) => `${bridge.mediaUrl}/${dialect}`;
+
+const PROVIDERS: Record<string, ProviderRow> = {
+  default: {
+    rate: 16000,
+    call: async (b) => ({
+      url: b.mediaUrl,
+      token: await b.mediaToken(),
+      format: { codec: 'slin', inputRate: 16000, outputRate: 16000, encoding: 'binary', chunkBytes: 640 },
+    }),
+  },
+  twilio: {
+    rate: 8000,
+    call: async (b) => ({ url: ws(b, 'twilio'), auth: { token: CREDENTIALS.TWILIO_AUTH_TOKEN } }),
+  },
+  telnyx: {
+    rate: 8000,
+    call: async (b) => ({ url: ws(b, 'telnyx'), auth: { token: CREDENTIALS.TELNYX_STREAM_AUTH_TOKEN } }),
+  },
+  plivo: {
+    rate: 16000,
+    call: async (b) => ({ url: `${ws(b, 'plivo')}?token=${CREDENTIALS.PLIVO_STREAM_TOKEN}`, codec: 'slin' }),
+  },
+  exotel: {
+    rate: 8000,
+    call: async (b) => ({
+      url: ws(b, 'exotel'),
+      auth: { username: CREDENTIALS.EXOTEL_STREAM_USER, password: CREDENTIALS.EXOTEL_STREAM_PASSWORD },
+    }),
+  },
+  vonage: {
+    rate: 16000,
+    call: async (b) => ({
+      url: ws(b, 'vonage'),
+      auth: { header: { name: 'authorization', value: `Bearer ${CREDENTIALS.VONAGE_STREAM_TOKEN}` } },
+    }),
+  },
+};
+
+/** A bot of one dialect for one call: the bridge's env for it, what it heard, the tone it answers with. */
+interface BotPeer {
+  readonly env: Record<string, string>;
+  /** The caller's audio as the bot received it. */
+  heard(): Promise<{ pcm: Int16Array; rate: number }>;
+  readonly answerHz: number;
+  close(): Promise<void>;
+}
+
+const BOTS: Record<string, () => Promise<BotPeer>> = {
+  bridge: async () => {
+    const bot = await TestBot.start({ echo: true });
+    return {
+      env: { BOT_URL: bot.url, BOT_SAMPLE_RATE: '16000' },
+      heard: async () => {
+        const b = (await bot.waitConnection()).audioBytes();
+        return { pcm: new Int16Array(b.buffer, b.byteOffset, b.length >> 1), rate: 16000 };
+      },
+      answerHz: TONE_HZ,
+      close: () => bot.close(),
+    };
+  },
+  twilio: async () => {
+    const bot = await TwilioEchoBot.start();
+    return {
+      env: { BOT_URL: bot.url, BOT_DIALECT: 'twilio' },
+      heard: async () => ({ pcm: bot.heard(), rate: 8000 }),
+      answerHz: TONE_HZ,
+      close: () => bot.close(),
+    };
+  },
+  'openai-realtime': async () => {
+    const rt = createRealtimeEmulator({});
+    await rt.listen(0, '127.0.0.1');
+    return {
+      env: {
+        BOT_URL: rt.wsUrl('gpt-realtime'),
+        BOT_DIALECT: 'openai-realtime',
+        BOT_API_KEY: 'sk-test-key',
+        BOT_INSTRUCTIONS: `Reply with a tone. reply_ms=${REPLY_MS}`,
+      },
+      heard: async () => {
+        const input = (await rt.waitForSession(1, 5_000)).record.inputAudio();
+        return input === undefined ? { pcm: new Int16Array(0), rate: 8000 } : input;
+      },
+      answerHz: replyToneHz(0),
+      close: () => rt.close(),
+    };
+  },
+};
+
+interface Cell {
+  readonly provider: string;
+  readonly bot: string;
+  inSnr: number;
+  outSnr: number;
+  heardMs: number;
+  breaches: string[];
+  error?: string;
+}
+
+const snr = (pcm: Int16Array, hz: number, rate: number) =>
+  steadyToneSnrDb(trimSilence(pcm, rate), hz, rate) ?? Number.NEGATIVE_INFINITY;
+
+async function runCell(provider: string, botName: string): Promise<Cell> {
+  const row = PROVIDERS[provider]!;
+  const peer = await BOTS[botName]!();
+  const cell: Cell = {
+    provider,
+    bot: botName,
+    inSnr: -Infinity,
+    outSnr: -Infinity,
+    heardMs: 0,
+    breaches: [],
+  };
+  let bridge: TestBridge | undefined;
+  try {
+    bridge = await startBridge({ ...CREDENTIALS, ...peer.env });
+    const audio = new Int16Array(Math.round(row.rate * CALL_S));
+    audio.set(
+      generateTone(TONE_HZ, row.rate, Math.round(row.rate * TONE_S), 0.5),
+      Math.round(row.rate * LEAD_S),
+    );
+    const report = await new SyntheticCall({
+      sessionId: `matrix-${provider}-${botName}`,
+      customerPhone: '15550100',
+      direction: 'inbound',
+      dialect: provider as CallerOptions['dialect'],
+      rate: row.rate,
+      audio,
+      keepReceived: true,
+      tailMs: 700,
+      url: '',
+      ...(await row.call(bridge)),
+    }).run();
+    const heard = await peer.heard();
+    cell.inSnr = snr(heard.pcm, TONE_HZ, heard.rate);
+    cell.outSnr = snr(report.received, peer.answerHz, report.outputRate);
+    cell.heardMs = (trimSilence(report.received, report.outputRate).length / report.outputRate) * 1000;
+    cell.breaches = report.breaches.map((b) => `${b.rule}: ${b.detail}`);
+    if (report.state !== 'ended') cell.error = `call ${report.state}: ${JSON.stringify(report.errors)}`;
+  } catch (err) {
+    cell.error = (err as Error).message;
+  } finally {
+    await bridge?.close();
+    await peer.close();
+  }
+  return cell;
+}
+
+/** Runs `jobs` at most `n` at a time, results in order. */
+async function pool<T>(jobs: (() => Promise<T>)[], n: number): Promise<T[]> {
+  const out: T[] = [];
+  let next = 0;
+  const worker = async () => {
+    while (next < jobs.length) {
+      const i = next++;
+      out[i] = await jobs[i]!();
+    }
+  };
+  await Promise.all(Array.from({ length: n }, worker));
+  return out;
+}
+
+const cells: Cell[] = [];
+
+afterAll(() => {
+  if (cells.length === 0) return;
+  const f = (x: number) => (Number.isFinite(x) ? x.toFixed(1) : '-');
+  console.log(
+    [
+      'provider  bot               in dB  out dB  heard ms',
+      ...cells.map(
+        (c) =>
+          `${c.provider.padEnd(9)} ${c.bot.padEnd(16)} ${f(c.inSnr).padStart(6)} ${f(c.outSnr).padStart(7)} ${c.heardMs.toFixed(0).padStart(9)}${c.error === undefined ? '' : `  ${c.error}`}`,
+      ),
+    ].join('\n'),
+  );
+});
+
+it(`every provider dialect x every bot dialect: a tone both ways at >= ${MIN_SNR_DB} dB, no platform rule broken`, {
+  timeout: 60_000,
+}, async () => {
+  const jobs = Object.keys(PROVIDERS).flatMap((p) => Object.keys(BOTS).map((b) => () => runCell(p, b)));
+  // Six calls at a time: each bridge, bot and caller in this process, paced at real time.
+  cells.push(...(await pool(jobs, 6)));
+  for (const c of cells) {
+    const at = `${c.provider} x ${c.bot}`;
+    expect(c.error, at).toBeUndefined();
+    expect(c.breaches, at).toEqual([]);
+    expect(c.inSnr, `${at}: caller -> bot`).toBeGreaterThanOrEqual(MIN_SNR_DB);
+    expect(c.outSnr, `${at}: bot -> caller`).toBeGreaterThanOrEqual(MIN_SNR_DB);
+    // The answer whole: the echoed tone, or the stand-in's reply.
+    const wantMs = c.bot === 'openai-realtime' ? REPLY_MS : TONE_S * 1000;
+    expect(c.heardMs, `${at}: heard`).toBeGreaterThanOrEqual(wantMs - 20);
+  }
+});
