@@ -113,6 +113,8 @@ describe('provider_auth: per-tenant provider credentials', () => {
         plivo: ENV_TWINS.PLIVO_STREAM_TOKEN,
         exotel: ENV_TWINS.EXOTEL_STREAM_PASSWORD,
         vonage: ENV_TWINS.VONAGE_STREAM_TOKEN,
+        jambonz: ENV_TWINS.JAMBONZ_WS_PASSWORD,
+        asterisk: ENV_TWINS.ASTERISK_WS_PASSWORD,
       }[dialect];
       expect(await tryDialect(dialect, 'acme', envSecret), `${dialect} with the env twin`).toBe(401);
       expect(await tryDialect(dialect, 'default', SECRETS[dialect]), `${dialect} acme's on default`).toBe(
@@ -129,6 +131,16 @@ describe('provider_auth: per-tenant provider credentials', () => {
       }[dialect];
       expect(await tryDialect(dialect, 'default', envSecret), `${dialect} default env`).toBe(101);
     }
+    for (const [dialect, user, password] of [
+      ['jambonz', ENV_TWINS.JAMBONZ_WS_USERNAME, ENV_TWINS.JAMBONZ_WS_PASSWORD],
+      ['asterisk', ENV_TWINS.ASTERISK_WS_USERNAME, ENV_TWINS.ASTERISK_WS_PASSWORD],
+    ] as const)
+      expect(
+        await upgradeStatus(`${rig.http.replace('http', 'ws')}/v1/media/${dialect}`, {
+          authorization: basic(user, password),
+        }),
+        `${dialect} default env`,
+      ).toBe(101);
     expect(
       await upgradeStatus(`${rig.http.replace('http', 'ws')}/v1/media/exotel`, {
         authorization: basic(ENV_TWINS.EXOTEL_STREAM_USER, ENV_TWINS.EXOTEL_STREAM_PASSWORD),
