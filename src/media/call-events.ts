@@ -15,7 +15,7 @@ import type { Logger } from '../log.js';
 import type { SessionInfo } from '../state/types.js';
 import { CallMeter } from './call-meter.js';
 import type { SessionFormat } from './format.js';
-import type { SessionTaps } from './taps.js';
+import type { RawTap } from './tap-types.js';
 
 /** Five readings a second (the contract asks for 4 to 10). */
 export const LEVEL_INTERVAL_MS = 200;
@@ -31,7 +31,8 @@ export interface CallEventData {
 export interface LiveCall {
   readonly info: SessionInfo;
   readonly format: SessionFormat;
-  readonly taps: SessionTaps;
+  /** The call's audio taps: a meter observes the bytes as they pass. */
+  readonly taps: { observe(tap: RawTap): () => void };
   /** The call's bot as events show it: dialect and a URL without credentials. */
   readonly botView: { readonly dialect: string; readonly url?: string };
 }

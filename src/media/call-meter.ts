@@ -10,7 +10,7 @@
  */
 import type { Codec } from '../audio/format.js';
 import { LevelSum, sampleCount, sumSquares, VoiceActivity } from '../audio/level.js';
-import type { RawTap } from './taps.js';
+import type { RawTap } from './tap-types.js';
 
 export interface Levels {
   readonly caller_dbfs: number | null;
