@@ -11,6 +11,7 @@ import { registerCallRoutes } from './control/calls.js';
 import { registerDocs } from './control/docs.js';
 import { registerHealthRoutes } from './control/health.js';
 import { registerMediaStreamRoutes } from './control/media-stream.js';
+import { registerMediaTokenRoutes } from './control/media-tokens.js';
 import { registerSessionRoutes } from './control/sessions.js';
 import { BridgeError, isBridgeError } from './errors.js';
 import { trustFn } from './limits/client-address.js';
@@ -156,6 +157,7 @@ export async function createBridge(config: Config, options: BridgeOptions = {}):
   registerMediaStreamRoutes(app, ctx, ctx.verifyRest);
   registerCallRoutes(app, ctx, ctx.verifyRest);
   registerSessionRoutes(app, ctx, ctx.verifyRest);
+  registerMediaTokenRoutes(app, ctx, ctx.verifyRest);
   registerMessagingRoutes(app, ctx, ctx.verifyRest);
 
   const pipeline = options.pipeline ?? createPipeline({ workers: config.dspWorkers, log, metrics });

@@ -18,7 +18,11 @@ describe('npm run token', () => {
     const all = await token('--tenant', 'acme');
     expect(all.tenant).toBe('acme');
     expect(new Set((all.scope as string).split(' '))).toEqual(
-      new Set(['media:manage', 'sessions:read', 'calls:control', 'messages:read', 'messages:manage']),
+      new Set([
+        ...['media:manage', 'sessions:read', 'calls:control', 'messages:read', 'messages:manage'],
+        // The console's: the softphone, listen-in and recordings.
+        ...['media:call', 'sessions:listen', 'recordings:read', 'recordings:manage'],
+      ]),
     );
     const one = await token('--scope', 'messages:read');
     expect(one.scope).toBe('messages:read');
