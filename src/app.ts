@@ -8,6 +8,7 @@ import type { Clock } from './clock.js';
 import type { Config } from './config.js';
 import type { BridgeContext } from './context.js';
 import { registerCallRoutes } from './control/calls.js';
+import { registerConsoleRoutes } from './control/console.js';
 import { registerDocs } from './control/docs.js';
 import { registerHealthRoutes } from './control/health.js';
 import { registerMediaStreamRoutes } from './control/media-stream.js';
@@ -158,6 +159,7 @@ export async function createBridge(config: Config, options: BridgeOptions = {}):
   registerCallRoutes(app, ctx, ctx.verifyRest);
   registerSessionRoutes(app, ctx, ctx.verifyRest);
   registerMediaTokenRoutes(app, ctx, ctx.verifyRest);
+  registerConsoleRoutes(app);
   registerMessagingRoutes(app, ctx, ctx.verifyRest);
 
   const pipeline = options.pipeline ?? createPipeline({ workers: config.dspWorkers, log, metrics });
