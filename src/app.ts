@@ -13,11 +13,12 @@ import { registerDocs } from './control/docs.js';
 import { registerHealthRoutes } from './control/health.js';
 import { registerMediaStreamRoutes } from './control/media-stream.js';
 import { registerMediaTokenRoutes } from './control/media-tokens.js';
+import { registerRecordingRoutes } from './control/recordings.js';
 import { registerSessionRoutes } from './control/sessions.js';
 import { BridgeError, isBridgeError } from './errors.js';
 import { trustFn } from './limits/client-address.js';
 import { registerRestRateLimit } from './limits/rest.js';
-import { createLogger, type Logger } from './log.js';
+import { createFormattedLogger, type Logger } from './log.js';
 import type { BotNotice } from './media/bot/types.js';
 import { attachMediaEndpoint, type MediaEndpoint } from './media/endpoint.js';
 import { createMessagingClient } from './messaging/client.js';
@@ -27,6 +28,7 @@ import { createMetrics } from './metrics.js';
 import { createPipeline } from './pipeline/index.js';
 import type { AudioPipeline } from './pipeline/types.js';
 import { createProviderClient, type ProviderClient } from './provider/client.js';
+import { Recordings } from './recording/index.js';
 import { createStateStore } from './state/index.js';
 
 export interface BridgeOptions {
@@ -61,7 +63,7 @@ export interface Bridge {
 const MESSAGING_CALL_TIMEOUT_MS = 20_000;
 
 export async function createBridge(config: Config, options: BridgeOptions = {}): Promise<Bridge> {
-  const log = options.log ?? createLogger(config.logLevel);
+  const log = options.log ?? (await createFormattedLogger(config.logLevel, config.logFormat));
   const metrics = createMetrics();
   const provider =
     options.provider ??
@@ -102,8 +104,16 @@ export async function createBridge(config: Config, options: BridgeOptions = {}):
     messaging,
     messages: state.messages,
     sessionEvents: state.sessionEvents,
+    recordings: new Recordings({
+      dir: config.recordingsDir,
+      recordAll: config.recordCalls,
+      retentionDays: config.recordingsRetentionDays,
+      log,
+      registry: metrics.registry,
+    }),
     draining: false,
   };
+  ctx.recordings.startRetention();
 
   const app = Fastify({
     loggerInstance: log as FastifyBaseLogger,
@@ -161,6 +171,7 @@ export async function createBridge(config: Config, options: BridgeOptions = {}):
   registerMediaTokenRoutes(app, ctx, ctx.verifyRest);
   registerConsoleRoutes(app);
   registerMessagingRoutes(app, ctx, ctx.verifyRest);
+  registerRecordingRoutes(app, ctx, ctx.verifyRest);
 
   const pipeline = options.pipeline ?? createPipeline({ workers: config.dspWorkers, log, metrics });
   const media = attachMediaEndpoint(app.server, ctx, pipeline, options.limitClock);
@@ -188,6 +199,8 @@ export async function createBridge(config: Config, options: BridgeOptions = {}):
       ctx.draining = true;
       // Calls first (they need the pipeline and the server), then the server, the pipeline last.
       await media.close();
+      // The calls' recordings are finished (sizes patched, sidecars final) before the process goes.
+      await ctx.recordings.close();
       await app.close();
       await provider?.close();
       await messaging?.close();

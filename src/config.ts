@@ -31,6 +31,8 @@ export interface Config {
   readonly nodeEnv: string;
   readonly production: boolean;
   readonly logLevel: string;
+  /** LOG_FORMAT: `pretty` (pino-pretty) or `json`; json by default in production. */
+  readonly logFormat: 'pretty' | 'json';
   readonly mediaAuth: 'jwt' | 'none';
   /** Initial media secret of tenant `default`. */
   readonly mediaSecret: string;
@@ -144,6 +146,14 @@ export interface Config {
   readonly messagingRcsCountryCode: string;
   /** How long message records and webhook dedupe keys are kept. */
   readonly messageRetentionMs: number;
+
+  // Recordings (src/recording/).
+  /** RECORD_CALLS: every call is recorded, not only those of tenants with `"recording": true`. */
+  readonly recordCalls: boolean;
+  /** RECORDINGS_DIR as given; created when missing. */
+  readonly recordingsDir: string;
+  /** 0: kept until deleted. */
+  readonly recordingsRetentionDays: number;
 }
 
 type Env = Readonly<Record<string, string | undefined>>;
@@ -308,6 +318,10 @@ export function loadConfig(
       "PROVIDER_BASE_URL must be set when NODE_ENV=production (the provider's voice API; the built-in provider emulator is for development only)",
     );
   }
+  const logFormat = read('LOG_FORMAT') || (production ? 'json' : 'pretty');
+  if (logFormat !== 'pretty' && logFormat !== 'json') {
+    problems.push(`LOG_FORMAT must be pretty or json, got ${JSON.stringify(logFormat.slice(0, 32))}`);
+  }
   const messaging = messagingConfig(read, text, production, url, problems);
   const numbers = integers(read, machine, problems);
   const config: Config = {
@@ -315,6 +329,9 @@ export function loadConfig(
     nodeEnv,
     production,
     logLevel: oneOf('LOG_LEVEL'),
+    logFormat: logFormat === 'pretty' ? 'pretty' : 'json',
+    recordCalls: oneOf('RECORD_CALLS') === 'true',
+    recordingsDir: text('RECORDINGS_DIR')!,
     mediaAuth,
     mediaSecret,
     mediaSecretIsDev,

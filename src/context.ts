@@ -8,6 +8,7 @@ import type { MessageStore } from './messaging/records.js';
 import type { MessagingClient } from './messaging/types.js';
 import type { Metrics } from './metrics.js';
 import type { ProviderClient } from './provider/client.js';
+import type { Recordings } from './recording/index.js';
 import type { SessionEventBus, SessionRegistry, TenantStore } from './state/types.js';
 
 export interface BridgeContext {
@@ -26,6 +27,8 @@ export interface BridgeContext {
   readonly sessionEvents: SessionEventBus;
   /** Verifies REST bearer tokens (one instance, so a remote JWKS is fetched and cached once). */
   readonly verifyRest: RestVerifier;
+  /** Call recordings: which calls, the files, retention (src/recording/). */
+  readonly recordings: Recordings;
   /** Set once shutdown begins: readiness turns false and no new sessions are accepted. */
   draining: boolean;
 }

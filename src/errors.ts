@@ -20,6 +20,8 @@ export const ERRORS = {
   // Consult or conference on a call from another platform's media stream (the message names it).
   unsupported_for_dialect: { status: 409 },
   payload_too_large: { status: 413, close: 1009 },
+  // A Range past the end of a recording's file.
+  range_not_satisfiable: { status: 416 },
   too_many_requests: { status: 429 },
   internal: { status: 500, close: 1011 },
   upstream_bad_answer: { status: 502 },

@@ -53,6 +53,31 @@ export function createLogger(level: string, destination?: pino.DestinationStream
 }
 
 /**
+ * The process logger in the format LOG_FORMAT asks for: JSON lines, or pino's own pretty printer for a
+ * person at a terminal. pino-pretty is imported here only when asked, so a production start (JSON by
+ * default) never loads it. The redaction is the same either way: pino redacts before formatting.
+ */
+export async function createFormattedLogger(
+  level: string,
+  format: 'pretty' | 'json',
+  destination?: pino.DestinationStream | NodeJS.WritableStream,
+): Promise<Logger> {
+  if (format === 'json') return createLogger(level, destination as pino.DestinationStream | undefined);
+  const { PinoPretty: pretty } = await import('pino-pretty');
+  return createLogger(
+    level,
+    pretty({
+      colorize: destination === undefined && process.stdout.isTTY === true,
+      // Written as logged, like the JSON destination: nothing is lost when the process exits.
+      sync: true,
+      translateTime: 'SYS:HH:MM:ss.l',
+      ignore: 'pid,hostname,service',
+      ...(destination === undefined ? {} : { destination }),
+    }),
+  );
+}
+
+/**
  * A URL as messages and logs may show it: scheme, host and path, never `user:pw@`, the query or the
  * fragment (`wss://user:pw@bot.example/path?token=x` -> `wss://bot.example/path`).
  */

@@ -71,13 +71,15 @@ describe('configuration spec and docs/configuration.md', () => {
       MESSAGING_RCS_COUNTRY_CODE: 'messagingRcsCountryCode',
       LOG_LEVEL: 'logLevel',
       MEDIA_AUTH: 'mediaAuth',
+      RECORD_CALLS: 'recordCalls',
+      RECORDINGS_DIR: 'recordingsDir',
     };
     const withDefault = CONFIG_SPEC.filter(
       (r: VarSpec) => r.type !== 'integer' && 'default' in r && r.default !== undefined,
     );
     expect(withDefault.map((r) => r.name).sort()).toEqual(Object.keys(fields).sort());
     for (const row of withDefault) {
-      expect(c[fields[row.name]!], row.name).toBe((row as { default: string }).default);
+      expect(String(c[fields[row.name]!]), row.name).toBe((row as { default: string }).default);
       expect(renderConfigDoc()).toContain(`| \`${row.name}\` |`);
     }
   });

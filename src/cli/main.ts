@@ -7,7 +7,7 @@ import { mintToken } from '../auth/jwt.js';
 import { ALL_SCOPES } from '../auth/scopes.js';
 import { type Config, ConfigError, loadConfig } from '../config.js';
 import type { InProcessProvider } from '../emulator/in-process.js';
-import { createLogger } from '../log.js';
+import { createFormattedLogger } from '../log.js';
 import { connectableUrl, startupBanner } from './banner.js';
 
 /**
@@ -35,7 +35,7 @@ async function main(): Promise<void> {
     }
     throw err;
   }
-  const log = createLogger(config.logLevel);
+  const log = await createFormattedLogger(config.logLevel, config.logFormat);
   // Without a provider, the emulator stands in for it (development only), taking call control for the
   // calls this bridge holds; `bridge` is bound once it exists.
   let inProcess: InProcessProvider | undefined;

@@ -12,6 +12,7 @@ export const GROUPS = {
   state: 'Shared state (several instances)',
   limits: 'Limits',
   messaging: 'Messaging',
+  recordings: 'Recordings',
 } as const;
 export type Group = keyof typeof GROUPS;
 

@@ -49,7 +49,14 @@ export const CONFIG_SPEC = [
     'logLevel',
     ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'],
     'info',
-    'The least severe log line written (JSON lines on standard output).',
+    'The least severe log line written (on standard output, in the `LOG_FORMAT`).',
+  ),
+  other(
+    'server',
+    'LOG_FORMAT',
+    'text',
+    { accepts: '`pretty` or `json`', defaultRule: '`json` when `NODE_ENV=production`, else `pretty`' },
+    '`json`: one JSON object a line, for log collectors. `pretty`: coloured lines for a person at a terminal (pino-pretty, loaded only then). Secrets are redacted in both.',
   ),
   int(
     'server',
@@ -539,6 +546,31 @@ export const CONFIG_SPEC = [
     { min: 60_000, max: 30 * 24 * HOUR_MS },
     48 * HOUR_MS,
     "How long message records, saved campaigns and webhook dedupe keys are kept. 48 h: a message's status events come within a day and a button may be tapped a day later; a webhook retried after that must still count once.",
+  ),
+
+  // Recordings
+  choice(
+    'recordings',
+    'RECORD_CALLS',
+    'recordCalls',
+    ['false', 'true'],
+    'false',
+    'Record every call: a stereo WAV per call, the caller left and the bot right, at the caller\'s rate. With `false`, only the calls of tenants whose media stream has `"recording": true`.',
+  ),
+  other(
+    'recordings',
+    'RECORDINGS_DIR',
+    'directory',
+    { accepts: 'a directory path (created when missing)', default: './recordings' },
+    "Where recordings are written: a folder per tenant, each recording a `.wav` and its metadata in a `.json` beside it. A relative path is taken from the working directory. Instances that should list and serve each other's recordings need one shared volume here.",
+  ),
+  int(
+    'recordings',
+    'RECORDINGS_RETENTION_DAYS',
+    'recordingsRetentionDays',
+    { min: 0, max: 3650 },
+    30,
+    'Recordings last written longer ago than this many days are removed, at start-up and every hour after. 0 keeps them until deleted through the API.',
   ),
 ] as const satisfies readonly VarSpec[];
 

@@ -10,6 +10,7 @@
  * at each session_start instead of the bridge's `BOT_URL`. Like every optional field, a PUT that leaves it
  * out (or sends null) stores none, so the bridge's `BOT_URL` applies. Reads show it with credentials masked.
  * `bot` is its long form (bot-field.ts): a dialect and the dialect's settings; one or the other, not both.
+ * `recording` (ours, never forwarded): true records the tenant's calls (src/recording/); reads show it.
  */
 import type { FastifyInstance } from 'fastify';
 import {
@@ -77,6 +78,12 @@ const UPSERT_SCHEMA = {
     // which may be a URL's credentials.
     bot_url: { type: 'string', nullable: true, description: TENANT_BOT_URL_ACCEPTS },
     bot: BOT_UPSERT_SCHEMA,
+    recording: {
+      type: 'boolean',
+      nullable: true,
+      description:
+        "true: the tenant's calls are recorded (GET /v1/recordings); false or left out: only with RECORD_CALLS",
+    },
   },
   required: ['media_ws_url'],
 } as const;
@@ -104,6 +111,10 @@ const CONFIG_SCHEMA = {
         `"${UNREADABLE_BOT_URL}": one is stored but this instance cannot read it, and the tenant's calls get no bot`,
     },
     bot: BOT_READ_SCHEMA,
+    recording: {
+      type: 'boolean',
+      description: "whether the tenant's calls are recorded (RECORD_CALLS records all)",
+    },
     bot_unreadable: {
       type: 'boolean',
       description:
@@ -173,7 +184,9 @@ export function botUrlFromUpsert(body: Record<string, unknown>, policy: TenantBo
  * without a `media` object gets (`bot_url`, ours, is not among them). */
 export function effectiveConfig(
   config: MediaStreamConfig,
-): Required<Omit<MediaStreamConfig, 'bot_url' | 'bot_url_unreadable' | 'bot' | 'bot_unreadable'>> {
+): Required<
+  Omit<MediaStreamConfig, 'bot_url' | 'bot_url_unreadable' | 'bot' | 'bot_unreadable' | 'recording'>
+> {
   const f = resolveFormat(undefined, config);
   return {
     tenant: config.tenant,
@@ -210,6 +223,7 @@ function readView(config: MediaStreamConfig, secret: string | undefined) {
   return {
     ...effectiveConfig(config),
     secret_hint: secretHint(secret),
+    recording: config.recording === true,
     bot_url:
       config.bot_url !== undefined
         ? shownBotUrl(config.bot_url)
@@ -294,6 +308,7 @@ export function registerMediaStreamRoutes(
           ...configFromUpsert(tenant, body),
           ...(bot_url !== undefined && { bot_url }),
           ...(bot !== undefined && { bot }),
+          ...(body.recording === true && { recording: true }),
         };
         const secret = typeof body.media_secret === 'string' ? body.media_secret : undefined;
         if (ctx.provider !== undefined) await ctx.provider.putMediaStream(forwardedUpsert(body));
@@ -306,6 +321,7 @@ export function registerMediaStreamRoutes(
             // Never the api key, the parameters or the instructions: the dialect and where it is.
             bot: bot === undefined ? null : { dialect: bot.dialect, url: shownBotUrl(bot.url) },
             secret_changed: secret !== undefined,
+            recording: config.recording === true,
           },
           'media stream registered',
         );

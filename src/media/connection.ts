@@ -202,6 +202,21 @@ export class ProviderConnection {
       await ctx.sessions.remove(tenant, ev.session_id);
       throw err;
     }
+    if (ctx.recordings.wanted(stored?.recording)) {
+      // Subscribed before any audio (the frames held during set-up come after): the file starts with the call.
+      const s = this.#session;
+      s.taps.subscribe(
+        ctx.recordings.start(
+          {
+            session_id: info.session_id,
+            tenant,
+            started_at: new Date().toISOString(),
+            rate: format.inputRate,
+          },
+          s.log,
+        ),
+      );
+    }
     ctx.metrics.sessions.set(ctx.sessions.count());
     ctx.metrics.sessionsTotal.inc();
     this.#state = 'live';

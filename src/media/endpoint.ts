@@ -19,6 +19,7 @@ import { ProviderConnection } from './connection.js';
 import { PacingLoop } from './pacing-loop.js';
 import { DIALECTS } from './providers/index.js';
 import type { ProviderDialect } from './providers/types.js';
+import type { MediaSession } from './session.js';
 
 export const MEDIA_PATH = '/v1/media';
 
@@ -40,6 +41,8 @@ export interface MediaEndpoint {
    * none such. A scan of the connections: events are rare beside audio, and a scan keeps no index in step.
    */
   notify(tenant: string, sessionId: string, event: BotNotice): boolean;
+  /** The live session (tenant, id) this instance holds (a scan, as `notify`); undefined when none. */
+  find(tenant: string, sessionId: string): MediaSession | undefined;
   /**
    * Graceful stop: new upgrades are refused (503) already (ctx.draining), live calls get up to
    * `drainTimeoutMs` to end, then are closed with 1001 and their bots told `session_end`.
@@ -145,20 +148,25 @@ export function attachMediaEndpoint(
   };
   server.on('upgrade', onUpgrade);
 
+  function find(tenant: string, sessionId: string): MediaSession | undefined {
+    for (const c of conns) {
+      const s = c.session;
+      if (s !== undefined && !s.ended && s.info.session_id === sessionId && s.info.tenant === tenant)
+        return s;
+    }
+    return undefined;
+  }
+
   return {
     get connections() {
       return conns.size;
     },
     notify(tenant, sessionId, event) {
-      for (const c of conns) {
-        const s = c.session;
-        if (s !== undefined && !s.ended && s.info.session_id === sessionId && s.info.tenant === tenant) {
-          s.notify(event);
-          return true;
-        }
-      }
-      return false;
+      const s = find(tenant, sessionId);
+      s?.notify(event);
+      return s !== undefined;
     },
+    find,
     async close() {
       const deadline = Date.now() + config.drainTimeoutMs;
       if (conns.size > 0)

@@ -23,6 +23,7 @@ import type { CallerEvent, Markers } from './markers.js';
 import type { Paced, PacingLoop } from './pacing-loop.js';
 import { DefaultWire } from './providers/default.js';
 import type { ProviderWire } from './providers/types.js';
+import type { SessionTaps } from './taps.js';
 
 export interface OutboundOptions {
   readonly format: SessionFormat;
@@ -45,6 +46,8 @@ export interface OutboundOptions {
   /** How long a bot's hang-up may wait for its queued audio to play out. */
   readonly hangupMaxMs?: number;
   readonly log?: Logger;
+  /** The call's audio taps: each chunk sent is tapped while any is subscribed. */
+  readonly taps?: SessionTaps;
 }
 
 /** What the outbound queue needs of a provider's dialect: its framing of what goes to the provider. */
@@ -89,6 +92,7 @@ export class OutboundQueue implements Paced, LegSink {
   readonly #loop: Pick<PacingLoop, 'wakeBy'> | undefined;
   readonly #o: OutboundOptions;
   readonly #wire: OutboundWire;
+  readonly #taps: SessionTaps | undefined;
   #onDrained: (() => void) | undefined;
   #hangupTimer: NodeJS.Timeout | undefined;
   /** Audio was queued (and so sent, or still to be) since the last clear: the provider may hold some. */
@@ -108,6 +112,7 @@ export class OutboundQueue implements Paced, LegSink {
     this.#loop = o.loop;
     this.#o = o;
     this.#wire = o.wire ?? DefaultWire.of(o.format);
+    this.#taps = o.taps;
     const maxChunks = Math.max(1, Math.ceil(o.bufferMs / o.format.chunkMs));
     this.#chunks = new Rechunker(o.format.chunkBytes, maxChunks);
     this.#clock = new PaceClock(o.format.chunkMs, o.leadMs, Math.max(o.format.chunkMs, o.catchUpMs ?? 0));
@@ -274,6 +279,7 @@ export class OutboundQueue implements Paced, LegSink {
       } else if (!this.#wire.textAudio) {
         const buf = this.#frame;
         chunks.take(buf);
+        if (this.#taps?.active === true) this.#taps.bot(buf);
         ws.send(buf);
         // Written through at once (the usual case), the socket holds no reference to the frame and the
         // next chunk may use it; otherwise it is the socket's until sent, and the next chunk gets its own.
@@ -282,6 +288,7 @@ export class OutboundQueue implements Paced, LegSink {
         this.#bytesOut.add(buf.length);
       } else {
         chunks.take(this.#scratch);
+        if (this.#taps?.active === true) this.#taps.bot(this.#scratch);
         ws.send(this.#wire.audioText(this.#scratch));
         this.#framesOut.add();
         this.#bytesOut.add(this.#scratch.length);

@@ -23,6 +23,7 @@ import { type BotBoundEvent, type CallerEvent, Markers } from './markers.js';
 import { OutboundQueue } from './outbound.js';
 import type { PacingLoop } from './pacing-loop.js';
 import type { ProviderWire } from './providers/types.js';
+import { SessionTaps } from './taps.js';
 
 export interface SessionDeps {
   readonly ctx: BridgeContext;
@@ -38,6 +39,8 @@ export class MediaSession {
   readonly info: SessionInfo;
   readonly format: SessionFormat;
   readonly log: Logger;
+  /** The call's audio for listeners, recordings and meters (taps.ts); costs nothing while unsubscribed. */
+  readonly taps: SessionTaps;
   readonly #ws: WebSocket;
   /** The provider's dialect on this connection: parses its frames, frames what goes to it. */
   readonly #wire: ProviderWire;
@@ -71,6 +74,7 @@ export class MediaSession {
     this.log = ctx.log.child({ session_id: info.session_id, tenant: info.tenant });
     this.#framesIn = ctx.metrics.hot.framesInCaller;
     this.#bytesIn = ctx.metrics.hot.bytesInCaller;
+    this.taps = new SessionTaps(format.codec, format.inputRate, format.outputRate, this.log);
     const callerMarks = new Markers<CallerEvent>();
     this.#out = new OutboundQueue(ws, {
       format,
@@ -84,6 +88,7 @@ export class MediaSession {
       wire,
       onHangup: (reason) => this.end(1000, 'session ended', reason),
       log: this.log,
+      taps: this.taps,
     });
     deps.loop.add(this.#out);
     const bot = botFormat(deps.bot, format, ctx.config);
@@ -142,6 +147,7 @@ export class MediaSession {
         case 'audio':
           this.#framesIn.add();
           this.#bytesIn.add(f.audio.byteLength);
+          if (this.taps.active) this.taps.caller(f.audio);
           this.#callerLeg.push(f.audio);
           return;
         case 'dtmf':
@@ -179,6 +185,7 @@ export class MediaSession {
     this.#bot.end(botReason);
     this.#callerLeg.close();
     this.#botLeg.close();
+    this.taps.end();
     if (this.#ws.readyState === WebSocket.OPEN || this.#ws.readyState === WebSocket.CONNECTING) {
       this.#ws.close(code, closeReason);
     }

@@ -58,6 +58,8 @@ export interface MediaStreamConfig {
   readonly bot?: BotSettings;
   /** As `bot_url_unreadable`, for a stored `bot`: the tenant's calls get no bot at all. */
   readonly bot_unreadable?: true;
+  /** The tenant's calls are recorded (ours, never sent to the provider); absent: only with RECORD_CALLS. */
+  readonly recording?: true;
 }
 
 export interface TenantStore {

@@ -72,6 +72,7 @@ describe('media-stream registration', () => {
       encoding: 'base64',
       chunk_bytes: 640,
       secret_hint: '****2a',
+      recording: false,
       bot_url: null,
       bot: null,
     };
@@ -118,6 +119,7 @@ describe('media-stream registration', () => {
       encoding: 'binary',
       chunk_bytes: 320,
       secret_hint: '****',
+      recording: false,
       bot_url: null,
       bot: null,
     });
@@ -156,7 +158,7 @@ describe('media-stream registration', () => {
       [{ ...ok, media_secret: 'x' }, 'media_secret must be a string of 8 to 512 characters (write-only)'],
       [
         { ...ok, sample_rate: 8000 },
-        'unknown field "sample_rate"; accepted fields: media_ws_url, codec, input_sample_rate, output_sample_rate, channels, encoding, chunk_bytes, media_secret, bot_url, bot',
+        'unknown field "sample_rate"; accepted fields: media_ws_url, codec, input_sample_rate, output_sample_rate, channels, encoding, chunk_bytes, media_secret, bot_url, bot, recording',
       ],
     ];
     for (const [body, message] of cases) {

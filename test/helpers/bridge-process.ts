@@ -17,7 +17,7 @@ export interface BridgeProcess {
   kill(signal?: NodeJS.Signals): Promise<void>;
 }
 
-/** Spawns the bridge with `env` over this process's environment (and NODE_ENV=test). */
+/** Spawns the bridge with `env` over this process's environment (and NODE_ENV=test, LOG_FORMAT=json). */
 export async function spawnBridgeProcess(
   env: Record<string, string>,
   startTimeoutMs: number,
@@ -27,6 +27,8 @@ export async function spawnBridgeProcess(
     env: {
       ...process.env,
       NODE_ENV: 'test',
+      // Tests read the bridge's log lines as JSON (the development default is pretty).
+      LOG_FORMAT: 'json',
       ...env,
     },
     stdio: ['ignore', 'pipe', 'pipe'],

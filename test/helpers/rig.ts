@@ -240,7 +240,7 @@ export async function startRig(o: RigOptions = {}): Promise<Rig> {
       };
     }
 
-    const loaded = loadConfig({ LOG_LEVEL: 'silent', ...env });
+    const loaded = loadConfig({ LOG_LEVEL: 'silent', LOG_FORMAT: 'json', ...env });
     const config: Config = o.config === undefined ? loaded : Object.freeze({ ...loaded, ...o.config });
     const logs: string[] = [];
     const log =

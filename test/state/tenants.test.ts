@@ -43,6 +43,22 @@ describe.skipIf(skip !== undefined)('Redis tenant store', () => {
     redis = undefined;
   });
 
+  it('keeps a tenant\'s "recording": true for another instance, and a later upsert without it clears it', async () => {
+    redis = await useRedis();
+    const a = await store();
+    const on: MediaStreamConfig = {
+      tenant: 'rec',
+      media_ws_url: 'wss://bridge.example/v1/media',
+      channels: 1,
+      recording: true,
+    };
+    await a.putMediaStream(on, undefined);
+    expect(await (await store()).getMediaStream('rec')).toStrictEqual(on);
+    const { recording: _r, ...off } = on;
+    await a.putMediaStream(off, undefined);
+    expect(await (await store()).getMediaStream('rec')).toStrictEqual(off);
+  });
+
   it('round-trips a config with fields left out in the same shape as the memory store', async () => {
     redis = await useRedis();
     const a = await store();

@@ -1,0 +1,178 @@
+/**
+ * A stereo PCM16 WAV file written as it grows: `wavefile` writes the header first (sizes zero), frames
+ * are appended in blocks of `blockBytes` through a few reusable buffers, and `close` patches the RIFF
+ * and data sizes. Memory is fixed: `buffers` x `blockBytes`. A write that fails, or a disk so slow that
+ * every buffer is waiting on it, stops the file: `failed` says why, later frames are dropped, and the
+ * header is still patched to what was written when the disk allows it.
+ */
+import type { FileHandle } from 'node:fs/promises';
+import { open } from 'node:fs/promises';
+import wavefile from 'wavefile';
+
+/** What the file needs of the file system: a seam for tests to inject a failing disk. */
+export interface WavFs {
+  open(path: string): Promise<Pick<FileHandle, 'write' | 'close'>>;
+}
+
+export const nodeWavFs: WavFs = { open: (path) => open(path, 'wx') };
+
+export interface WavFileOptions {
+  readonly path: string;
+  readonly rate: number;
+  readonly fs?: WavFs;
+  /** Size of one write; 32 KiB is 1 s of 8 kHz stereo. */
+  readonly blockBytes?: number;
+  /** Blocks that may wait on the disk before the file stops as too slow. */
+  readonly buffers?: number;
+}
+
+/** Why a file stopped: the system's error code (ENOSPC, EIO, ENOENT, ...) or `disk_slow`. */
+export type WavFailure = { readonly code: string; readonly message: string };
+
+type Handle = Pick<FileHandle, 'write' | 'close'>;
+
+/** The 44-byte header of an empty stereo PCM16 file at `rate`, as wavefile writes it. */
+export function emptyStereoHeader(rate: number): Buffer {
+  const wav = new wavefile.WaveFile();
+  wav.fromScratch(2, rate, '16', [new Int16Array(0), new Int16Array(0)]);
+  const header = Buffer.from(wav.toBuffer());
+  if (header.length !== HEADER_BYTES || header.toString('ascii', 36, 40) !== 'data') {
+    throw new Error('wavefile wrote an unexpected header layout');
+  }
+  return header;
+}
+
+export const HEADER_BYTES = 44;
+const RIFF_SIZE_AT = 4;
+const DATA_SIZE_AT = 40;
+
+export class StereoWavFile {
+  readonly #o: WavFileOptions;
+  readonly #blockBytes: number;
+  readonly #free: Buffer[] = [];
+  #current: Buffer;
+  #fill = 0;
+  #handle: Promise<Handle>;
+  /** Writes in flight, chained so they land in order. */
+  #chain: Promise<unknown>;
+  #position = HEADER_BYTES;
+  /** Bytes of audio handed to the disk and accepted. */
+  #dataBytes = 0;
+  #failure: WavFailure | undefined;
+  #onFail: ((f: WavFailure) => void) | undefined;
+  #closed = false;
+
+  constructor(options: WavFileOptions, onFail?: (f: WavFailure) => void) {
+    this.#o = options;
+    this.#onFail = onFail;
+    this.#blockBytes = options.blockBytes ?? 32 * 1024;
+    const buffers = options.buffers ?? 8;
+    for (let i = 0; i < buffers; i++) this.#free.push(Buffer.allocUnsafe(this.#blockBytes));
+    this.#current = this.#free.pop()!;
+    const fs = options.fs ?? nodeWavFs;
+    this.#handle = fs.open(options.path);
+    this.#chain = this.#handle.then(
+      (h) => h.write(emptyStereoHeader(options.rate), 0, HEADER_BYTES, 0),
+      (err: unknown) => this.#fail(err),
+    );
+    this.#chain = this.#chain.catch((err: unknown) => this.#fail(err));
+  }
+
+  get failed(): WavFailure | undefined {
+    return this.#failure;
+  }
+
+  /** Frames on disk so far (or on their way). */
+  get frames(): number {
+    return Math.floor((this.#position - HEADER_BYTES + this.#fill) / 4);
+  }
+
+  /** Interleaved stereo frames; copied, so the view may be reused after the call. */
+  write(interleaved: Int16Array): void {
+    if (this.#failure !== undefined || this.#closed) return;
+    let bytes = new Uint8Array(interleaved.buffer, interleaved.byteOffset, interleaved.byteLength);
+    while (bytes.length > 0) {
+      const n = Math.min(bytes.length, this.#blockBytes - this.#fill);
+      this.#current.set(bytes.subarray(0, n), this.#fill);
+      this.#fill += n;
+      bytes = bytes.subarray(n);
+      if (this.#fill === this.#blockBytes) {
+        this.#flush();
+        if (this.#failure !== undefined) return;
+      }
+    }
+  }
+
+  /** Writes what is buffered, patches the sizes and closes. Resolves once the disk has it (or failed). */
+  async close(): Promise<void> {
+    if (this.#closed) return;
+    this.#closed = true;
+    if (this.#failure === undefined && this.#fill > 0) this.#flush();
+    await this.#chain;
+    let handle: Handle | undefined;
+    try {
+      handle = await this.#handle;
+    } catch {
+      return; // never opened: #fail has it
+    }
+    try {
+      const sizes = Buffer.alloc(4);
+      sizes.writeUInt32LE(HEADER_BYTES - 8 + this.#dataBytes, 0);
+      await handle.write(sizes, 0, 4, RIFF_SIZE_AT);
+      const data = Buffer.alloc(4);
+      data.writeUInt32LE(this.#dataBytes, 0);
+      await handle.write(data, 0, 4, DATA_SIZE_AT);
+    } catch (err) {
+      this.#fail(err);
+    } finally {
+      await handle.close().catch((err: unknown) => this.#fail(err));
+    }
+  }
+
+  /** Bytes of audio the disk accepted (the data chunk's size once closed). */
+  get dataBytes(): number {
+    return this.#dataBytes;
+  }
+
+  #flush(): void {
+    const block = this.#current;
+    const len = this.#fill;
+    const next = this.#free.pop();
+    if (next === undefined) {
+      this.#fail(
+        Object.assign(new Error(`the disk has not taken ${this.#o.buffers ?? 8} blocks of audio`), {
+          code: 'disk_slow',
+        }),
+      );
+      return;
+    }
+    this.#current = next;
+    this.#fill = 0;
+    const position = this.#position;
+    this.#position += len;
+    this.#chain = this.#chain.then(async () => {
+      if (this.#failure !== undefined) return;
+      const h = await this.#handle;
+      try {
+        const { bytesWritten } = await h.write(block, 0, len, position);
+        if (bytesWritten !== len) throw Object.assign(new Error('short write'), { code: 'EIO' });
+        this.#dataBytes += len;
+      } catch (err) {
+        this.#fail(err);
+      } finally {
+        this.#free.push(block);
+      }
+    });
+  }
+
+  #fail(err: unknown): void {
+    if (this.#failure !== undefined) return;
+    const e = err as { code?: unknown; message?: unknown };
+    this.#failure = {
+      code: typeof e.code === 'string' ? e.code : 'EIO',
+      message: typeof e.message === 'string' ? e.message : String(err),
+    };
+    this.#onFail?.(this.#failure);
+    this.#onFail = undefined;
+  }
+}
