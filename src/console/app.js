@@ -126,6 +126,8 @@ async function showRecordings(api, id, box) {
     if (list.length === 0) return box.replaceChildren('No recording of this call.');
     box.replaceChildren(
       ...list.map((r) => {
+        const secs = (r.duration_ms / 1000).toFixed(1);
+        if (r.in_progress) return el('div', { class: 'recording' }, `${secs} s so far, still recording`);
         const audio = el('audio', { controls: true, 'aria-label': `Recording ${r.recording_id}` });
         const link = el('a', { download: `${r.recording_id}.wav` }, 'Download');
         const blob = api.blob(`/v1/recordings/${encodeURIComponent(r.recording_id)}`).then((b) => {
@@ -136,8 +138,14 @@ async function showRecordings(api, id, box) {
         });
         blob.catch((err) => alertText(err.message));
         recordings.set(r.recording_id, blob);
-        const secs = (r.duration_ms / 1000).toFixed(1);
-        return el('div', { class: 'recording' }, `${secs} s, ${r.sample_rate} Hz stereo `, audio, link);
+        const note = r.failed ? ` (stopped early: ${r.failed})` : '';
+        return el(
+          'div',
+          { class: 'recording' },
+          `${secs} s, ${r.sample_rate} Hz stereo${note} `,
+          audio,
+          link,
+        );
       }),
     );
   } catch (err) {

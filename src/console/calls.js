@@ -6,16 +6,14 @@ import { el } from './dom.js';
 const MAX_TIMELINE = 50;
 const MAX_ENDED = 20;
 
+/** The call's formats as GET /v1/events gives them: "slin 16000 Hz binary", or both rates when they differ. */
 function formatOf(s) {
-  const f = s.formats ?? s.format ?? s.media;
-  if (f === undefined || f === null) return '';
-  if (typeof f === 'string') return f;
-  const side = (x) =>
-    x && typeof x === 'object'
-      ? [x.codec, x.sample_rate ?? x.rate, x.encoding].filter((v) => v !== undefined).join(' ')
-      : String(x);
-  if (f.caller !== undefined || f.bot !== undefined) return `caller ${side(f.caller)} · bot ${side(f.bot)}`;
-  return side(f);
+  const f = s.formats;
+  if (f === undefined || f === null || typeof f !== 'object') return '';
+  const inRate = f.input_sample_rate;
+  const outRate = f.output_sample_rate;
+  const rate = inRate === outRate || outRate === undefined ? `${inRate} Hz` : `${inRate}/${outRate} Hz`;
+  return [f.codec, inRate === undefined ? undefined : rate, f.encoding].filter(Boolean).join(' ');
 }
 
 function botOf(s) {
@@ -40,7 +38,11 @@ function describe(type, d) {
     case 'error':
       return `error ${d.code ?? ''}: ${d.message ?? ''}`;
     case 'bot_latency_ms':
-      return `bot answered in ${Math.round(d.ms ?? d.bot_latency_ms ?? d.value)} ms`;
+      return `bot answered in ${Math.round(d.bot_latency_ms)} ms`;
+    case 'message_status':
+      return `${d.channel ?? 'message'} ${d.message_id ?? ''} ${d.status ?? ''}${d.error ? ` (${d.error.message ?? d.error.code ?? 'error'})` : ''}`;
+    case 'message_button':
+      return `${d.channel ?? 'message'} button "${d.button_text ?? d.button_id ?? ''}" tapped`;
     default: {
       const rest = { ...d };
       delete rest.session_id;
@@ -102,8 +104,7 @@ export class CallList {
     const c = this.calls.get(d.session_id);
     if (c === undefined) return;
     if (type === 'bot_latency_ms') {
-      const ms = d.ms ?? d.bot_latency_ms ?? d.value;
-      c.latency.textContent = `${Math.round(ms)} ms`;
+      c.latency.textContent = `${Math.round(d.bot_latency_ms)} ms`;
     }
     this.addLine(c, describe(type, d), type === 'error');
   }

@@ -6,6 +6,8 @@
 import { join } from 'node:path';
 import type { Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import wavefile from 'wavefile';
+import { fitTone } from '../../src/audio/tone.js';
 import {
   browserSkipReason,
   launchBrowser,
@@ -23,8 +25,11 @@ interface Received {
   toneSnrDb(hz: number): number;
 }
 interface ConsoleHandle {
-  readonly softphone: { rtts: number[]; received: Received; sentFrames: number } | undefined;
+  readonly softphone:
+    | { rtts: number[]; received: Received; sentFrames: number; sessionId: string | undefined }
+    | undefined;
   readonly listeners: Map<string, { received: Received | undefined; frames: number }> | undefined;
+  readonly recordings: Map<string, Promise<Blob>>;
 }
 export type PageGlobal = { voicebridge: ConsoleHandle };
 const skip = browserSkipReason();
@@ -113,4 +118,134 @@ describe.skipIf(skip !== undefined)('console in chromium', () => {
     expect(await page.getByLabel('REST token').isVisible()).toBe(true);
     await page.close();
   });
+
+  it('lists the call live with moving levels on both legs; listen-in in a second page hears the tone; the recording holds the caller left and the bot right', async () => {
+    const page = await openConsole(ALL);
+    await page.getByLabel('Echo cancellation and noise suppression').uncheck();
+    await page.getByRole('button', { name: 'Call the bot' }).click();
+    let id: string | undefined;
+    await waitFor(
+      async () => {
+        id = await page.evaluate(
+          () => (globalThis as unknown as PageGlobal).voicebridge.softphone?.sessionId,
+        );
+        return id !== undefined;
+      },
+      5_000,
+      'the softphone call to start',
+      50,
+    );
+    const card = page.locator(`article[data-session-id="${id}"]`);
+    await card.waitFor({ timeout: 5_000 });
+    expect(await card.locator('.caller').textContent()).toBe('softphone');
+    const meta = (await card.locator('.meta').textContent()) ?? '';
+    expect(meta).toContain('inbound');
+    expect(meta).toContain('slin 16000 Hz binary');
+    expect(meta).toContain('builtin');
+
+    // Levels move on both legs: tone bursts on the caller's, their echo on the bot's.
+    const caller = new Set<number>();
+    const bot = new Set<number>();
+    await waitFor(
+      async () => {
+        caller.add(
+          await card.getByLabel('Caller level').evaluate((m) => (m as unknown as { value: number }).value),
+        );
+        bot.add(
+          await card.getByLabel('Bot level').evaluate((m) => (m as unknown as { value: number }).value),
+        );
+        return caller.size >= 4 && bot.size >= 4 && Math.max(...caller) > -30 && Math.max(...bot) > -30;
+      },
+      8_000,
+      'moving levels on both legs',
+      100,
+    );
+
+    // Listen-in from a second page with its own token, holding sessions:listen.
+    const other = await openConsole(['sessions:read', 'sessions:listen']);
+    const otherCard = other.locator(`article[data-session-id="${id}"]`);
+    await otherCard.waitFor({ timeout: 5_000 });
+    await otherCard.getByLabel('Leg to listen to').selectOption('caller');
+    await otherCard.getByRole('button', { name: 'Listen' }).click();
+    await expect
+      .poll(() => otherCard.getByRole('button', { name: 'Listen' }).getAttribute('aria-pressed'))
+      .toBe('true');
+    await waitFor(
+      async () =>
+        (await other.evaluate(
+          (sid) => (globalThis as unknown as PageGlobal).voicebridge.listeners?.get(sid)?.frames ?? 0,
+          id!,
+        )) >= 100,
+      8_000,
+      'two seconds of listen-in audio',
+      100,
+    );
+    const listenSnr = await other.evaluate(
+      ([sid, hz]) =>
+        (globalThis as unknown as PageGlobal).voicebridge
+          .listeners!.get(sid as string)!
+          .received!.toneSnrDb(hz as number),
+      [id, HZ],
+    );
+    console.log(`listen-in: tone SNR ${listenSnr.toFixed(1)} dB`);
+    expect(listenSnr).toBeGreaterThanOrEqual(30);
+
+    await page.getByRole('button', { name: 'Hang up' }).click();
+    await expect.poll(() => card.locator('.status').textContent(), { timeout: 5_000 }).toBe('ended');
+    await expect
+      .poll(() => otherCard.getByRole('button', { name: 'Listen' }).getAttribute('aria-pressed'))
+      .toBe('false');
+
+    // The recording, as the page fetched it for playing.
+    await waitFor(
+      async () => {
+        await card.getByRole('button', { name: 'Recording' }).click();
+        return (await card.locator('audio').count()) > 0;
+      },
+      5_000,
+      'the finished recording listed',
+      200,
+    );
+    const b64 = await page.evaluate(async () => {
+      const blob = await [...(globalThis as unknown as PageGlobal).voicebridge.recordings.values()][0]!;
+      const bytes = new Uint8Array(await blob.arrayBuffer());
+      let s = '';
+      for (let i = 0; i < bytes.length; i += 0x8000)
+        s += String.fromCharCode(...bytes.subarray(i, i + 0x8000));
+      return btoa(s);
+    });
+    const wav = new wavefile.WaveFile(Buffer.from(b64, 'base64'));
+    const fmt = wav.fmt as { numChannels: number; sampleRate: number; bitsPerSample: number };
+    expect([fmt.numChannels, fmt.sampleRate, fmt.bitsPerSample]).toEqual([2, 16000, 16]);
+    const [left, right] = wav.getSamples(false, Int16Array) as unknown as [Int16Array, Int16Array];
+    const leftSnr = bestSnr(left, HZ, 16000);
+    const rightSnr = bestSnr(right, HZ, 16000);
+    const lag = firstLoud(right) - firstLoud(left);
+    console.log(
+      `recording: caller ${leftSnr.toFixed(1)} dB, bot ${rightSnr.toFixed(1)} dB, bot ${((lag * 1000) / 16000).toFixed(0)} ms behind`,
+    );
+    expect(leftSnr).toBeGreaterThanOrEqual(30);
+    expect(rightSnr).toBeGreaterThanOrEqual(30);
+    // The right channel is the bot's: the echo of the left, its delay behind.
+    expect((lag * 1000) / 16000).toBeGreaterThan(rig.config.echoDelayMs - 40);
+    expect((lag * 1000) / 16000).toBeLessThan(rig.config.echoDelayMs + 150);
+    await other.close();
+    await page.close();
+  });
 });
+
+/** The best tone SNR over 400 ms windows (the tone comes in bursts). */
+function bestSnr(x: Int16Array, hz: number, rate: number): number {
+  let best = Number.NEGATIVE_INFINITY;
+  const win = (rate * 400) / 1000;
+  for (let at = 0; at + win <= x.length; at += rate / 50) {
+    const fit = fitTone(x.subarray(at, at + win), hz, rate);
+    if (fit.amplitude > 0.01 && fit.snrDb > best) best = fit.snrDb;
+  }
+  return best;
+}
+
+/** The first sample louder than a tenth of full scale. */
+function firstLoud(x: Int16Array): number {
+  return x.findIndex((v) => Math.abs(v) > 3276);
+}
