@@ -10,6 +10,7 @@ import type { BridgeContext } from './context.js';
 import { registerCallRoutes } from './control/calls.js';
 import { registerConsoleRoutes } from './control/console.js';
 import { registerDocs } from './control/docs.js';
+import { registerEventRoutes } from './control/events.js';
 import { registerHealthRoutes } from './control/health.js';
 import { registerMediaStreamRoutes } from './control/media-stream.js';
 import { registerMediaTokenRoutes } from './control/media-tokens.js';
@@ -20,6 +21,7 @@ import { trustFn } from './limits/client-address.js';
 import { registerRestRateLimit } from './limits/rest.js';
 import { createFormattedLogger, type Logger } from './log.js';
 import type { BotNotice } from './media/bot/types.js';
+import { CallEvents } from './media/call-events.js';
 import { attachMediaEndpoint, type MediaEndpoint } from './media/endpoint.js';
 import { createMessagingClient } from './messaging/client.js';
 import { registerMessagingRoutes } from './messaging/routes.js';
@@ -111,6 +113,7 @@ export async function createBridge(config: Config, options: BridgeOptions = {}):
       log,
       registry: metrics.registry,
     }),
+    callEvents: new CallEvents(log),
     draining: false,
   };
   ctx.recordings.startRetention();
@@ -170,6 +173,7 @@ export async function createBridge(config: Config, options: BridgeOptions = {}):
   registerSessionRoutes(app, ctx, ctx.verifyRest);
   registerMediaTokenRoutes(app, ctx, ctx.verifyRest);
   registerConsoleRoutes(app);
+  registerEventRoutes(app, ctx, ctx.verifyRest);
   registerMessagingRoutes(app, ctx, ctx.verifyRest);
   registerRecordingRoutes(app, ctx, ctx.verifyRest);
 
@@ -201,6 +205,7 @@ export async function createBridge(config: Config, options: BridgeOptions = {}):
       await media.close();
       // The calls' recordings are finished (sizes patched, sidecars final) before the process goes.
       await ctx.recordings.close();
+      ctx.callEvents.close();
       await app.close();
       await provider?.close();
       await messaging?.close();

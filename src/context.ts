@@ -4,6 +4,7 @@
 import type { RestVerifier } from './auth/jwt.js';
 import type { Config } from './config.js';
 import type { Logger } from './log.js';
+import type { CallEvents } from './media/call-events.js';
 import type { MessageStore } from './messaging/records.js';
 import type { MessagingClient } from './messaging/types.js';
 import type { Metrics } from './metrics.js';
@@ -25,6 +26,8 @@ export interface BridgeContext {
   readonly messages: MessageStore;
   /** Events for a live session's bot, delivered by the instance holding the session. */
   readonly sessionEvents: SessionEventBus;
+  /** Live events of the calls this instance holds, for `GET /v1/events`. */
+  readonly callEvents: CallEvents;
   /** Verifies REST bearer tokens (one instance, so a remote JWKS is fetched and cached once). */
   readonly verifyRest: RestVerifier;
   /** Call recordings: which calls, the files, retention (src/recording/). */

@@ -191,6 +191,26 @@ export function createMetrics() {
       buckets: [0.01, 0.05, 0.1, 0.5, 1, 2, 5, 10, 20, 30],
       registers: r,
     }),
+    eventStreams: new Gauge({
+      name: 'voicebridge_event_streams',
+      help: 'Open GET /v1/events streams',
+      registers: r,
+    }),
+    eventsDropped: new Counter({
+      name: 'voicebridge_events_dropped_total',
+      help: 'Live events not sent to a GET /v1/events client that was not reading',
+      registers: r,
+    }),
+    listeners: new Gauge({
+      name: 'voicebridge_listeners',
+      help: 'Open listen-in sockets (GET /v1/sessions/{id}/listen)',
+      registers: r,
+    }),
+    listenDroppedBytes: new Counter({
+      name: 'voicebridge_listen_dropped_bytes_total',
+      help: 'Listen-in audio bytes dropped because the listener had fallen behind',
+      registers: r,
+    }),
   };
   return {
     ...m,

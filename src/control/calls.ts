@@ -184,4 +184,5 @@ async function syncConferenceNumbers(
   const numbers = now.conferenceNumbers.filter((n) => n !== body.number);
   if (body.action === 'add' && status === 'answered') numbers.push(body.number);
   await ctx.sessions.setConferenceNumbers(session.tenant, session.session_id, numbers);
+  ctx.callEvents.updated(session.tenant, session.session_id, numbers);
 }

@@ -18,6 +18,9 @@ import type { BotBoundEvent, CallerEvent, Markers } from './markers.js';
 import type { OutboundQueue } from './outbound.js';
 import { errorFrame } from './protocol.js';
 
+/** Tells the call's live events (src/media/call-events.ts) what happened: an event name and its fields. */
+export type CallReport = (event: string, fields: Record<string, unknown>) => void;
+
 /** The bot's way to the caller: its audio and events onto the bot -> caller leg. */
 export class ToCaller implements CallerPort {
   readonly #leg: Leg;
@@ -26,8 +29,17 @@ export class ToCaller implements CallerPort {
   readonly #log: Logger;
   readonly #frames;
   readonly #bytes;
+  readonly #report: CallReport | undefined;
 
-  constructor(leg: Leg, marks: Markers<CallerEvent>, out: OutboundQueue, metrics: Metrics, log: Logger) {
+  constructor(
+    leg: Leg,
+    marks: Markers<CallerEvent>,
+    out: OutboundQueue,
+    metrics: Metrics,
+    log: Logger,
+    report?: CallReport,
+  ) {
+    this.#report = report;
     this.#leg = leg;
     this.#marks = marks;
     this.#out = out;
@@ -57,10 +69,12 @@ export class ToCaller implements CallerPort {
 
   clear(): void {
     this.#leg.reset();
+    this.#report?.('clear', {});
   }
 
   failed(err: BridgeError): void {
     this.#log.warn({ code: err.code, msg: err.message }, 'bot failure');
+    this.#report?.('error', { source: 'bot', code: err.code, message: err.message });
     this.#out.report(errorFrame(err));
   }
 

@@ -12,7 +12,7 @@
 import WebSocket from 'ws';
 import type { BridgeContext } from '../context.js';
 import { type BridgeError, isBridgeError } from '../errors.js';
-import type { Logger } from '../log.js';
+import { displayUrl, type Logger } from '../log.js';
 import type { AudioPipeline, Leg } from '../pipeline/types.js';
 import type { SessionInfo } from '../state/types.js';
 import { type BotChoice, botFormat, createBotLeg } from './bot/index.js';
@@ -24,6 +24,15 @@ import { OutboundQueue } from './outbound.js';
 import type { PacingLoop } from './pacing-loop.js';
 import type { ProviderWire } from './providers/types.js';
 import { SessionTaps } from './taps.js';
+
+/** A bot as live events show it: never a credential, a query or a file path. */
+function botView(choice: BotChoice): { dialect: string; url?: string } {
+  if ('unreadable' in choice) return { dialect: 'none' };
+  const { dialect, url } = choice.settings;
+  if (url.startsWith('builtin:'))
+    return { dialect, url: url.startsWith('builtin:wav:') ? 'builtin:wav' : url };
+  return { dialect, url: displayUrl(url) };
+}
 
 export interface SessionDeps {
   readonly ctx: BridgeContext;
@@ -41,6 +50,8 @@ export class MediaSession {
   readonly log: Logger;
   /** The call's audio for listeners, recordings and meters (taps.ts); costs nothing while unsubscribed. */
   readonly taps: SessionTaps;
+  /** The call's bot as its live events show it: the dialect, and the URL without credentials or query. */
+  readonly botView: { readonly dialect: string; readonly url?: string };
   readonly #ws: WebSocket;
   /** The provider's dialect on this connection: parses its frames, frames what goes to it. */
   readonly #wire: ProviderWire;
@@ -101,7 +112,9 @@ export class MediaSession {
         this.#out,
         { log: this.log },
       );
-      const toCaller = new ToCaller(botLeg, callerMarks, this.#out, ctx.metrics, this.log);
+      const toCaller = new ToCaller(botLeg, callerMarks, this.#out, ctx.metrics, this.log, (event, fields) =>
+        this.#report(event, fields),
+      );
       this.#bot = botSide = createBotLeg(info, toCaller, bot, {
         ctx,
         loop: deps.loop,
@@ -121,7 +134,9 @@ export class MediaSession {
       botLeg?.close();
       throw err;
     }
+    this.botView = botView(deps.bot);
     this.log.info({ format }, 'session started');
+    ctx.callEvents.started(this);
   }
 
   /** From the shared heartbeat timer: the bot leg's socket is checked too. */
@@ -135,7 +150,11 @@ export class MediaSession {
 
   /** An event for the bot from outside the call (a message's status, a tapped button). */
   notify(event: BotNotice): void {
-    if (!this.#ended) this.#bot.notify?.(event);
+    if (this.#ended) return;
+    this.#bot.notify?.(event);
+    // The call's messaging events appear in its live events too.
+    const { event: name, ...fields } = event;
+    this.#report(name, fields);
   }
 
   /** A frame from the provider, in its dialect (the wire says what it means). */
@@ -156,9 +175,13 @@ export class MediaSession {
           return;
         case 'played':
           this.#bot.mark(f.name);
+          this.#report('mark', { name: f.name });
           return;
         case 'cleared':
-          for (const name of f.names) this.#bot.mark(name);
+          for (const name of f.names) {
+            this.#bot.mark(name);
+            this.#report('mark', { name, cleared: true });
+          }
           return;
         case 'end':
           this.log.info({ reason: f.reason }, 'provider ended the session');
@@ -190,6 +213,7 @@ export class MediaSession {
       this.#ws.close(code, closeReason);
     }
     this.log.info({ code, reason: botReason }, 'session ended');
+    this.#deps.ctx.callEvents.ended(this, botReason);
     this.#deps.onEnded(this);
   }
 
@@ -199,6 +223,14 @@ export class MediaSession {
     this.log.debug({ code: err.code }, 'bad frame skipped');
     const text = this.#wire.errorFrame(err);
     if (text !== undefined) this.#out.report(text);
+    this.#report('error', { source: 'provider', code: err.code, message: err.message });
+  }
+
+  /** An event of this call for its tenant's live-event listeners (none: nothing is built). */
+  #report(event: string, fields: Record<string, unknown>): void {
+    const events = this.#deps.ctx.callEvents;
+    const { tenant, session_id } = this.info;
+    if (events.listening(tenant)) events.emit(tenant, event, { ...fields, session_id });
   }
 
   /**

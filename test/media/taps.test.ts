@@ -75,8 +75,9 @@ describe('session taps', () => {
     await waitFor(() => got.bot.length >= 7_000 && got.caller.length >= 8_000, 3_000, 'audio tapped');
     expect(Buffer.from(Int16Array.from(got.caller).buffer).equals(tone)).toBe(true);
     // What was tapped on the bot side is what the provider received, sample for sample.
-    const sent = p.audioBytes();
     const botBytes = Buffer.from(Int16Array.from(got.bot).buffer);
+    await waitFor(() => p.audioBytes().length >= botBytes.length, 2_000, 'the tapped audio at the provider');
+    const sent = p.audioBytes();
     expect(sent.subarray(0, botBytes.length).equals(botBytes)).toBe(true);
     expect(toneSnrDb(got.bot.slice(800, 6_400), 8000, 700, 9_000)).toBeGreaterThan(40);
     p.send({ event: 'session_end' });
