@@ -5,7 +5,9 @@
 //   frames, posted to the page (transferred, not copied) to go out on the WebSocket.
 // - Playback: PCM16 frames from the page into a ring, played through a small jitter buffer: nothing
 //   plays until `prefill` is queued, an underrun goes back to filling, and a queue past `maxQueue`
-//   drops its oldest audio down to `prefill` (a late burst must not grow the delay for good).
+//   drops its oldest audio down to `prefill` (a late burst must not grow the delay for good). Below
+//   that cap, audio that sat in the queue unused for a whole second (the queue never ran below it) is
+//   dropped too, down to `prefill`: the delay a burst added goes away once the stream is steady again.
 // - Round trip: an onset in what goes out (silence, then sound) starts a clock on the audio thread's
 //   own frame counter; the next onset in what plays stops it. Both ends are in this one processor, so
 //   the figure is exact to the render quantum: capture framing, the network, the bridge, the bot, the
@@ -134,6 +136,7 @@ class PcmBridge extends AudioWorkletProcessor {
         }
         this.readAt = r;
         this.queued -= n;
+        this.trim(n);
       } else {
         out.fill(0);
       }
@@ -145,6 +148,17 @@ class PcmBridge extends AudioWorkletProcessor {
     }
     this.level(micSum, spkSum, n);
     return true;
+  }
+
+  /** Drops what the queue held unused for a whole second, beyond `prefill`. */
+  trim(n) {
+    if (this.queued < this.minQueued) this.minQueued = this.queued;
+    this.windowFrames += n;
+    if (this.windowFrames < sampleRate) return;
+    const excess = this.minQueued - this.prefill;
+    if (excess >= n) this.drop(excess);
+    this.windowFrames = 0;
+    this.minQueued = Number.POSITIVE_INFINITY;
   }
 
   capture(mic) {

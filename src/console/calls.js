@@ -20,6 +20,8 @@ function botOf(s) {
   const b = s.bot;
   if (b === undefined || b === null) return '';
   if (typeof b === 'string') return b;
+  // A built-in's URL names it ("builtin:echo"); another bot's dialect goes before its URL.
+  if (typeof b.url === 'string' && b.url.startsWith('builtin:')) return b.url;
   return [b.dialect, b.url].filter(Boolean).join(' ');
 }
 
