@@ -106,11 +106,16 @@ describe.skipIf(skip !== undefined)('console in chromium', () => {
     await page.close();
   });
 
-  it('refuses visibly: a token without media:call cannot place a call, and a bad token goes back to sign-in', async () => {
+  it('refuses visibly: no call without media:call, no live list without sessions:read, and a bad token goes back to sign-in', async () => {
     const page = await openConsole(['sessions:read']);
     await page.getByRole('button', { name: 'Call the bot' }).click();
     await expect.poll(() => page.getByRole('alert').textContent()).toContain('media:call');
     expect(await page.getByRole('alert').textContent()).toContain('403');
+    // Without sessions:read, the live list says why it is empty.
+    const noRead = await openConsole(['media:call']);
+    await expect.poll(() => noRead.getByRole('alert').textContent()).toContain('sessions:read');
+    expect(await noRead.getByRole('alert').textContent()).toContain('403');
+    await noRead.close();
     await page.getByRole('button', { name: 'Sign out' }).click();
     await page.getByLabel('REST token').fill('not-a-jwt');
     await page.getByRole('button', { name: 'Sign in' }).click();
@@ -119,24 +124,8 @@ describe.skipIf(skip !== undefined)('console in chromium', () => {
     await page.close();
   });
 
-  it('lists the call live with moving levels on both legs; listen-in in a second page hears the tone; the recording holds the caller left and the bot right', async () => {
-    const page = await openConsole(ALL);
-    await page.getByLabel('Echo cancellation and noise suppression').uncheck();
-    await page.getByRole('button', { name: 'Call the bot' }).click();
-    let id: string | undefined;
-    await waitFor(
-      async () => {
-        id = await page.evaluate(
-          () => (globalThis as unknown as PageGlobal).voicebridge.softphone?.sessionId,
-        );
-        return id !== undefined;
-      },
-      5_000,
-      'the softphone call to start',
-      50,
-    );
-    const card = page.locator(`article[data-session-id="${id}"]`);
-    await card.waitFor({ timeout: 5_000 });
+  it('lists the call live (caller, direction, dialect, bot, formats) with moving levels on both legs; after hang-up its recording holds the caller left and the bot right', async () => {
+    const { page, id, card } = await softphoneCall();
     expect(await card.locator('.caller').textContent()).toBe('softphone');
     const meta = (await card.locator('.meta').textContent()) ?? '';
     expect(meta).toContain('inbound');
@@ -161,40 +150,8 @@ describe.skipIf(skip !== undefined)('console in chromium', () => {
       100,
     );
 
-    // Listen-in from a second page with its own token, holding sessions:listen.
-    const other = await openConsole(['sessions:read', 'sessions:listen']);
-    const otherCard = other.locator(`article[data-session-id="${id}"]`);
-    await otherCard.waitFor({ timeout: 5_000 });
-    await otherCard.getByLabel('Leg to listen to').selectOption('caller');
-    await otherCard.getByRole('button', { name: 'Listen' }).click();
-    await expect
-      .poll(() => otherCard.getByRole('button', { name: 'Listen' }).getAttribute('aria-pressed'))
-      .toBe('true');
-    await waitFor(
-      async () =>
-        (await other.evaluate(
-          (sid) => (globalThis as unknown as PageGlobal).voicebridge.listeners?.get(sid)?.frames ?? 0,
-          id!,
-        )) >= 100,
-      8_000,
-      'two seconds of listen-in audio',
-      100,
-    );
-    const listenSnr = await other.evaluate(
-      ([sid, hz]) =>
-        (globalThis as unknown as PageGlobal).voicebridge
-          .listeners!.get(sid as string)!
-          .received!.toneSnrDb(hz as number),
-      [id, HZ],
-    );
-    console.log(`listen-in: tone SNR ${listenSnr.toFixed(1)} dB`);
-    expect(listenSnr).toBeGreaterThanOrEqual(30);
-
     await page.getByRole('button', { name: 'Hang up' }).click();
     await expect.poll(() => card.locator('.status').textContent(), { timeout: 5_000 }).toBe('ended');
-    await expect
-      .poll(() => otherCard.getByRole('button', { name: 'Listen' }).getAttribute('aria-pressed'))
-      .toBe('false');
 
     // The recording, as the page fetched it for playing.
     await waitFor(
@@ -229,10 +186,81 @@ describe.skipIf(skip !== undefined)('console in chromium', () => {
     // The right channel is the bot's: the echo of the left, its delay behind.
     expect((lag * 1000) / 16000).toBeGreaterThan(rig.config.echoDelayMs - 40);
     expect((lag * 1000) / 16000).toBeLessThan(rig.config.echoDelayMs + 150);
-    await other.close();
     await page.close();
   });
+
+  it('listen-in: a second page with sessions:listen hears the call (tone SNR measured there) until it ends; one without the scope is refused visibly', async () => {
+    const { page, id } = await softphoneCall();
+    // Listen-in from a second page with its own token, holding sessions:listen.
+    const other = await openConsole(['sessions:read', 'sessions:listen']);
+    const otherCard = other.locator(`article[data-session-id="${id}"]`);
+    await otherCard.waitFor({ timeout: 5_000 });
+    await otherCard.getByLabel('Leg to listen to').selectOption('caller');
+    await otherCard.getByRole('button', { name: 'Listen' }).click();
+    await expect
+      .poll(() => otherCard.getByRole('button', { name: 'Listen' }).getAttribute('aria-pressed'))
+      .toBe('true');
+    await waitFor(
+      async () =>
+        (await other.evaluate(
+          (sid) => (globalThis as unknown as PageGlobal).voicebridge.listeners?.get(sid)?.frames ?? 0,
+          id!,
+        )) >= 100,
+      8_000,
+      'two seconds of listen-in audio',
+      100,
+    );
+    const listenSnr = await other.evaluate(
+      ([sid, hz]) =>
+        (globalThis as unknown as PageGlobal).voicebridge
+          .listeners!.get(sid as string)!
+          .received!.toneSnrDb(hz as number),
+      [id, HZ],
+    );
+    console.log(`listen-in: tone SNR ${listenSnr.toFixed(1)} dB`);
+    expect(listenSnr).toBeGreaterThanOrEqual(30);
+
+    await page.getByRole('button', { name: 'Hang up' }).click();
+    await expect
+      .poll(() => otherCard.getByRole('button', { name: 'Listen' }).getAttribute('aria-pressed'))
+      .toBe('false');
+
+    // Without sessions:listen: the page says so.
+    const { page: again, id: id2 } = await softphoneCall();
+    const refused = await openConsole(['sessions:read']);
+    const refusedCard = refused.locator(`article[data-session-id="${id2}"]`);
+    await refusedCard.waitFor({ timeout: 5_000 });
+    await refusedCard.getByRole('button', { name: 'Listen' }).click();
+    await expect
+      .poll(() => refused.getByRole('alert').textContent())
+      .toMatch(/Listen-in closed|403|sessions:listen/);
+    expect(await refusedCard.getByRole('button', { name: 'Listen' }).getAttribute('aria-pressed')).toBe(
+      'false',
+    );
+    await again.getByRole('button', { name: 'Hang up' }).click();
+    for (const p of [other, page, again, refused]) await p.close();
+  });
 });
+
+/** A page signed in with every console scope, in a softphone call to the echo bot, and the call's card. */
+async function softphoneCall() {
+  const page = await openConsole(ALL);
+  await page.getByLabel('Echo cancellation and noise suppression').uncheck();
+  await page.getByRole('button', { name: 'Call the bot' }).click();
+  let id: string | undefined;
+  await waitFor(
+    async () => {
+      id = await page.evaluate(() => (globalThis as unknown as PageGlobal).voicebridge.softphone?.sessionId);
+      return id !== undefined;
+    },
+    5_000,
+    'the softphone call to start',
+    50,
+  );
+  const card = page.locator(`article[data-session-id="${id}"]`);
+  await card.waitFor({ timeout: 5_000 });
+  return { page, id: id!, card };
+}
 
 /** The best tone SNR over 400 ms windows (the tone comes in bursts). */
 function bestSnr(x: Int16Array, hz: number, rate: number): number {
