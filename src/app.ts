@@ -12,6 +12,7 @@ import { registerConsoleRoutes } from './control/console.js';
 import { registerDocs } from './control/docs.js';
 import { registerEventRoutes } from './control/events.js';
 import { registerHealthRoutes } from './control/health.js';
+import { attachListen, registerListenRoute } from './control/listen.js';
 import { registerMediaStreamRoutes } from './control/media-stream.js';
 import { registerMediaTokenRoutes } from './control/media-tokens.js';
 import { registerRecordingRoutes } from './control/recordings.js';
@@ -174,11 +175,14 @@ export async function createBridge(config: Config, options: BridgeOptions = {}):
   registerMediaTokenRoutes(app, ctx, ctx.verifyRest);
   registerConsoleRoutes(app);
   registerEventRoutes(app, ctx, ctx.verifyRest);
+  registerListenRoute(app, ctx.verifyRest);
   registerMessagingRoutes(app, ctx, ctx.verifyRest);
   registerRecordingRoutes(app, ctx, ctx.verifyRest);
 
   const pipeline = options.pipeline ?? createPipeline({ workers: config.dspWorkers, log, metrics });
   const media = attachMediaEndpoint(app.server, ctx, pipeline, options.limitClock);
+  // Listen-in's WebSocket path, beside the media endpoint's on the same server.
+  const listen = attachListen(ctx, media);
   // Message events reach the bots of the calls this instance holds (others' through the store's channel).
   state.sessionEvents.attach((tenant, id, event) => media.notify(tenant, id, event as BotNotice));
   if (config.messagingWebhookSecret === undefined && !config.production) {
@@ -205,6 +209,7 @@ export async function createBridge(config: Config, options: BridgeOptions = {}):
       await media.close();
       // The calls' recordings are finished (sizes patched, sidecars final) before the process goes.
       await ctx.recordings.close();
+      listen.close();
       ctx.callEvents.close();
       await app.close();
       await provider?.close();

@@ -22,6 +22,8 @@ export const ERRORS = {
   payload_too_large: { status: 413, close: 1009 },
   // A Range past the end of a recording's file.
   range_not_satisfiable: { status: 416 },
+  // A WebSocket route (listen-in) asked for without the upgrade.
+  upgrade_required: { status: 426 },
   too_many_requests: { status: 429 },
   internal: { status: 500, close: 1011 },
   upstream_bad_answer: { status: 502 },

@@ -33,6 +33,8 @@ export function mediaRoute(pathname: string): { dialect: ProviderDialect; tenant
   return { dialect: DIALECTS[m[1] as keyof typeof DIALECTS], tenant: m[2] ?? DEFAULT_TENANT };
 }
 
+export type UpgradeHandler = (req: IncomingMessage, socket: Duplex, head: Buffer, url: URL) => void;
+
 export interface MediaEndpoint {
   /** Connections open now (sessions and sockets still before their session_start). */
   readonly connections: number;
@@ -41,6 +43,11 @@ export interface MediaEndpoint {
    * none such. A scan of the connections: events are rare beside audio, and a scan keeps no index in step.
    */
   notify(tenant: string, sessionId: string, event: BotNotice): boolean;
+  /**
+   * Another WebSocket path on the same server (listen-in): upgrades whose path `match`es go to `handle`,
+   * which answers them (refuseUpgrade, or its own WebSocketServer). Checked before the media paths.
+   */
+  route(match: (pathname: string) => boolean, handle: UpgradeHandler): void;
   /** The live session (tenant, id) this instance holds (a scan, as `notify`); undefined when none. */
   find(tenant: string, sessionId: string): MediaSession | undefined;
   /**
@@ -75,6 +82,7 @@ export function attachMediaEndpoint(
     trust,
     clock: limitClock,
   });
+  const others: { match: (pathname: string) => boolean; handle: UpgradeHandler }[] = [];
   /** Upgrades admitted and still authenticating: they count against MAX_SESSIONS too. */
   let pending = 0;
 
@@ -87,9 +95,15 @@ export function attachMediaEndpoint(
     // Errors on a socket that is being refused must not become uncaught exceptions.
     socket.on('error', noop);
     const url = new URL(req.url ?? '/', 'http://localhost');
+    for (const r of others) {
+      if (r.match(url.pathname)) {
+        r.handle(req, socket, head, url);
+        return;
+      }
+    }
     const route = mediaRoute(url.pathname);
     if (route === undefined) {
-      refuse(
+      refuseUpgrade(
         socket,
         new BridgeError(
           'not_found',
@@ -106,11 +120,11 @@ export function attachMediaEndpoint(
     const refusal = admission.check(req, conns.size + pending);
     if (refusal !== undefined) {
       log.warn({ code: refusal.code, remote: clientAddress(req, trust) }, 'media upgrade refused');
-      refuse(socket, refusal);
+      refuseUpgrade(socket, refusal);
       return;
     }
     if (ctx.draining) {
-      refuse(
+      refuseUpgrade(
         socket,
         new BridgeError('not_ready', 'the bridge is shutting down; connect to another instance'),
       );
@@ -121,7 +135,7 @@ export function attachMediaEndpoint(
       (auth) => {
         pending--;
         if (ctx.draining) {
-          refuse(
+          refuseUpgrade(
             socket,
             new BridgeError('not_ready', 'the bridge is shutting down; connect to another instance'),
           );
@@ -142,7 +156,7 @@ export function attachMediaEndpoint(
       (err: unknown) => {
         pending--;
         if (!isBridgeError(err)) log.error({ err }, 'media auth failed');
-        refuse(socket, isBridgeError(err) ? err : new BridgeError('internal', 'internal error'));
+        refuseUpgrade(socket, isBridgeError(err) ? err : new BridgeError('internal', 'internal error'));
       },
     );
   };
@@ -167,6 +181,9 @@ export function attachMediaEndpoint(
       return s !== undefined;
     },
     find,
+    route(match, handle) {
+      others.push({ match, handle });
+    },
     async close() {
       const deadline = Date.now() + config.drainTimeoutMs;
       if (conns.size > 0)
@@ -188,15 +205,17 @@ export function attachMediaEndpoint(
 
 const STATUS_TEXT: Readonly<Record<number, string>> = {
   401: 'Unauthorized',
+  400: 'Bad Request',
   403: 'Forbidden',
   404: 'Not Found',
+  426: 'Upgrade Required',
   429: 'Too Many Requests',
   500: 'Internal Server Error',
   503: 'Service Unavailable',
 };
 
 /** Answers an upgrade request with a plain HTTP error (the contract's body) and closes the socket. */
-function refuse(socket: Duplex, err: BridgeError): void {
+export function refuseUpgrade(socket: Duplex, err: BridgeError): void {
   if (socket.destroyed) return;
   const body = JSON.stringify(err.toBody());
   socket.end(

@@ -15,7 +15,7 @@ export function upgradeAnswer(
     const req = request({
       host: u.hostname,
       port: u.port,
-      path: u.pathname,
+      path: `${u.pathname}${u.search}`,
       headers: {
         connection: 'Upgrade',
         upgrade: 'websocket',
