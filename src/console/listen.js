@@ -27,9 +27,26 @@ export class Listener {
       else this.node.port.postMessage({ type: 'play', buf: e.data }, [e.data]);
     };
     ws.onclose = (e) => {
-      if (e.code !== 1000) on.error(`Listen-in closed: ${e.code} ${e.reason || 'refused or failed'}`.trim());
+      if (e.code !== 1000) {
+        if (this.rate === undefined) this.why();
+        else on.error(`Listen-in closed: ${e.code} ${e.reason}`.trim());
+      }
       this.stop();
     };
+  }
+
+  /**
+   * A browser does not tell a page why a WebSocket upgrade was refused: the same route over plain HTTP
+   * answers with the bridge's reason (401, 403, 404), or 426 when only the upgrade was missing.
+   */
+  async why() {
+    const path = `/v1/sessions/${encodeURIComponent(this.sessionId)}/listen?leg=${this.leg}`;
+    try {
+      await this.api.json('GET', path);
+    } catch (err) {
+      if (err.status !== 426) return this.on.error(`Listen-in refused: ${err.message}`);
+    }
+    this.on.error('Listen-in failed: the WebSocket could not be opened');
   }
 
   async control(m) {
