@@ -59,6 +59,7 @@ async function providerCall(mediaUrl: string, id: string, phone: string, rate: n
     clearInterval(timer);
     ws.close();
   });
+  return ws;
 }
 
 try {
@@ -89,7 +90,7 @@ try {
   const http = await bridge.listen();
   stops.push(() => bridge.close());
   const mediaUrl = `${http.replace('http', 'ws')}/v1/media`;
-  await providerCall(mediaUrl, 'call-7f3a21', '+14155550142', 8000, 440);
+  const first = await providerCall(mediaUrl, 'call-7f3a21', '+14155550142', 8000, 440);
   await providerCall(mediaUrl, 'call-91bc08', '+442079460311', 16000, 660);
   const token = await mintToken({ secret: AUTH, scopes: [...ALL_SCOPES] });
   const conf = await fetch(`${http}/v1/sessions/call-7f3a21/conference`, {
@@ -126,6 +127,8 @@ try {
   await page.getByRole('button', { name: 'Call the bot' }).click();
   await page.getByLabel('Round trip').filter({ hasText: / ms$/ }).waitFor({ timeout: 10_000 });
   await page.locator('article.call').nth(2).waitFor();
+  // A frame the bridge refuses, for the timeline: it answers with an error event and the call goes on.
+  first.send(JSON.stringify({ event: 'hold', reason: 'not a media event' }));
   // One call's timeline open, and a moment for the meters and durations to move.
   await page
     .locator('article.call details')
@@ -133,7 +136,7 @@ try {
     .evaluate((d) => {
       (d as unknown as { open: boolean }).open = true;
     });
-  await page.waitForTimeout(1500);
+  await page.waitForTimeout(3000);
   await page.screenshot({ path: out });
   console.log(`console:screenshot: ${out}`);
 } finally {

@@ -121,6 +121,20 @@ describe.skipIf(skip !== undefined)('console in chromium', () => {
     await page.getByRole('button', { name: 'Sign in' }).click();
     await expect.poll(() => page.getByRole('alert').textContent()).toMatch(/401/);
     expect(await page.getByLabel('REST token').isVisible()).toBe(true);
+    // A good token typed in signs in, and lands in this tab's sessionStorage only.
+    const good = await rig.restToken(['sessions:read']);
+    await page.getByLabel('REST token').fill(good);
+    await page.getByRole('button', { name: 'Sign in' }).click();
+    await expect.poll(() => page.getByRole('heading', { name: 'Live calls' }).isVisible()).toBe(true);
+    await expect.poll(() => page.getByRole('status', { name: 'Live updates' }).textContent()).toBe('live');
+    expect(
+      await page.evaluate(() =>
+        (
+          globalThis as unknown as { sessionStorage: { getItem(k: string): string | null } }
+        ).sessionStorage.getItem('voicebridge.token'),
+      ),
+    ).toBe(good);
+    expect(await page.context().cookies()).toEqual([]);
     await page.close();
   });
 
