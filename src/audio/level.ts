@@ -34,13 +34,16 @@ export function sumSquares(codec: Codec, bytes: Uint8Array): number {
     }
     return sum;
   }
-  const table = codec === 'pcmu' ? MULAW_DECODE : ALAW_DECODE;
-  for (let i = 0; i < bytes.byteLength; i++) {
-    const v = table[bytes[i]!]!;
-    sum += v * v;
-  }
+  const table = codec === 'pcmu' ? MULAW_SQUARES : ALAW_SQUARES;
+  const n = bytes.length;
+  for (let i = 0; i < n; i++) sum += table[bytes[i]!]!;
   return sum;
 }
+
+/** Each G.711 byte's decoded sample, squared: one lookup a sample. */
+const squares = (decode: Int16Array): Float64Array => Float64Array.from(decode, (v) => v * v);
+const MULAW_SQUARES = squares(MULAW_DECODE);
+const ALAW_SQUARES = squares(ALAW_DECODE);
 
 /** Samples in `bytes` of `codec`. */
 export function sampleCount(codec: Codec, bytes: Uint8Array): number {

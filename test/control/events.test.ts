@@ -8,6 +8,7 @@ import { tonePcm16 } from '../helpers/audio.js';
 import { type InProcessRig, startRig } from '../helpers/rig.js';
 import { SseClient } from '../helpers/sse.js';
 import { waitFor } from '../helpers/wait.js';
+import { call, restToken, startRig as startControlRig } from './harness.js';
 
 let rig: InProcessRig | undefined;
 const clients: SseClient[] = [];
@@ -150,5 +151,54 @@ describe('GET /v1/events', () => {
     await p.sendPaced(tonePcm16(700, 8000, 8000, 10_000), 320, 20);
     await waitFor(() => p.audioBytes().length - before >= 15_000, 1_500, 'echo in real time');
     expect(performance.now() - t).toBeLessThan(2_500);
+  });
+});
+
+describe('GET /v1/events: the stream itself', () => {
+  it('ends open streams when the bridge closes, without holding the close', async () => {
+    rig = await startRig({ env: { BOT_URL: 'builtin:echo' } });
+    const sse = await events(await rig.restToken(['sessions:read']));
+    await waitFor(() => sse.comments >= 1, 2_000, 'the opening comment');
+    const t = performance.now();
+    await rig.close();
+    expect(performance.now() - t).toBeLessThan(3_000);
+    await waitFor(() => sse.ended, 2_000, 'the stream ended');
+    const text = rig.bridge.ctx.metrics.registry.getSingleMetricAsString('voicebridge_event_streams');
+    expect(await text).toMatch(/^voicebridge_event_streams 0$/m);
+  });
+});
+
+describe('GET /v1/events: conference and messaging', () => {
+  it('session_updated when the conference changes; the call’s messaging events', async () => {
+    const h = await startControlRig({ env: { BOT_URL: 'builtin:echo' } });
+    rig = h;
+    const sse = await events(await restToken(['sessions:read']));
+    await h.call('ev-5');
+    await sse.waitEvent('session_started');
+    const add = await call(h.http, 'POST', '/v1/sessions/ev-5/conference', {
+      token: await restToken(['calls:control']),
+      body: { action: 'add', number: '100', callerId: '15550100' },
+    });
+    expect(add.status).toBe(200);
+    const updated = await sse.waitEvent('session_updated');
+    expect(updated.data).toMatchObject({
+      session_id: 'ev-5',
+      conferenceNumbers: ['100'],
+      dialect: 'default',
+    });
+    // A messaging webhook's event for the call reaches its timeline as it reaches its bot.
+    await h.bridge.ctx.sessionEvents.deliver('default', 'ev-5', {
+      event: 'message_status',
+      channel: 'chat',
+      message_id: 'm-1',
+      status: 'delivered',
+    });
+    const status = await sse.waitEvent('message_status');
+    expect(status.data).toEqual({
+      session_id: 'ev-5',
+      channel: 'chat',
+      message_id: 'm-1',
+      status: 'delivered',
+    });
   });
 });

@@ -85,15 +85,15 @@ describe('GET /v1/sessions/{id}/listen', () => {
     await p.sendPaced(tonePcm16(CALLER_HZ, 16000, 16000 * 1.5, CALLER_AMP), 640, 20);
     const rate = 16000;
     // The middle second of each, clear of the start and the end.
-    const window = (x: Float64Array) => [Math.round(0.2 * rate), Math.round(1.2 * rate)] as const;
+    const middle = [Math.round(0.2 * rate), Math.round(1.2 * rate)] as const;
     await waitFor(() => legs.caller.samples().length >= 1.4 * rate, 2_000, 'caller leg audio');
     await waitFor(() => legs.mixed.samples().length >= 1.3 * rate, 2_000, 'mixed audio');
     const caller = legs.caller.samples();
-    const snrCaller = toneSnrDb(caller, rate, CALLER_HZ, CALLER_AMP, ...window(caller));
+    const snrCaller = toneSnrDb(caller, rate, CALLER_HZ, CALLER_AMP, ...middle);
     const bot = legs.bot.samples();
-    const snrBot = toneSnrDb(bot, rate, BOT_HZ, BOT_AMP, ...window(bot));
+    const snrBot = toneSnrDb(bot, rate, BOT_HZ, BOT_AMP, ...middle);
     const mixed = legs.mixed.samples();
-    const [from, to] = window(mixed);
+    const [from, to] = middle;
     const fit = fitSines(mixed, rate, [CALLER_HZ, BOT_HZ], from, to);
     const snrMixed = 10 * Math.log10((CALLER_AMP ** 2 / 2 + BOT_AMP ** 2 / 2) / fit.residualPower);
     console.log(
@@ -106,8 +106,8 @@ describe('GET /v1/sessions/{id}/listen', () => {
     expect(Math.abs(20 * Math.log10(fit.amplitudes[0]! / CALLER_AMP))).toBeLessThan(0.5);
     expect(Math.abs(20 * Math.log10(fit.amplitudes[1]! / BOT_AMP))).toBeLessThan(0.5);
     // The caller leg holds no bot tone, and the bot leg no caller tone.
-    expect(fitSines(caller, rate, [BOT_HZ], ...window(caller)).amplitudes[0]!).toBeLessThan(50);
-    expect(fitSines(bot, rate, [CALLER_HZ], ...window(bot)).amplitudes[0]!).toBeLessThan(50);
+    expect(fitSines(caller, rate, [BOT_HZ], ...middle).amplitudes[0]!).toBeLessThan(50);
+    expect(fitSines(bot, rate, [CALLER_HZ], ...middle).amplitudes[0]!).toBeLessThan(50);
     p.send({ event: 'session_end' });
     for (const l of Object.values(legs))
       await waitFor(() => l.closeCode !== undefined, 2_000, 'listener closed');
