@@ -12,6 +12,7 @@ import { steadyToneSnrDb } from '../audio/tone.js';
 import { mintToken } from '../auth/jwt.js';
 import { DEV_MEDIA_SECRET } from '../config.js';
 import { parseAudioSpec, renderAudio } from '../emulator/audio-source.js';
+import { CallRecording, type CallRecordingResult } from '../emulator/call-recording.js';
 import { type CallerOptions, type CallReport, SyntheticCall } from '../emulator/caller.js';
 import type { LegAuth } from '../emulator/dialects/index.js';
 import {
@@ -27,11 +28,14 @@ const USAGE = `usage: npm run call -- [--dialect default|twilio|telnyx|plivo|exo
                         [--url ws://127.0.0.1:8080/v1/media[/<dialect>]] [--tenant T]
                         [--audio tone:440|wav:<path>|speech:<text>|silence] [--seconds 10] [--rate R]
                         [--codec slin|pcmu|pcma] [--dtmf 1@500,#@900] [--phone 15550100] [--json]
+                        [--record out.wav]
   default dialect:  [--secret S | --no-auth] [--output-rate R] [--encoding binary|base64] [--chunk-ms 20]
   other dialects:   [--auth-token T] [--user U --password P] [--header name:value]
     --auth-token    Twilio's auth token (signs the URL), Telnyx's stream token
     --user/--password  HTTP Basic (Exotel, jambonz, Asterisk); --header  Vonage, Plivo, Asterisk
   --url            for audiosocket: tcp://host:port (required)
+  --record         save the call as the caller had it: a stereo WAV, what it sent left and what it
+                   heard right, at the caller's rate
 `;
 
 function fail(message: string): never {
@@ -60,6 +64,7 @@ const { values } = parseArgs({
     dtmf: { type: 'string' },
     phone: { type: 'string', default: '15550100' },
     json: { type: 'boolean', default: false },
+    record: { type: 'string' },
     help: { type: 'boolean', default: false },
   },
 });
@@ -149,25 +154,51 @@ async function options(): Promise<{ o: CallerOptions; toneHz: number | undefined
 }
 
 let report: CallReport;
+/** A recording asked for and stopped early fails the command too. */
+let recordFailed = false;
 try {
   const { o, toneHz } = await options();
-  const call = new SyntheticCall(o);
+  if (values.record === '') fail('--record needs a file name, e.g. --record out.wav');
+  let recording: CallRecording | undefined;
+  const tap = {
+    sent: (pcm: Int16Array) => recording?.sent(pcm),
+    heard: (pcm: Int16Array) => recording?.heard(pcm),
+  };
+  const call = new SyntheticCall(values.record === undefined ? o : { ...o, tap });
+  if (values.record !== undefined) {
+    // The caller's rate is what it sends; what it hears is resampled to it.
+    recording = new CallRecording(values.record, call.leg.rate, call.outputRate);
+  }
   const tty = process.stderr.isTTY === true;
   const progress = setInterval(() => {
     const s = call.stats;
     const line = `${s.state}: ${s.secondsSent.toFixed(1)} s sent, ${s.secondsReceived.toFixed(1)} s heard, marks ${s.marks.length}, clears ${s.clears}, breaches ${call.leg.record.breaches.length}, errors ${s.errors.length}`;
     process.stderr.write(tty ? `\r${line}\u001b[K` : `${line}\n`);
   }, 1000);
+  let saved: CallRecordingResult | undefined;
   try {
     report = await call.run();
   } finally {
     clearInterval(progress);
     if (tty) process.stderr.write('\r\u001b[K');
+    saved = await recording?.close();
   }
   const snr = toneHz === undefined ? undefined : steadyToneSnrDb(report.received, toneHz, report.outputRate);
   const { received: _audio, timeline: _timeline, ...rest } = report;
+  const recorded =
+    saved === undefined
+      ? undefined
+      : {
+          path: saved.path,
+          seconds: saved.frames / saved.rate,
+          sampleRate: saved.rate,
+          ...(saved.failed === undefined ? {} : { failed: saved.failed }),
+        };
+  recordFailed = recorded?.failed !== undefined;
   if (values.json) {
-    process.stdout.write(`${JSON.stringify({ ...rest, toneSnrDb: snr ?? null }, null, 2)}\n`);
+    process.stdout.write(
+      `${JSON.stringify({ ...rest, toneSnrDb: snr ?? null, ...(recorded === undefined ? {} : { recorded }) }, null, 2)}\n`,
+    );
   } else {
     const lines = [
       `${report.dialect} call ${report.sessionId}: ${report.state} (close ${report.closeCode ?? 'none'}${report.closeReason ? ` ${report.closeReason}` : ''})`,
@@ -182,9 +213,16 @@ try {
     );
     for (const b of report.breaches) lines.push(`    breach ${b.rule} (${b.effect}) ${b.detail}`);
     for (const e of report.errors) lines.push(`    error ${e.code ?? ''} ${e.message}`);
+    if (recorded !== undefined) {
+      lines.push(
+        recorded.failed === undefined
+          ? `  recorded ${recorded.path}: ${recorded.seconds.toFixed(2)} s, stereo at ${recorded.sampleRate} Hz (sent left, heard right)`
+          : `  recording ${recorded.path} stopped early: ${recorded.failed} (${recorded.seconds.toFixed(2)} s written)`,
+      );
+    }
     process.stdout.write(`${lines.join('\n')}\n`);
   }
 } catch (err) {
   fail(err instanceof Error ? err.message : String(err));
 }
-process.exit(report.state === 'ended' ? 0 : 1);
+process.exit(report.state === 'ended' && recordFailed === false ? 0 : 1);

@@ -59,6 +59,14 @@ export interface CallerOptions {
   /** Keep what the caller heard (for SNR); off for load runs. */
   readonly keepReceived?: boolean | undefined;
   readonly signal?: AbortSignal | undefined;
+  /** Told each chunk as it is sent and each frame as it is heard (`npm run call -- --record`). */
+  readonly tap?: CallerTap | undefined;
+}
+
+/** What a caller sends (PCM16 at its rate) and hears (PCM16 at the output rate), as it happens. */
+export interface CallerTap {
+  sent(pcm: Int16Array): void;
+  heard(pcm: Int16Array): void;
 }
 
 export interface CallStats {
@@ -134,6 +142,7 @@ export class SyntheticCall {
         connectTimeoutMs: options.connectTimeoutMs,
         keepHeard: options.keepReceived === true,
         onHeard: (pcm) => {
+          options.tap?.heard(pcm);
           this.#heardSamples += pcm.length;
           this.#stats.secondsReceived = this.#heardSamples / this.leg.outputRate;
         },
@@ -207,6 +216,7 @@ export class SyntheticCall {
           continue;
         }
         leg.sendAudio(pcm);
+        o.tap?.sent(pcm);
         this.#lateness.push(now - (t0 + (k - 1) * chunkMs));
         this.#stats.chunksSent++;
         samplesSent += pcm.length;

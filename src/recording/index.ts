@@ -26,6 +26,11 @@ export interface RecordingsOptions {
 
 const DAY_MS = 86_400_000;
 const SWEEP_EVERY_MS = 3_600_000;
+/**
+ * A recording in progress whose file has not grown for this long was left by an instance that stopped
+ * (a call in progress writes a block at least every second or two while its caller's audio flows).
+ */
+const INTERRUPTED_AFTER_MS = 10 * 60_000;
 
 export class Recordings {
   readonly store: RecordingStore;
@@ -34,6 +39,7 @@ export class Recordings {
   readonly #failures: Counter<'code'>;
   readonly #started: Counter;
   #timer: NodeJS.Timeout | undefined;
+  #sweeping: Promise<void> = Promise.resolve();
 
   constructor(options: RecordingsOptions) {
     this.#o = options;
@@ -83,26 +89,40 @@ export class Recordings {
     return m === undefined ? undefined : this.#current(m);
   }
 
-  /** Removes retention-expired recordings now and every hour after. */
+  /**
+   * Now and every hour after: finishes recordings left in progress by a stopped instance, and removes
+   * those past the retention period.
+   */
   startRetention(): void {
-    if (this.#o.retentionDays === 0 || this.#timer !== undefined) return;
-    const sweep = () => {
-      this.store.sweep(this.#o.retentionDays * DAY_MS).then(
-        (n) => {
-          if (n > 0) this.#o.log.info({ removed: n, days: this.#o.retentionDays }, 'old recordings removed');
-        },
-        (err: unknown) =>
-          this.#o.log.warn({ code: (err as { code?: string }).code }, 'recording retention sweep failed'),
+    if (this.#timer !== undefined) return;
+    const log = this.#o.log;
+    const days = this.#o.retentionDays;
+    const sweep = async () => {
+      const repaired = await this.store.repair(INTERRUPTED_AFTER_MS, new Set(this.#live.keys()));
+      if (repaired > 0)
+        log.warn({ repaired }, 'recordings left unfinished by a stopped instance were closed');
+      const removed = days === 0 ? 0 : await this.store.sweep(days * DAY_MS);
+      if (removed > 0) log.info({ removed, days }, 'old recordings removed');
+    };
+    const run = () => {
+      this.#sweeping = sweep().catch((err: unknown) =>
+        log.warn({ code: (err as { code?: string }).code }, 'recording retention sweep failed'),
       );
     };
-    sweep();
-    this.#timer = setInterval(sweep, SWEEP_EVERY_MS).unref();
+    run();
+    this.#timer = setInterval(run, SWEEP_EVERY_MS).unref();
+  }
+
+  /** The sweep running or last run (tests wait on it). */
+  get sweeping(): Promise<void> {
+    return this.#sweeping;
   }
 
   /** Stops the timer and finishes the recordings still open. */
   async close(): Promise<void> {
     if (this.#timer !== undefined) clearInterval(this.#timer);
     this.#timer = undefined;
+    await this.#sweeping;
     await Promise.all([...this.#live.values()].map((r) => r.stop()));
   }
 

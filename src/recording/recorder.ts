@@ -138,12 +138,16 @@ export class CallRecorder {
   async #stop(): Promise<RecordingMeta> {
     if (this.#file.failed === undefined) this.#aligner.finish();
     await this.#file.close();
-    const meta = this.view(false);
+    let meta = this.view(false);
     try {
       await this.#deps.store.writeMeta(meta);
     } catch (err) {
       // The disk already failed (and said so once), or fails now: the first failure is the one logged.
-      if (this.#file.failed === undefined) this.#failed(toFailure(err));
+      if (this.#file.failed === undefined) {
+        const f = toFailure(err);
+        this.#failed(f);
+        meta = { ...meta, failed: f.code };
+      }
     }
     this.#deps.onStopped?.(meta.recording_id);
     this.#deps.log.info(

@@ -9,8 +9,9 @@
  * is listed and served by the instance that held the call).
  */
 import { randomUUID } from 'node:crypto';
-import { mkdir, readdir, readFile, rename, stat, unlink, writeFile } from 'node:fs/promises';
+import { mkdir, open, readdir, readFile, rename, stat, unlink, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
+import { HEADER_BYTES } from './wav-file.js';
 
 export interface RecordingMeta {
   readonly recording_id: string;
@@ -114,24 +115,9 @@ export class RecordingStore {
    * at least every few seconds, so they are never that old.
    */
   async sweep(maxAgeMs: number, now = Date.now()): Promise<number> {
-    let tenants: string[];
-    try {
-      tenants = await readdir(this.dir);
-    } catch (err) {
-      if ((err as { code?: string }).code === 'ENOENT') return 0;
-      throw err;
-    }
     let removed = 0;
-    for (const t of tenants) {
-      if (!t.startsWith('t_')) continue;
-      const dir = join(this.dir, t);
-      let names: string[];
-      try {
-        names = await readdir(dir);
-      } catch {
-        continue;
-      }
-      for (const name of names) {
+    for (const dir of await this.#tenantDirs()) {
+      for (const name of await readdir(dir).catch(() => [] as string[])) {
         if (!name.endsWith('.wav') || !ID_RE.test(name.slice(0, -4))) continue;
         const wav = join(dir, name);
         const s = await stat(wav).catch(() => undefined);
@@ -141,6 +127,55 @@ export class RecordingStore {
       }
     }
     return removed;
+  }
+
+  /**
+   * Finishes recordings an instance stopped writing without closing (a crash, a kill): a sidecar still
+   * `in_progress` whose file has not grown for `staleMs` gets its WAV sizes patched from the file's size
+   * and its metadata made final with `failed: "interrupted"`. `live` names the recordings this instance
+   * is writing (never touched). Returns how many were finished.
+   */
+  async repair(staleMs: number, live: ReadonlySet<string>, now = Date.now()): Promise<number> {
+    let repaired = 0;
+    for (const dir of await this.#tenantDirs()) {
+      for (const name of await readdir(dir).catch(() => [] as string[])) {
+        const id = name.slice(0, -5);
+        if (!name.endsWith('.json') || !ID_RE.test(id) || live.has(id)) continue;
+        const meta = await this.#readAny(join(dir, name));
+        if (meta === undefined || !meta.in_progress) continue;
+        const wav = join(dir, `${id}.wav`);
+        const s = await stat(wav).catch(() => undefined);
+        if (s === undefined || now - s.mtimeMs <= staleMs) continue;
+        const frames = Math.max(0, Math.floor((s.size - HEADER_BYTES) / 4));
+        await patchSizes(wav, frames * 4);
+        await this.writeMeta({
+          ...meta,
+          duration_ms: Math.round((frames * 1000) / meta.sample_rate),
+          bytes: HEADER_BYTES + frames * 4,
+          in_progress: false,
+          failed: meta.failed ?? 'interrupted',
+        });
+        repaired++;
+      }
+    }
+    return repaired;
+  }
+
+  async #tenantDirs(): Promise<string[]> {
+    try {
+      return (await readdir(this.dir)).filter((t) => t.startsWith('t_')).map((t) => join(this.dir, t));
+    } catch (err) {
+      if ((err as { code?: string }).code === 'ENOENT') return [];
+      throw err;
+    }
+  }
+
+  async #readAny(path: string): Promise<RecordingMeta | undefined> {
+    try {
+      return JSON.parse(await readFile(path, 'utf8')) as RecordingMeta;
+    } catch {
+      return undefined;
+    }
   }
 
   async #read(path: string, tenant: string): Promise<RecordingMeta | undefined> {
@@ -158,6 +193,20 @@ export class RecordingStore {
     } catch {
       return undefined;
     }
+  }
+}
+
+/** Writes the RIFF and data sizes of a 44-byte-header WAV holding `dataBytes` of audio. */
+async function patchSizes(path: string, dataBytes: number): Promise<void> {
+  const h = await open(path, 'r+');
+  try {
+    const b = Buffer.alloc(4);
+    b.writeUInt32LE(HEADER_BYTES - 8 + dataBytes, 0);
+    await h.write(b, 0, 4, 4);
+    b.writeUInt32LE(dataBytes, 0);
+    await h.write(b, 0, 4, 40);
+  } finally {
+    await h.close();
   }
 }
 

@@ -8,7 +8,7 @@ import { StereoAligner } from '../../src/recording/align.js';
 import { Recordings } from '../../src/recording/index.js';
 import { CallRecorder } from '../../src/recording/recorder.js';
 import { type RecordingMeta, RecordingStore } from '../../src/recording/store.js';
-import type { WavFs } from '../../src/recording/wav-file.js';
+import { emptyStereoHeader, type WavFs } from '../../src/recording/wav-file.js';
 import { captureLog } from '../helpers/log-capture.js';
 import { tone } from '../helpers/signal.js';
 import { waitFor } from '../helpers/wait.js';
@@ -192,6 +192,28 @@ describe('the stereo WAV writer', () => {
   });
 });
 
+describe('a removed directory', () => {
+  it('a recording whose folder is removed mid-call logs one error at the end; the audio calls never throw', async () => {
+    const dir = tempDir();
+    const { r, registry } = recordings(dir);
+    const log = captureLog();
+    const rec = r.start(
+      { session_id: 's', tenant: 't', started_at: new Date().toISOString(), rate: 8000 },
+      log.log,
+    );
+    await waitFor(async () => (await r.list('t')).length === 1, 5000, 'the recording to start');
+    rmSync(dir, { recursive: true, force: true });
+    for (let k = 0; k < 200; k++) rec.caller(tone(8000, 440, 160, 5000));
+    const meta = await rec.stop();
+    expect(meta.failed).toBe('ENOENT');
+    expect(log.find(/recording stopped/)).toHaveLength(1);
+    expect(log.lines.filter((l) => l.level === 50)).toHaveLength(1);
+    expect(await registry.getSingleMetricAsString('voicebridge_recording_failures_total')).toContain(
+      'code="ENOENT"} 1',
+    );
+  });
+});
+
 describe('alignment', () => {
   it('holds no more than its capacity when one leg runs far ahead, writing the other as silence', () => {
     const frames: number[] = [];
@@ -247,5 +269,61 @@ describe('retention', () => {
     expect(await r.store.sweep(30 * 86_400_000)).toBe(2);
     expect((await r.list('t')).map((m) => m.recording_id)).toEqual([metas[2]!.recording_id]);
     expect(() => statSync(r.store.wavPath('t', metas[0]!.recording_id))).toThrow();
+  });
+
+  it('at start: finishes a recording a stopped instance left in progress, and removes expired ones', async () => {
+    const dir = tempDir();
+    const store = new RecordingStore(dir);
+    await store.prepare('t');
+    // A crash mid-call: the header as first written (sizes 0), 1 s of frames after it, the sidecar in progress.
+    const left = tone(8000, 440, 8000, 3000);
+    const frames = new Int16Array(16000);
+    for (let i = 0; i < 8000; i++) frames[2 * i] = left[i]!;
+    const id = 'rec_00000000000000000000000000000001';
+    writeFileSync(
+      store.wavPath('t', id),
+      Buffer.concat([emptyStereoHeader(8000), Buffer.from(frames.buffer)]),
+    );
+    const base = { session_id: 's', tenant: 't', sample_rate: 8000, channels: 2 as const };
+    await store.writeMeta({
+      ...base,
+      recording_id: id,
+      started_at: new Date().toISOString(),
+      duration_ms: 0,
+      bytes: 44,
+      in_progress: true,
+    });
+    const stale = (Date.now() - 20 * 60_000) / 1000;
+    utimesSync(store.wavPath('t', id), stale, stale);
+    // And one past retention.
+    const oldId = 'rec_00000000000000000000000000000002';
+    writeFileSync(store.wavPath('t', oldId), emptyStereoHeader(8000));
+    await store.writeMeta({
+      ...base,
+      recording_id: oldId,
+      started_at: '2020-01-01T00:00:00.000Z',
+      duration_ms: 0,
+      bytes: 44,
+      in_progress: false,
+    });
+    const old = (Date.now() - 31 * 86_400_000) / 1000;
+    utimesSync(store.wavPath('t', oldId), old, old);
+
+    const { r } = recordings(dir);
+    r.startRetention();
+    await r.sweeping;
+    await r.close();
+    const listed = await r.list('t');
+    expect(listed).toHaveLength(1);
+    expect(listed[0]).toMatchObject({
+      recording_id: id,
+      in_progress: false,
+      failed: 'interrupted',
+      duration_ms: 1000,
+      bytes: 44 + 32000,
+    });
+    const wav = readStereo(store.wavPath('t', id));
+    expect(wav.dataBytes).toBe(32000);
+    expect(Array.from(wav.left)).toEqual(Array.from(left));
   });
 });
