@@ -8,6 +8,7 @@ import type { Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import wavefile from 'wavefile';
 import { fitTone } from '../../src/audio/tone.js';
+import { TestBot } from '../helpers/bot.js';
 import {
   browserSkipReason,
   launchBrowser,
@@ -15,6 +16,7 @@ import {
   tempDir,
   toneBurstWav,
 } from '../helpers/browser.js';
+import { call } from '../helpers/http-call.js';
 import { type InProcessRig, startRig } from '../helpers/rig.js';
 import { waitFor } from '../helpers/wait.js';
 
@@ -55,10 +57,10 @@ afterAll(async () => {
   await rig?.close();
 });
 
-async function openConsole(scopes: string[]): Promise<Page> {
+async function openConsole(scopes: string[], tenant?: string): Promise<Page> {
   const page = await tb.browser.newPage();
   page.on('pageerror', (err) => console.error('page error:', err.message));
-  await page.goto(`${rig.http}/console#token=${await rig.restToken(scopes)}`);
+  await page.goto(`${rig.http}/console#token=${await rig.restToken(scopes, tenant)}`);
   return page;
 }
 
@@ -254,7 +256,45 @@ describe.skipIf(skip !== undefined)('console in chromium', () => {
     await again.getByRole('button', { name: 'Hang up' }).click();
     for (const p of [other, page, again, refused]) await p.close();
   });
+
+  it("keypad and hang-up reach a tenant's own ws bot: dtmf events in order, then session_end", async () => {
+    await using bot = await startBot();
+    const admin = await rig.restToken(['media:manage'], 'acme');
+    const put = await call(rig.http, 'PUT', '/v1/media-stream', {
+      token: admin,
+      body: {
+        media_ws_url: 'wss://bridge.example.com/v1/media',
+        media_secret: 'acme-console-media-secret',
+        bot_url: bot.url,
+      },
+    });
+    expect(put.status, put.text).toBe(200);
+    const page = await openConsole(['media:call', 'sessions:read'], 'acme');
+    await page.getByRole('button', { name: 'Call the bot' }).click();
+    const conn = await bot.waitConnection(0, 5_000);
+    await expect.poll(() => page.locator('#phone-state').textContent()).toMatch(/^In a call/);
+    for (const key of ['Key 5', 'Key #', 'Key 0']) await page.getByRole('button', { name: key }).click();
+    await waitFor(
+      () => conn.events.filter((e) => e.event === 'dtmf').length === 3,
+      5_000,
+      'three digits',
+      20,
+    );
+    expect(conn.events.filter((e) => e.event === 'dtmf').map((e) => e.digit)).toEqual(['5', '#', '0']);
+    await page.getByRole('button', { name: 'Hang up' }).click();
+    await conn.waitEvent('session_end', 5_000);
+    await expect
+      .poll(() => page.locator('#phone-state').textContent(), { timeout: 5_000 })
+      .toBe('Call ended');
+    await page.close();
+  });
 });
+
+/** A ws bot of our protocol that echoes, closed by `await using`. */
+async function startBot() {
+  const bot = await TestBot.start();
+  return Object.assign(bot, { [Symbol.asyncDispose]: () => bot.close() });
+}
 
 /** A page signed in with every console scope, in a softphone call to the echo bot, and the call's card. */
 async function softphoneCall() {
