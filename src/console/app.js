@@ -74,6 +74,8 @@ function signIn(token) {
     abort.signal,
     () => {
       $('stream').textContent = 'live';
+      // A dropped stream's message goes once the stream is back.
+      if ($('alert').textContent.startsWith('GET /v1/events')) alertText('');
     },
   );
   // What is live already, before the stream's first news of it; a token the bridge refuses (401) goes
