@@ -107,6 +107,7 @@ export async function createBridge(config: Config, options: BridgeOptions = {}):
     messaging,
     messages: state.messages,
     sessionEvents: state.sessionEvents,
+    callEvents: new CallEvents(log),
     recordings: new Recordings({
       dir: config.recordingsDir,
       recordAll: config.recordCalls,
@@ -114,7 +115,6 @@ export async function createBridge(config: Config, options: BridgeOptions = {}):
       log,
       registry: metrics.registry,
     }),
-    callEvents: new CallEvents(log),
     draining: false,
   };
   ctx.recordings.startRetention();
@@ -207,10 +207,10 @@ export async function createBridge(config: Config, options: BridgeOptions = {}):
       ctx.draining = true;
       // Calls first (they need the pipeline and the server), then the server, the pipeline last.
       await media.close();
-      // The calls' recordings are finished (sizes patched, sidecars final) before the process goes.
-      await ctx.recordings.close();
       listen.close();
       ctx.callEvents.close();
+      // The calls' recordings are finished (sizes patched, sidecars final) before the process goes.
+      await ctx.recordings.close();
       await app.close();
       await provider?.close();
       await messaging?.close();

@@ -10,12 +10,12 @@
  */
 import { createReadStream } from 'node:fs';
 import { stat } from 'node:fs/promises';
-import type { FastifyInstance, FastifyRequest } from 'fastify';
-import { assertScope, type RestVerifier } from '../auth/jwt.js';
+import type { FastifyInstance } from 'fastify';
+import type { RestVerifier } from '../auth/jwt.js';
 import type { BridgeContext } from '../context.js';
 import { BridgeError } from '../errors.js';
 import type { RecordingMeta } from '../recording/index.js';
-import { principal } from './guard.js';
+import { scopeGuardOrQuery as guard, principal } from './guard.js';
 import { BEARER, errorResponses } from './schemas.js';
 import { useUniformValidation } from './validation.js';
 
@@ -49,18 +49,6 @@ const ID_PARAMS = {
 const TOKEN_QUERY = {
   token: { type: 'string', maxLength: 8192, description: 'the REST token, where no header can be set' },
 } as const;
-
-/** Like scopeGuard, also taking the token from `?token=` when there is no Authorization header. */
-function guard(verify: RestVerifier, scope: string) {
-  return async (req: FastifyRequest): Promise<void> => {
-    const q = req.query as { token?: unknown } | undefined;
-    const header =
-      req.headers.authorization ?? (typeof q?.token === 'string' ? `Bearer ${q.token}` : undefined);
-    const p = await verify(header);
-    assertScope(p, scope);
-    req.principal = p;
-  };
-}
 
 function view(m: RecordingMeta) {
   return {

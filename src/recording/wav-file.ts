@@ -3,7 +3,8 @@
  * are appended in blocks of `blockBytes` through a few reusable buffers, and `close` patches the RIFF
  * and data sizes. Memory is fixed: `buffers` x `blockBytes`. A write that fails, or a disk so slow that
  * every buffer is waiting on it, stops the file: `failed` says why, later frames are dropped, and the
- * header is still patched to what was written when the disk allows it.
+ * header is still patched to what was written when the disk allows it. A file that reaches the 4 GiB a
+ * WAV header can state stops the same way (`EFBIG`), everything before the limit written.
  */
 import type { FileHandle } from 'node:fs/promises';
 import { open } from 'node:fs/promises';
@@ -24,6 +25,8 @@ export interface WavFileOptions {
   readonly blockBytes?: number;
   /** Blocks that may wait on the disk before the file stops as too slow. */
   readonly buffers?: number;
+  /** Audio bytes a file may hold: a WAV's sizes are 32-bit, so 4 GiB less its header (~18 h at 16 kHz). */
+  readonly maxDataBytes?: number;
 }
 
 /** Why a file stopped: the system's error code (ENOSPC, EIO, ENOENT, ...) or `disk_slow`. */
@@ -59,6 +62,9 @@ export class StereoWavFile {
   /** Bytes of audio handed to the disk and accepted. */
   #dataBytes = 0;
   #failure: WavFailure | undefined;
+  /** The disk failed: nothing more is written (a file that is only full still gets its last block). */
+  #ioFailed = false;
+  readonly #maxDataBytes: number;
   #onFail: ((f: WavFailure) => void) | undefined;
   #closed = false;
 
@@ -66,6 +72,8 @@ export class StereoWavFile {
     this.#o = options;
     this.#onFail = onFail;
     this.#blockBytes = options.blockBytes ?? 32 * 1024;
+    const max = options.maxDataBytes ?? 0xffff_ffff - (HEADER_BYTES - 8);
+    this.#maxDataBytes = max - (max % 4);
     const buffers = options.buffers ?? 8;
     for (let i = 0; i < buffers; i++) this.#free.push(Buffer.allocUnsafe(this.#blockBytes));
     this.#current = this.#free.pop()!;
@@ -91,6 +99,9 @@ export class StereoWavFile {
   write(interleaved: Int16Array): void {
     if (this.#failure !== undefined || this.#closed) return;
     let bytes = new Uint8Array(interleaved.buffer, interleaved.byteOffset, interleaved.byteLength);
+    const room = this.#maxDataBytes - (this.#position - HEADER_BYTES + this.#fill);
+    const full = bytes.length >= room;
+    if (full) bytes = bytes.subarray(0, room);
     while (bytes.length > 0) {
       const n = Math.min(bytes.length, this.#blockBytes - this.#fill);
       this.#current.set(bytes.subarray(0, n), this.#fill);
@@ -100,6 +111,15 @@ export class StereoWavFile {
         this.#flush();
         if (this.#failure !== undefined) return;
       }
+    }
+    if (full) {
+      if (this.#fill > 0) this.#flush();
+      this.#fail(
+        Object.assign(new Error(`a WAV file holds at most ${this.#maxDataBytes} bytes of audio`), {
+          code: 'EFBIG',
+        }),
+        false,
+      );
     }
   }
 
@@ -151,7 +171,7 @@ export class StereoWavFile {
     const position = this.#position;
     this.#position += len;
     this.#chain = this.#chain.then(async () => {
-      if (this.#failure !== undefined) return;
+      if (this.#ioFailed) return;
       const h = await this.#handle;
       try {
         const { bytesWritten } = await h.write(block, 0, len, position);
@@ -165,7 +185,9 @@ export class StereoWavFile {
     });
   }
 
-  #fail(err: unknown): void {
+  /** Stops the file; `io`: the disk failed, so the blocks still queued are not written either. */
+  #fail(err: unknown, io = true): void {
+    if (io) this.#ioFailed = true;
     if (this.#failure !== undefined) return;
     const e = err as { code?: unknown; message?: unknown };
     this.#failure = {

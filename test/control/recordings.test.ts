@@ -148,6 +148,52 @@ describe('recordings', () => {
     expect(past.headers.get('content-range')).toBe(`bytes */${onDisk.length}`);
   });
 
+  it('records at the caller rate when the bot audio goes back at another (16 kHz in, 8 kHz out)', async () => {
+    rig = await startRig({
+      env: { BOT_URL: 'builtin:echo', ECHO_DELAY_MS: '200', RECORDINGS_DIR: tempDir(), DSP_WORKERS: '1' },
+    });
+    const manage = await rig.restToken(['media:manage']);
+    const put = await call(rig.http, 'PUT', '/v1/media-stream', {
+      token: manage,
+      body: {
+        media_ws_url: 'wss://example.test/media',
+        codec: 'slin',
+        input_sample_rate: 16000,
+        output_sample_rate: 8000,
+        recording: true,
+      },
+    });
+    expect(put.status, put.text).toBe(200);
+    const p = await rig.call('rec-rates');
+    const tone = tonePcm16(1000, 16000, 32_000);
+    await p.sendPaced(tone, 640, 20);
+    await waitFor(() => p.audioBytes().length >= tone.length / 2 - 640, 5_000, 'the echo at 8 kHz');
+    p.close();
+    const reader = await rig.restToken(['recordings:read']);
+    let listed: Listed[] = [];
+    await waitFor(
+      async () => {
+        listed = await list(rig!, reader);
+        return listed[0]?.in_progress === false;
+      },
+      5_000,
+      'the recording',
+    );
+    expect(listed[0]).toMatchObject({ sample_rate: 16000, channels: 2 });
+    const wav = new wavefile.WaveFile(
+      readFileSync(rig.bridge.ctx.recordings.store.wavPath('default', listed[0]!.recording_id)),
+    );
+    expect((wav.fmt as { sampleRate: number }).sampleRate).toBe(16000);
+    const [left, right] = wav.getSamples(false, Int16Array) as unknown as Int16Array[];
+    const l0 = onset(left!);
+    const r0 = onset(right!);
+    const snrL = fitTone(left!.subarray(l0 + 800, l0 + 24_800), 1000, 16000).snrDb;
+    const snrR = fitTone(right!.subarray(r0 + 800, r0 + 24_800), 1000, 16000).snrDb;
+    console.log(`recording 16k/8k: left SNR ${snrL.toFixed(1)} dB, right ${snrR.toFixed(1)} dB`);
+    expect(snrL).toBeGreaterThanOrEqual(30);
+    expect(snrR).toBeGreaterThanOrEqual(30);
+  });
+
   it('holds routes to their scopes and tenants; DELETE removes the file', async () => {
     const dir = tempDir();
     rig = await startRig({
@@ -190,6 +236,16 @@ describe('recordings', () => {
     expect(await list(rig, reader)).toEqual([]);
     expect((await call(rig.http, 'GET', path, { token: reader })).status).toBe(404);
     expect((await call(rig.http, 'DELETE', path, { token: manager })).status).toBe(404);
+  });
+
+  it('records nothing by default: no RECORD_CALLS, no tenant "recording"', async () => {
+    const dir = join(tempDir(), 'recordings');
+    rig = await startRig({ env: { BOT_URL: 'builtin:echo', ECHO_DELAY_MS: '0', RECORDINGS_DIR: dir } });
+    const p = await toneCall(rig, 'rec-off');
+    await p.waitClosed();
+    const reader = await rig.restToken(['recordings:read']);
+    expect(await list(rig, reader)).toEqual([]);
+    expect(() => statSync(dir)).toThrow();
   });
 
   it('lists newest first', async () => {

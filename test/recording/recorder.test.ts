@@ -8,7 +8,7 @@ import { StereoAligner } from '../../src/recording/align.js';
 import { Recordings } from '../../src/recording/index.js';
 import { CallRecorder } from '../../src/recording/recorder.js';
 import { type RecordingMeta, RecordingStore } from '../../src/recording/store.js';
-import { emptyStereoHeader, type WavFs } from '../../src/recording/wav-file.js';
+import { emptyStereoHeader, StereoWavFile, type WavFs } from '../../src/recording/wav-file.js';
 import { captureLog } from '../helpers/log-capture.js';
 import { tone } from '../helpers/signal.js';
 import { waitFor } from '../helpers/wait.js';
@@ -211,6 +211,29 @@ describe('a removed directory', () => {
     expect(await registry.getSingleMetricAsString('voicebridge_recording_failures_total')).toContain(
       'code="ENOENT"} 1',
     );
+  });
+});
+
+describe('the size limit', () => {
+  it('stops a file at the most a WAV header can state (EFBIG), everything before it written and sized', async () => {
+    const dir = tempDir();
+    const path = join(dir, 'full.wav');
+    const failures: string[] = [];
+    const file = new StereoWavFile({ path, rate: 8000, blockBytes: 1024, maxDataBytes: 4002 }, (f) =>
+      failures.push(f.code),
+    );
+    const frames = new Int16Array(2 * 3000);
+    for (let i = 0; i < frames.length; i++) frames[i] = i;
+    file.write(frames.subarray(0, 1000));
+    file.write(frames.subarray(1000));
+    file.write(frames);
+    await file.close();
+    expect(failures).toEqual(['EFBIG']);
+    expect(file.dataBytes).toBe(4000);
+    const wav = readStereo(path);
+    expect(wav.dataBytes).toBe(4000);
+    expect(Array.from(wav.left)).toEqual(Array.from({ length: 1000 }, (_, i) => 2 * i));
+    expect(Array.from(wav.right)).toEqual(Array.from({ length: 1000 }, (_, i) => 2 * i + 1));
   });
 });
 
