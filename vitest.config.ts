@@ -20,6 +20,9 @@ const REAL_TIME = [
   'test/media/provider-asterisk.test.ts',
 ];
 
+/** The console in a real browser: one chromium, and a round-trip bound that other files' load would skew. */
+const BROWSER = ['test/console/browser.test.ts'];
+
 export default defineConfig({
   test: {
     // Real servers and real-time pacing: generous per-test bounds, no retries that could hide flakes.
@@ -32,7 +35,7 @@ export default defineConfig({
         test: {
           name: 'main',
           include: ['test/**/*.test.ts'],
-          exclude: [...MULTI_PROCESS, ...HUNDRED_CALLS, ...REAL_TIME],
+          exclude: [...MULTI_PROCESS, ...HUNDRED_CALLS, ...REAL_TIME, ...BROWSER],
           sequence: { groupOrder: 0 },
         },
       },
@@ -41,7 +44,7 @@ export default defineConfig({
         extends: true,
         test: {
           name: 'multi-process',
-          include: [...MULTI_PROCESS, ...HUNDRED_CALLS, ...REAL_TIME],
+          include: [...MULTI_PROCESS, ...HUNDRED_CALLS, ...REAL_TIME, ...BROWSER],
           fileParallelism: false,
           sequence: { groupOrder: 1 },
         },

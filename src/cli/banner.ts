@@ -27,7 +27,11 @@ export function connectableUrl(listenUrl: string): string {
   return u.origin;
 }
 
-export function startupBanner(listenUrl: string, config: Config): string {
+/**
+ * `consoleToken`: a development REST token for the console's sign-in link, given outside production only
+ * (main.ts mints it); without one the console's address is printed bare, and in production not at all.
+ */
+export function startupBanner(listenUrl: string, config: Config, consoleToken?: string): string {
   const http = connectableUrl(listenUrl);
   const media = `${http.replace(/^http/, 'ws')}/v1/media`;
   const lines = [
@@ -48,5 +52,12 @@ export function startupBanner(listenUrl: string, config: Config): string {
     `  bot: ${isWsBotUrl(config.botUrl) ? displayUrl(config.botUrl) : config.botUrl} at ${config.botSampleRate} Hz, dialect ${config.bot.dialect}; DSP workers: ${config.dspWorkers}`,
     ...messagingLines(http, config),
   );
+  if (!config.production) {
+    lines.push(
+      consoleToken === undefined
+        ? `  console: ${http}/console (sign in with a REST token)`
+        : `  console: ${http}/console#token=${consoleToken}`,
+    );
+  }
   return `${lines.join('\n')}\n`;
 }

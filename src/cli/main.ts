@@ -3,10 +3,26 @@
  * `npm start`: the bridge with embedded defaults.
  */
 import { createBridge } from '../app.js';
+import { mintToken } from '../auth/jwt.js';
+import { ALL_SCOPES } from '../auth/scopes.js';
 import { type Config, ConfigError, loadConfig } from '../config.js';
 import type { InProcessProvider } from '../emulator/in-process.js';
 import { createFormattedLogger } from '../log.js';
 import { connectableUrl, startupBanner } from './banner.js';
+
+/**
+ * Outside production, a REST token with every scope for the console's sign-in link (12 hours, the
+ * bridge's own HS256 secret); none in production, nor when tokens come from a JWKS the bridge cannot sign for.
+ */
+async function consoleToken(config: Config): Promise<string | undefined> {
+  if (config.production || config.authJwtSecret === undefined) return undefined;
+  return mintToken({
+    secret: config.authJwtSecret,
+    scopes: ALL_SCOPES,
+    ttlSeconds: 12 * 3600,
+    subject: 'console-dev',
+  });
+}
 
 async function main(): Promise<void> {
   let config: Config;
@@ -40,7 +56,7 @@ async function main(): Promise<void> {
   log.info({ url }, 'voicebridge listening');
   // The emulator's messaging webhooks come to this bridge, with its webhook secret when one is set.
   inProcess?.connectWebhooks(connectableUrl(url));
-  process.stdout.write(startupBanner(url, config));
+  process.stdout.write(startupBanner(url, config, await consoleToken(config)));
   if (inProcess !== undefined) {
     process.stdout.write(
       `  provider: ${inProcess.notices.join('\n  provider: ')}\n    emulator at ${inProcess.url} (POST /emulator/calls places synthetic calls${inProcess.messaging ? ', /emulator/messaging/ drives messaging' : ''}${inProcess.secretIsBridgeSecret ? '; tokens from npm run token work there' : ''})\n`,

@@ -7,10 +7,10 @@
  */
 import { parseArgs } from 'node:util';
 import { mintToken } from '../auth/jwt.js';
+import { ALL_SCOPES as SCOPES } from '../auth/scopes.js';
 import { DEV_AUTH_JWT_SECRET, DEV_MEDIA_SECRET } from '../config.js';
 
-const ALL_SCOPES =
-  'media:manage sessions:read calls:control messages:read messages:manage recordings:read recordings:manage';
+const ALL_SCOPES = SCOPES.join(' ');
 
 const { values } = parseArgs({
   options: {

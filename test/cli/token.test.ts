@@ -19,13 +19,9 @@ describe('npm run token', () => {
     expect(all.tenant).toBe('acme');
     expect(new Set((all.scope as string).split(' '))).toEqual(
       new Set([
-        'media:manage',
-        'sessions:read',
-        'calls:control',
-        'messages:read',
-        'messages:manage',
-        'recordings:read',
-        'recordings:manage',
+        ...['media:manage', 'sessions:read', 'calls:control', 'messages:read', 'messages:manage'],
+        // The console's: the softphone, listen-in and recordings.
+        ...['media:call', 'sessions:listen', 'recordings:read', 'recordings:manage'],
       ]),
     );
     const one = await token('--scope', 'messages:read');

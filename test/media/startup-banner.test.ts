@@ -28,3 +28,28 @@ describe('npm start banner', () => {
     expect(text).not.toContain('--media');
   });
 });
+
+describe('npm start banner: the console link', () => {
+  it('outside production, prints /console#token= with the token it is given, else the bare address', () => {
+    const config = loadConfig({});
+    expect(startupBanner('http://0.0.0.0:8080', config, 'tok.en.sig')).toContain(
+      'console: http://127.0.0.1:8080/console#token=tok.en.sig',
+    );
+    expect(startupBanner('http://0.0.0.0:8080', config)).toContain(
+      'console: http://127.0.0.1:8080/console (sign in with a REST token)',
+    );
+  });
+
+  it('in production, prints no console link at all', () => {
+    const config = loadConfig({
+      NODE_ENV: 'production',
+      MEDIA_SECRET: 'prod-media-secret',
+      AUTH_JWT_SECRET: 'prod-auth-secret',
+      PROVIDER_BASE_URL: 'http://provider.example/v1',
+      PROVIDER_TOKEN: 'prod-provider-token',
+    });
+    const text = startupBanner('http://0.0.0.0:8080', config, 'tok.en.sig');
+    expect(text).not.toContain('/console');
+    expect(text).not.toContain('tok.en.sig');
+  });
+});
