@@ -12,6 +12,8 @@ import { loadavg } from 'node:os';
 import { resolve } from 'node:path';
 import { generateTone } from '../src/audio/tone.js';
 import { BRIDGE_NODE_FLAGS } from '../src/cli/node-flags.js';
+import type { DialectName } from '../src/emulator/dialects/index.js';
+import { dialectChunkMs, dialectWireCodec } from '../src/emulator/dialects/params.js';
 import { asBackground } from '../src/load/markers.js';
 import { forkChild, orchestrate, sampleServer } from '../src/load/orchestrator.js';
 import {
@@ -60,6 +62,8 @@ export interface BenchContext {
 
 interface Target {
   readonly url: string;
+  /** Where the target's process metrics are (the load generator samples them). */
+  readonly metricsUrl?: string;
   readonly pid: number;
   /** Threads of the server deliberately on another core (the CPU profiler's sampler). */
   readonly exempt?: number[];
@@ -86,8 +90,10 @@ async function startBridge(
   workers: number | undefined,
   ctx: BenchContext,
   profDir?: string,
+  dialect: DialectName = 'default',
 ): Promise<Target> {
   const port = 18_000 + Math.floor(Math.random() * 2000);
+  const audioSocketPort = port + 2000;
   const node = [
     process.execPath,
     ...BRIDGE_NODE_FLAGS,
@@ -107,6 +113,11 @@ async function startBridge(
       MEDIA_AUTH: 'none',
       MEDIA_CONNECT_PER_SEC: '100000',
       ...(workers !== undefined && { DSP_WORKERS: String(workers) }),
+      ...(dialect === 'audiosocket' && {
+        AUDIOSOCKET_PORT: String(audioSocketPort),
+        AUDIOSOCKET_HOST: '127.0.0.1',
+        AUDIOSOCKET_ALLOW: '127.0.0.1',
+      }),
     },
     // Its startup banner would bury the bench's own lines; warnings and errors still show.
     stdio: ['ignore', 'ignore', 'inherit'],
@@ -125,7 +136,11 @@ async function startBridge(
       ? await moveProfilerThread(child.pid!, ctx.pin.load)
       : undefined;
   return {
-    url: `ws://127.0.0.1:${port}/v1/media`,
+    url:
+      dialect === 'audiosocket'
+        ? `tcp://127.0.0.1:${audioSocketPort}`
+        : `ws://127.0.0.1:${port}/v1/media${dialect === 'default' ? '' : `/${dialect}`}`,
+    metricsUrl: `http://127.0.0.1:${port}/metrics`,
     pid: child.pid!,
     ...(profiler !== undefined && { exempt: [profiler] }),
     stop: () => stopChild(child, !!profDir),
@@ -192,13 +207,17 @@ async function checkAll(
   return { server, load };
 }
 
-/** One rung: a fresh target, `calls` calls for `secs` seconds, its report. */
+/**
+ * One rung: a fresh target, `calls` calls for `secs` seconds, its report. With a provider `dialect`
+ * (bridge targets only), the calls are that platform's, placed by the emulator's dialect table.
+ */
 export async function runRung(
   name: string,
   encoding: 'binary' | 'base64',
   calls: number,
   secs: number,
   ctx: BenchContext,
+  dialect: DialectName = 'default',
 ): Promise<RungReport> {
   const spec = parseTarget(name);
   let profDir: string | undefined;
@@ -208,21 +227,27 @@ export async function runRung(
   }
   const t =
     spec.kind === 'bridge'
-      ? await startBridge(spec.workers, ctx, profDir)
+      ? await startBridge(spec.workers, ctx, profDir, dialect)
       : await startEcho(spec.delayed ? ctx.echoDelayMs : 0, ctx);
+  if (spec.kind === 'echo' && dialect !== 'default')
+    throw new Error(`the bare echo serves the default dialect only, not ${dialect}`);
   try {
-    const idle = await sampleServer(t.url.replace('ws:', 'http:').replace('/v1/media', '/metrics'));
+    const idle = await sampleServer(
+      t.metricsUrl ?? t.url.replace('ws:', 'http:').replace('/v1/media', '/metrics'),
+    );
     const options: RunOptions = {
       url: t.url,
       calls,
       seconds: secs,
       rampSeconds: Math.max(1, Math.ceil(calls / 200)),
       rate: 8000,
-      codec: 'slin',
+      codec: dialect === 'default' ? 'slin' : dialectWireCodec(dialect, undefined),
       encoding,
       token: undefined,
       background,
-      chunkMs: 20,
+      chunkMs: dialectChunkMs(dialect),
+      ...(dialect !== 'default' && { dialect, auth: {} }),
+      ...(t.metricsUrl !== undefined && { metricsUrl: t.metricsUrl }),
       markerEveryMs: 1000,
       markerBurstMs: 60,
       // The bot (or echo-delayed) holds every frame ECHO_DELAY_MS: wait that much longer for the last.

@@ -20,6 +20,7 @@ import type { BotNotice } from './media/bot/types.js';
 import { attachMediaEndpoint, type MediaEndpoint } from './media/endpoint.js';
 import { createMessagingClient } from './messaging/client.js';
 import { registerMessagingRoutes } from './messaging/routes.js';
+import { createMessageStore } from './messaging/store.js';
 import type { MessagingClient } from './messaging/types.js';
 import { createMetrics } from './metrics.js';
 import { createPipeline } from './pipeline/index.js';
@@ -98,7 +99,7 @@ export async function createBridge(config: Config, options: BridgeOptions = {}):
     sessions: state.sessions,
     tenants: state.tenants,
     messaging,
-    messages: state.messages,
+    messages: createMessageStore(config, state.link),
     sessionEvents: state.sessionEvents,
     draining: false,
   };

@@ -12,6 +12,8 @@ import { DEV_MEDIA_SECRET } from '../config.js';
 import { parseAudioSpec, renderAudio } from '../emulator/audio-source.js';
 import type { DialectName, LegAuth } from '../emulator/dialects/index.js';
 import {
+  dialectChunkMs,
+  dialectWireCodec,
   parseDialect,
   parseDialectCodec,
   parseDialectRate,
@@ -118,11 +120,7 @@ async function main(): Promise<void> {
       if (r !== 8000 && r !== 16000) fail(`--rate for a load run must be 8000 or 16000, got ${r}`);
       rate = r;
       // The report names the wire codec; the leg encodes from the runner's PCM scratch.
-      codec =
-        dialectCodec ??
-        (dialect === 'telnyx' || dialect === 'plivo' || dialect === 'asterisk' || dialect === 'twilio'
-          ? 'pcmu'
-          : 'slin');
+      codec = dialectWireCodec(dialect, dialectCodec);
       auth = {
         token: values['auth-token'],
         username: values.user,
@@ -167,8 +165,7 @@ async function main(): Promise<void> {
     encoding,
     token,
     background,
-    // Exotel's platform sends ~100 ms chunks; the others 20 ms.
-    chunkMs: dialect === 'exotel' ? 100 : 20,
+    chunkMs: dialectChunkMs(dialect),
     dialect,
     dialectCodec,
     auth,

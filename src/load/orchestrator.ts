@@ -7,7 +7,13 @@ import { performance } from 'node:perf_hooks';
 import { fileURLToPath } from 'node:url';
 import type { Progress, RunOptions, RunResult } from './runner.js';
 import { Histogram } from './stats.js';
-import { readThreads, type ThreadCpu, type ThreadSnapshot, threadCpuBetween } from './thread-cpu.js';
+import {
+  readProcess,
+  readThreads,
+  type ThreadCpu,
+  type ThreadSnapshot,
+  threadCpuBetween,
+} from './thread-cpu.js';
 
 const here = import.meta.url;
 const CHILD = fileURLToPath(new URL(`./child${here.endsWith('.ts') ? '.ts' : '.js'}`, here));
@@ -107,7 +113,7 @@ export async function orchestrate(
   const children: ChildProcess[] = [];
   const progress: Progress[] = [];
   const results: RunResult[] = [];
-  const metricsUrl = metricsUrlOf(options.url);
+  const metricsUrl = options.metricsUrl ?? metricsUrlOf(options.url);
   const t0 = performance.now();
   const loadFrom = t0 + options.rampSeconds * 1000;
   const loadTo = loadFrom + options.seconds * 1000;
@@ -168,8 +174,15 @@ export async function orchestrate(
     watch.onLoadProcesses?.(children.map((c) => c.pid!));
   });
 
+  // With the target's pid, its CPU and memory come from /proc: scraping /metrics every second would add
+  // the target's own cost of rendering them (prom-client's collectors) to what is measured.
+  const sample = (): Promise<ServerSample | undefined> => {
+    if (watch.serverPid === undefined) return sampleServer(metricsUrl);
+    const p = readProcess(watch.serverPid);
+    return Promise.resolve(p === undefined ? undefined : { ...p, at: performance.now() });
+  };
   const ticker = setInterval(() => {
-    void sampleServer(metricsUrl).then((s) => {
+    void sample().then((s) => {
       if (finished) return;
       const now = performance.now();
       let share: number | undefined;

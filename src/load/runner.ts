@@ -46,6 +46,8 @@ export interface RunOptions {
   readonly auth?: LegAuth | undefined;
   /** The wire codec of the other dialects, where the platform offers a choice (else its own). */
   readonly dialectCodec?: Codec | undefined;
+  /** The target's /metrics, where the media URL does not tell it (AudioSocket's tcp:// listener). */
+  readonly metricsUrl?: string | undefined;
 }
 
 /** What a process measured: plain data, so it can cross to a parent process and merge. */

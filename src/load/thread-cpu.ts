@@ -64,6 +64,21 @@ export function readThreads(pid: number): Map<number, TaskStat> {
   return out;
 }
 
+/**
+ * A process's CPU seconds (every thread's, from `/proc/<pid>/stat`) and resident memory (`VmRSS` of
+ * `/proc/<pid>/status`), read without asking the process anything: undefined once it is gone.
+ */
+export function readProcess(pid: number): { cpuSeconds: number; rssBytes: number } | undefined {
+  try {
+    const { ticks } = parseTaskStat(readFileSync(`/proc/${pid}/stat`, 'utf8'));
+    const rss = /^VmRSS:\s+(\d+) kB$/m.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
+    if (rss === null) return undefined;
+    return { cpuSeconds: ticks / clockTicksPerSecond(), rssBytes: Number(rss[1]) * 1024 };
+  } catch {
+    return undefined;
+  }
+}
+
 export interface ThreadSnapshot {
   readonly pid: number;
   /** performance.now() when read. */

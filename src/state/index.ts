@@ -4,9 +4,6 @@
  */
 import type { Config } from '../config.js';
 import type { Logger } from '../log.js';
-import type { MessageStore } from '../messaging/records.js';
-import { MemoryMessageStore } from '../messaging/store-memory.js';
-import { RedisMessageStore } from '../messaging/store-redis.js';
 import type { Metrics } from '../metrics.js';
 import { MemorySessionRegistry, MemoryTenantStore } from './memory.js';
 import { RedisLink } from './redis-link.js';
@@ -20,8 +17,11 @@ import type { SessionEventBus, SessionRegistry, TenantStore } from './types.js';
 export interface StateStore {
   readonly sessions: SessionRegistry;
   readonly tenants: TenantStore;
-  /** Records of the messages sent (chat and RCS), their webhook events and the dedupe keys. */
-  readonly messages: MessageStore;
+  /**
+   * The Redis connection the stores share, for a feature that keeps its own records there (messaging's
+   * store, src/messaging/store.ts); undefined in memory mode.
+   */
+  readonly link: RedisLink | undefined;
   /** Events for a live session's bot, delivered by the instance holding it. */
   readonly sessionEvents: SessionEventBus;
   /** Stops heartbeats, flushes mirror writes (bounded) and disconnects. */
@@ -37,7 +37,7 @@ export async function createStateStore(config: Config, log: Logger, metrics: Met
     return {
       sessions: new MemorySessionRegistry(),
       tenants: new MemoryTenantStore(initialSecrets),
-      messages: new MemoryMessageStore(config.messageRetentionMs),
+      link: undefined,
       sessionEvents: new LocalSessionEvents(),
       close: async () => {},
     };
@@ -65,7 +65,7 @@ export async function createStateStore(config: Config, log: Logger, metrics: Met
   return {
     sessions,
     tenants,
-    messages: new RedisMessageStore(link, config.messageRetentionMs),
+    link,
     sessionEvents: new RedisSessionEvents(link, log),
     async close() {
       await sessions.close();

@@ -7,6 +7,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import {
   clockTicksPerSecond,
   parseTaskStat,
+  readProcess,
   readThreads,
   threadCpuBetween,
   threadKind,
@@ -85,5 +86,22 @@ describe('per-thread CPU', () => {
     expect(cpu.workers).toBeGreaterThan(0.1);
     expect(cpu.main).toBeLessThan(0.1);
     expect(cpu.workers).toBeGreaterThan(5 * cpu.main);
+  });
+});
+
+describe('readProcess', () => {
+  it("reads a live process's CPU seconds and resident memory from /proc, and nothing for a gone one", () => {
+    const before = readProcess(process.pid)!;
+    const rss = process.memoryUsage().rss;
+    // Within 20 % of what Node itself reports (the two reads are a moment apart).
+    expect(Math.abs(before.rssBytes - rss) / rss).toBeLessThan(0.2);
+    const until = performance.now() + 150;
+    let x = 0;
+    while (performance.now() < until) x += Math.sqrt(x + 1);
+    expect(x).toBeGreaterThan(0);
+    const after = readProcess(process.pid)!;
+    // 150 ms of busy loop: at least 50 ms more CPU, however coarse the clock ticks.
+    expect(after.cpuSeconds - before.cpuSeconds).toBeGreaterThanOrEqual(0.05);
+    expect(readProcess(2 ** 22 + 1)).toBeUndefined();
   });
 });

@@ -32,6 +32,22 @@ const DIALECT_CODECS: Partial<Record<DialectName, readonly Codec[]>> = {
   asterisk: ['pcmu', 'pcma', 'slin'],
 };
 
+/**
+ * The codec a dialect's calls carry on the wire when none is asked for: what load reports name (the
+ * leg encodes from the caller's PCM itself).
+ */
+export function dialectWireCodec(dialect: DialectName, asked: Codec | undefined): Codec {
+  if (asked !== undefined) return asked;
+  return dialect === 'telnyx' || dialect === 'plivo' || dialect === 'asterisk' || dialect === 'twilio'
+    ? 'pcmu'
+    : 'slin';
+}
+
+/** How much audio a platform sends per frame: Exotel ~100 ms, the others 20 ms. */
+export function dialectChunkMs(dialect: DialectName): number {
+  return dialect === 'exotel' ? 100 : 20;
+}
+
 export function parseDialectCodec(dialect: DialectName, value: unknown, field: string): Codec | undefined {
   if (value === undefined) return undefined;
   const accepted = DIALECT_CODECS[dialect];
