@@ -1,9 +1,9 @@
 /**
  * A synthetic caller: one call placed by an emulated provider in any dialect (src/emulator/dialects/).
  * It streams pre-rendered audio through the shared paced caller (paced-caller.ts: chunk k leaves at
- * t0 + k·chunk, so lateness never accumulates), presses DTMF keys on schedule, and reports what the provider recorded:
- * what the caller heard at its playout time, marks and clears, the platform's rules the bridge broke,
- * and the arrival times of the bridge's audio. Used by the emulator, `npm run call` and the tests.
+ * t0 + k·chunk, so lateness never accumulates), presses DTMF keys on schedule, and reports what the
+ * provider recorded: what the caller heard at its playout time, marks and clears, the platform's rules
+ * the bridge broke, and the arrival times of the bridge's audio. Used by the emulator, `npm run call` and the tests.
  */
 import type { Codec, Encoding } from '../audio/format.js';
 import {
