@@ -1,11 +1,10 @@
 /**
  * A synthetic caller: one call placed by an emulated provider in any dialect (src/emulator/dialects/).
- * It streams pre-rendered audio paced against a monotonic clock (chunk k leaves at t0 + k·chunk, so
- * lateness never accumulates), presses DTMF keys on schedule, and reports what the provider recorded:
- * what the caller heard at its playout time, marks and clears, the platform's rules the bridge broke,
- * and the arrival times of the bridge's audio. Used by the emulator, `npm run call` and the tests.
+ * It streams pre-rendered audio through the shared paced caller (paced-caller.ts: chunk k leaves at
+ * t0 + k·chunk, so lateness never accumulates), presses DTMF keys on schedule, and reports what the
+ * provider recorded: what the caller heard at its playout time, marks and clears, the platform's rules
+ * the bridge broke, and the arrival times of the bridge's audio. Used by the emulator, `npm run call` and the tests.
  */
-import { performance } from 'node:perf_hooks';
 import type { Codec, Encoding } from '../audio/format.js';
 import {
   type AckedMark,
@@ -16,6 +15,7 @@ import {
   type ProviderLeg,
   type TimelineEntry,
 } from './dialects/index.js';
+import { PacedCaller } from './paced-caller.js';
 import { type Percentiles, percentiles } from './stats.js';
 
 export interface CallFormat {
@@ -75,7 +75,7 @@ export interface CallStats {
   secondsReceived: number;
   chunksSent: number;
   chunksReceived: number;
-  /** Chunks not sent because the socket was backed up past `SEND_HIGH_WATER_BYTES` (a real-time sender drops). */
+  /** Chunks not sent because the socket was backed up (paced-caller.ts: a real-time sender drops). */
   chunksShed: number;
   /** Names of the marks the provider acknowledged, in order (played or cleared). */
   marks: string[];
@@ -103,9 +103,6 @@ export interface CallReport extends CallStats {
   readonly dtmfSent: number;
 }
 
-/** Unsent bytes past which a chunk is dropped instead of queued: ~1.6 s of 16 kHz PCM16 as base64. */
-const SEND_HIGH_WATER_BYTES = 64 * 1024;
-
 export class SyntheticCall {
   readonly #stats: CallStats = {
     state: 'connecting',
@@ -122,6 +119,7 @@ export class SyntheticCall {
   readonly #o: CallerOptions;
   readonly #lateness: number[] = [];
   #heardSamples = 0;
+  #caller: PacedCaller | undefined;
 
   constructor(options: CallerOptions) {
     this.#o = options;
@@ -159,6 +157,7 @@ export class SyntheticCall {
   get stats(): CallStats {
     const r = this.leg.record;
     const s = this.#stats;
+    s.chunksShed = this.#caller?.stats.chunksShed ?? 0;
     s.chunksReceived = r.framesReceived;
     s.marks = r.marks.map((m) => m.name);
     s.clears = r.clears;
@@ -193,37 +192,24 @@ export class SyntheticCall {
     return this.#report();
   }
 
-  /** Paced send: chunk k is due at t0 + k·chunkMs; every due chunk goes out on each wake-up. */
+  /** The caller's audio through the shared paced caller (paced-caller.ts), on its schedule. */
   async #stream(): Promise<void> {
     const o = this.#o;
     const leg = this.leg;
-    const chunkMs = leg.chunkMs;
-    const samplesPerChunk = Math.max(1, Math.round((leg.rate * chunkMs) / 1000));
-    const total = Math.ceil(o.audio.length / samplesPerChunk);
-    const dtmf = [...(o.dtmf ?? [])].sort((a, b) => a.atMs - b.atMs);
-    let nextKey = 0;
-    let samplesSent = 0;
-    const t0 = performance.now();
-    for (let k = 0; k < total && leg.isOpen() && o.signal?.aborted !== true; ) {
-      const now = performance.now();
-      while (nextKey < dtmf.length && t0 + dtmf[nextKey]!.atMs <= now) leg.sendDtmf(dtmf[nextKey++]!.digit);
-      while (k < total && t0 + k * chunkMs <= now + 0.5) {
-        const pcm = o.audio.subarray(k * samplesPerChunk, (k + 1) * samplesPerChunk);
-        k++;
-        if (leg.backlogBytes() > SEND_HIGH_WATER_BYTES) {
-          // The far end is not reading: a real-time source drops audio rather than queue it without bound.
-          this.#stats.chunksShed++;
-          continue;
-        }
-        leg.sendAudio(pcm);
+    const caller = new PacedCaller({
+      leg,
+      audio: o.audio,
+      dtmf: o.dtmf,
+      signal: o.signal,
+      onSent: (_index, lateMs, pcm) => {
         o.tap?.sent(pcm);
-        this.#lateness.push(now - (t0 + (k - 1) * chunkMs));
-        this.#stats.chunksSent++;
-        samplesSent += pcm.length;
-        this.#stats.secondsSent = samplesSent / leg.rate;
-      }
-      if (k < total) await sleep(Math.max(0, t0 + k * chunkMs - performance.now()));
-    }
+        this.#lateness.push(lateMs);
+        this.#stats.chunksSent = caller.stats.chunksSent;
+        this.#stats.secondsSent = caller.stats.samplesSent / leg.rate;
+      },
+    });
+    this.#caller = caller;
+    await caller.start().done;
   }
 
   #report(): CallReport {

@@ -246,6 +246,7 @@ export async function orchestrate(
     'breaches',
     'samplesSent',
     'samplesReceived',
+    'chunksShed',
     'cpuMs',
   ] as const) {
     merged[key] = results.reduce((a, r) => a + r[key], 0);

@@ -23,6 +23,8 @@ export interface LoadReport {
   errorEvents: number;
   /** Platform rules the bridge broke (dialect runs). */
   breaches: number;
+  /** Caller chunks not sent because the socket was backed up (the target stopped reading). */
+  chunksShed: number;
   roundTripMs: { p50: number; p95: number; p99: number; max: number; n: number };
   markers: { sent: number; returned: number; lost: number; unmatched: number };
   audioReturnedPct: number;
@@ -78,6 +80,7 @@ export function buildReport(target: string, o: RunOptions, r: OrchestratedResult
     failures: res.failures,
     errorEvents: res.errorEvents,
     breaches: res.breaches,
+    chunksShed: res.chunksShed,
     roundTripMs: { p50: nz(rtt.p50), p95: nz(rtt.p95), p99: nz(rtt.p99), max: nz(rtt.max), n: rtt.n },
     markers: {
       sent: res.markersSent,
@@ -132,7 +135,7 @@ export function summaryText(r: LoadReport): string {
     `  round trip  p50 ${r.roundTripMs.p50} p95 ${r.roundTripMs.p95} p99 ${r.roundTripMs.p99} max ${r.roundTripMs.max} ms (${r.roundTripMs.n} markers)`,
     `  markers     ${r.markers.sent} sent, ${r.markers.returned} back, ${r.markers.lost} lost, ${r.markers.unmatched} unmatched`,
     `  audio back  ${r.audioReturnedPct}%   inter-arrival p50 ${r.interArrivalMs.p50} p99 ${r.interArrivalMs.p99} ms, jitter p99 ${r.jitterP99Ms} ms`,
-    `  generator   ${r.generator.cpuPctOfCore}% of a core per process, ${r.generator.cpuMsPerCallSecond} CPU ms per call-second`,
+    `  generator   ${r.generator.cpuPctOfCore}% of a core per process, ${r.generator.cpuMsPerCallSecond} CPU ms per call-second${r.chunksShed > 0 ? `; ${r.chunksShed} chunks shed (the target stopped reading)` : ''}`,
     r.server === null
       ? '  server      no /metrics'
       : `  server      ${r.server.cpuPctOfCore}% of a core, ${r.server.cpuMsPerCallSecond} CPU ms per call-second, RSS ${r.server.rssMb} MB (peak ${r.server.rssPeakMb} MB)`,

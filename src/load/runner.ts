@@ -1,13 +1,12 @@
 /**
- * Runs many synthetic calls against a media endpoint from one process: each call sends `session_start`
- * and then 20 ms chunks on a drift-free real-time schedule, with a timing marker every interval, and
- * times each marker's round trip through the bot from the chunk that carried it out to the chunk that
- * brought it back. One timer serves all calls of the process.
+ * Runs many synthetic calls against a media endpoint from one process: each call is an emulated
+ * provider (src/emulator/dialects/, the default dialect unless asked) whose audio, 20 ms chunks with a
+ * timing marker every interval, goes out through the shared paced caller (src/emulator/paced-caller.ts:
+ * a drift-free real-time schedule, one timer for every call of the process). Each marker's round trip
+ * through the bot is timed from the chunk that carried it out to the chunk that brought it back.
  */
 import { randomUUID } from 'node:crypto';
 import { performance } from 'node:perf_hooks';
-import WebSocket from 'ws';
-import { decodeInto, encodeInto, fromBase64, pcm16View, toBase64 } from '../audio/codec.js';
 import type { Codec, Encoding } from '../audio/format.js';
 import {
   createProviderLeg,
@@ -15,6 +14,7 @@ import {
   type LegAuth,
   type ProviderLeg,
 } from '../emulator/dialects/index.js';
+import { callerLoop, PacedCaller } from '../emulator/paced-caller.js';
 import { fillChunk, type MarkerPlan, markerPlan, OnsetDetector } from './markers.js';
 import { Histogram } from './stats.js';
 
@@ -68,6 +68,8 @@ export interface RunResult {
   breaches: number;
   samplesSent: number;
   samplesReceived: number;
+  /** Chunks not sent because the call's socket was backed up (a real-time caller drops them). */
+  chunksShed: number;
   rtt: { counts: Uint32Array; max: number };
   interArrival: { counts: Uint32Array; max: number };
   cpuMs: number;
@@ -84,17 +86,14 @@ export interface Progress {
 }
 
 class LoadCall {
-  ws: WebSocket | undefined;
-  /** The emulated provider of a call in another dialect than the default. */
+  /** The emulated provider of the call. */
   leg: ProviderLeg | undefined;
+  caller: PacedCaller | undefined;
   open = false;
   done = false;
-  /** Chunks sent so far. */
-  index = 0;
   startAt = 0;
   /** Send times of markers not yet back, oldest first. */
   readonly outstanding: number[] = [];
-  lastArrival = -1;
   readonly detector: OnsetDetector;
 
   constructor(
@@ -112,9 +111,6 @@ export class LoadRun {
   readonly #rtt = new Histogram(10_000);
   readonly #gaps = new Histogram(2_000);
   readonly #recent: number[] = [];
-  readonly #pcm: Int16Array;
-  readonly #wire: Uint8Array;
-  #decoded: Int16Array;
   readonly #r: Omit<RunResult, 'rtt' | 'interArrival' | 'cpuMs' | 'wallMs'> = {
     callsStarted: 0,
     callsConnected: 0,
@@ -129,6 +125,7 @@ export class LoadRun {
     breaches: 0,
     samplesSent: 0,
     samplesReceived: 0,
+    chunksShed: 0,
   };
   #t0 = 0;
   #stopSendingAt = 0;
@@ -136,9 +133,6 @@ export class LoadRun {
   constructor(options: RunOptions) {
     this.#o = options;
     this.#plan = markerPlan(options.rate, options.chunkMs, options.markerEveryMs, options.markerBurstMs);
-    this.#pcm = new Int16Array(this.#plan.chunkSamples);
-    this.#wire = new Uint8Array(this.#plan.chunkSamples * 2);
-    this.#decoded = new Int16Array(4096);
   }
 
   progress(): Progress {
@@ -163,16 +157,20 @@ export class LoadRun {
       call.startAt = this.#t0 + (o.calls > 1 ? (rampMs * i) / o.calls : 0);
       this.#calls.push(call);
     }
+    // The ramp rides the callers' timer: each call starts when its time has come.
+    const loop = callerLoop();
     let next = 0;
-    // One timer for every call: start those whose time has come, send every chunk that is due.
-    const timer = setInterval(() => {
-      const now = performance.now();
-      while (next < this.#calls.length && this.#calls[next]!.startAt <= now)
-        this.#connect(this.#calls[next++]!);
-      if (now < this.#stopSendingAt) for (const call of this.#calls) if (call.open) this.#sendDue(call, now);
-    }, 5);
+    const ramp = {
+      service: (now: number): number => {
+        while (next < this.#calls.length && this.#calls[next]!.startAt <= now)
+          this.#connect(this.#calls[next++]!);
+        return next < this.#calls.length ? this.#calls[next]!.startAt : Number.POSITIVE_INFINITY;
+      },
+    };
+    loop.add(ramp);
+    loop.wakeBy(ramp, this.#t0);
     await sleep(this.#stopSendingAt - performance.now() + o.drainMs);
-    clearInterval(timer);
+    loop.delete(ramp);
     const closing: Promise<void>[] = [];
     for (const call of this.#calls) closing.push(this.#end(call));
     await Promise.all(closing);
@@ -193,62 +191,47 @@ export class LoadRun {
     this.#r.failures[reason] = (this.#r.failures[reason] ?? 0) + 1;
   }
 
+  /** A call placed through an emulated provider: its handshake, framing and playout rules. */
   #connect(call: LoadCall): void {
     const o = this.#o;
     this.#r.callsStarted++;
-    if (o.dialect !== undefined && o.dialect !== 'default') {
-      this.#connectLeg(call, o.dialect);
-      return;
-    }
-    const headers: Record<string, string> = {};
-    if (o.token !== undefined) headers.authorization = `Bearer ${o.token}`;
-    const ws = new WebSocket(o.url, { headers, perMessageDeflate: false, handshakeTimeout: 10_000 });
-    call.ws = ws;
-    ws.binaryType = 'nodebuffer';
-    ws.on('unexpected-response', (_req, res) => {
-      this.#fail(call, `http_${res.statusCode}`);
-      ws.terminate();
-    });
-    ws.on('error', (err: NodeJS.ErrnoException) => {
-      if (!call.open) this.#fail(call, err.code ?? 'connect_error');
-    });
-    ws.on('open', () => {
-      // The call's audio clock starts when its socket opens, as a provider's does: anchoring it at the
-      // planned start would open with a burst of everything "owed" during the handshake, which the bridge
-      // then paces out at real time as a standing backlog.
-      call.startAt = performance.now();
-      call.open = true;
-      this.#r.callsConnected++;
-      ws.send(this.#sessionStart(call));
-      this.#sendDue(call, performance.now());
-    });
-    ws.on('message', (data: Buffer, isBinary: boolean) => this.#receive(call, data, isBinary));
-    ws.on('close', () => {
-      if (call.open && !call.done) this.#r.callsDropped++;
-      call.open = false;
-      call.done = true;
-    });
-  }
-
-  /** A call placed through an emulated provider: its handshake, framing and playout rules. */
-  #connectLeg(call: LoadCall, dialect: DialectName): void {
-    const o = this.#o;
-    // AudioSocket names calls by UUID; the id prefix stays in the others for the bridge's logs.
-    const callId = dialect === 'audiosocket' ? randomUUID() : `${call.id}-${randomUUID().slice(0, 8)}`;
+    const dialect = o.dialect ?? 'default';
+    // AudioSocket names calls by UUID; the id prefix stays in the others for the bridge's logs, and the
+    // default dialect's session id is the id itself.
+    const callId =
+      dialect === 'default'
+        ? call.id
+        : dialect === 'audiosocket'
+          ? randomUUID()
+          : `${call.id}-${randomUUID().slice(0, 8)}`;
     let leg: ProviderLeg;
     try {
-      leg = createProviderLeg(dialect, {
-        url: o.url,
-        callId,
-        from: '15550100000',
-        to: '15550199',
-        direction: 'inbound',
-        rate: o.rate,
-        codec: o.dialectCodec,
-        auth: o.auth,
-        connectTimeoutMs: 10_000,
-        onHeard: (pcm) => this.#heard(call, pcm),
-      });
+      leg = createProviderLeg(
+        dialect,
+        {
+          url: o.url,
+          callId,
+          from: '15550100000',
+          to: '15550199',
+          direction: 'inbound',
+          rate: o.rate,
+          codec: dialect === 'default' ? o.codec : o.dialectCodec,
+          auth: dialect === 'default' ? { token: o.token } : o.auth,
+          connectTimeoutMs: 10_000,
+          onHeard: (pcm) => this.#heard(call, pcm),
+          // The default dialect's round trips are timed at the socket, as this generator always has;
+          // the platforms' at their playout, where their rules act.
+          playout: dialect === 'default' ? 'arrival' : 'realtime',
+        },
+        dialect === 'default'
+          ? {
+              codecName: o.codec,
+              outputRate: o.rate,
+              encoding: o.encoding,
+              chunkBytes: this.#plan.chunkSamples * (o.codec === 'slin' ? 2 : 1),
+            }
+          : undefined,
+      );
     } catch (err) {
       this.#fail(call, (err as Error).message);
       return;
@@ -259,112 +242,47 @@ export class LoadRun {
         this.#fail(call, leg.record.errors[0]?.code ?? 'connect_error');
         return;
       }
-      call.startAt = performance.now();
+      if (call.done) return;
+      // The call's audio clock starts when its connection opens, as a provider's does: anchoring it at
+      // the planned start would open with a burst of everything "owed" during the handshake, which the
+      // bridge then paces out at real time as a standing backlog.
       call.open = true;
       this.#r.callsConnected++;
-      this.#sendDue(call, performance.now());
+      this.#startAudio(call, leg);
     });
     void leg.closed.then(() => {
-      if (call.open && !call.done) this.#r.callsDropped++;
+      // A connection that never opened is counted by open() above, as failed.
+      if (!call.open) return;
+      if (!call.done) this.#r.callsDropped++;
       call.open = false;
       call.done = true;
     });
   }
 
-  /** What the caller of a dialect call heard, at its playout time. */
-  #heard(call: LoadCall, pcm: Int16Array): void {
-    const now = performance.now();
-    this.#r.samplesReceived += pcm.length;
-    if (call.detector.push(pcm) >= 0) this.#matchMarker(call, now);
-  }
-
-  #sessionStart(call: LoadCall): string {
+  /** The caller's audio: the background with a marker every interval, until the run stops sending. */
+  #startAudio(call: LoadCall, leg: ProviderLeg): void {
     const o = this.#o;
-    const bytesPerSample = o.codec === 'slin' ? 2 : 1;
-    return JSON.stringify({
-      event: 'session_start',
-      session_id: call.id,
-      customer_phone: '15550100000',
-      direction: 'inbound',
-      started_at: new Date().toISOString(),
-      media: {
-        codec: o.codec,
-        sample_rate: o.rate,
-        output_sample_rate: o.rate,
-        encoding: o.encoding,
-        chunk_bytes: this.#plan.chunkSamples * bytesPerSample,
+    let marker = false;
+    call.caller = new PacedCaller({
+      leg,
+      audio: (index, out) => {
+        marker = fillChunk(this.#plan, o.background, index, out);
       },
-    });
-  }
-
-  /** Sends every chunk whose time has come: chunk i is due at the call's start + i chunks. */
-  #sendDue(call: LoadCall, now: number): void {
-    const o = this.#o;
-    const ws = call.ws!;
-    while (call.startAt + call.index * o.chunkMs <= now) {
-      const marker = fillChunk(this.#plan, o.background, call.index, this.#pcm);
-      if (call.leg !== undefined) {
-        // Every leg encodes the chunk before it returns, so the scratch serves every call.
-        call.leg.sendAudio(this.#pcm);
+      until: this.#stopSendingAt,
+      onSent: () => {
         if (marker) {
           call.outstanding.push(performance.now());
           this.#r.markersSent++;
         }
-        this.#r.samplesSent += this.#plan.chunkSamples;
-        call.index++;
-        continue;
-      }
-      const n = encodeInto(o.codec, this.#pcm, this.#wire);
-      // ws copies the bytes when it masks the frame, so one scratch buffer serves every call.
-      const bytes = this.#wire.subarray(0, n);
-      if (o.encoding === 'binary') ws.send(bytes);
-      else ws.send(`{"event":"media","seq":${call.index},"payload":"${toBase64(bytes)}"}`);
-      if (marker) {
-        call.outstanding.push(performance.now());
-        this.#r.markersSent++;
-      }
-      this.#r.samplesSent += this.#plan.chunkSamples;
-      call.index++;
-    }
+      },
+    }).start();
   }
 
-  #receive(call: LoadCall, data: Buffer, isBinary: boolean): void {
-    let bytes: Uint8Array;
-    if (isBinary) bytes = data;
-    else {
-      let msg: { event?: unknown; payload?: unknown };
-      try {
-        msg = JSON.parse(data.toString('utf8')) as typeof msg;
-      } catch {
-        return;
-      }
-      if (msg.event === 'error') this.#r.errorEvents++;
-      if (msg.event !== 'media' || typeof msg.payload !== 'string') return;
-      try {
-        bytes = fromBase64(msg.payload);
-      } catch {
-        return;
-      }
-    }
+  /** What the caller heard: at arrival in the default dialect, at playout in the others. */
+  #heard(call: LoadCall, pcm: Int16Array): void {
     const now = performance.now();
-    if (call.lastArrival >= 0) this.#gaps.add(now - call.lastArrival);
-    call.lastArrival = now;
-    const codec = this.#o.codec;
-    let samples: Int16Array;
-    if (codec === 'slin') {
-      if (bytes.byteLength & 1) return;
-      samples = pcm16View(bytes, this.#scratch(bytes.byteLength >> 1));
-    } else {
-      samples = this.#scratch(bytes.byteLength);
-      decodeInto(codec, bytes, samples);
-    }
-    this.#r.samplesReceived += samples.length;
-    if (call.detector.push(samples) >= 0) this.#matchMarker(call, now);
-  }
-
-  #scratch(samples: number): Int16Array {
-    if (this.#decoded.length < samples) this.#decoded = new Int16Array(samples * 2);
-    return this.#decoded.subarray(0, samples);
+    this.#r.samplesReceived += pcm.length;
+    if (call.detector.push(pcm) >= 0) this.#matchMarker(call, now);
   }
 
   #matchMarker(call: LoadCall, now: number): void {
@@ -388,34 +306,18 @@ export class LoadRun {
     this.#r.markersLost += call.outstanding.length;
     call.outstanding.length = 0;
     const leg = call.leg;
-    if (leg !== undefined) {
-      call.done = true;
-      await leg.hangup();
-      for (const gap of leg.record.arrivalGapsMs) this.#gaps.add(gap);
-      this.#r.breaches += leg.record.breaches.length;
-      this.#r.errorEvents += leg.record.errors.length;
-      return;
-    }
-    const ws = call.ws;
-    if (ws === undefined) return;
+    if (leg === undefined) return;
     call.done = true;
-    if (ws.readyState === WebSocket.OPEN) {
-      ws.send('{"event":"session_end","reason":"load run over"}');
-      ws.close(1000);
-    } else if (ws.readyState === WebSocket.CONNECTING) {
-      ws.terminate();
+    const caller = call.caller;
+    if (caller !== undefined) {
+      caller.stop();
+      this.#r.samplesSent += caller.stats.samplesSent;
+      this.#r.chunksShed += caller.stats.chunksShed;
     }
-    if (ws.readyState === WebSocket.CLOSED) return;
-    await new Promise<void>((resolve) => {
-      const t = setTimeout(() => {
-        ws.terminate();
-        resolve();
-      }, 2_000);
-      ws.once('close', () => {
-        clearTimeout(t);
-        resolve();
-      });
-    });
+    await leg.hangup();
+    for (const gap of leg.record.arrivalGapsMs) this.#gaps.add(gap);
+    this.#r.breaches += leg.record.breaches.length;
+    this.#r.errorEvents += leg.record.errors.length;
   }
 }
 

@@ -12,6 +12,7 @@
 import type { Socket } from 'node:net';
 import { performance } from 'node:perf_hooks';
 import { afterEach, describe, expect, it } from 'vitest';
+import { pace } from '../../src/emulator/paced-caller.js';
 import { tonePcm16 } from '../helpers/audio.js';
 import { FaultRig } from '../helpers/fault-rig.js';
 import { interArrival } from '../helpers/provider.js';
@@ -104,11 +105,7 @@ describe('provider faults, beside a healthy call', () => {
     socket.resume();
     await waitFor(() => p.errors().length > 0, 10_000, 'the backlog to be read');
     const n = p.audio.length;
-    const resumed = performance.now();
-    for (let i = 0; i < 50; i++) {
-      media(i);
-      await reach(resumed + (i + 1) * 20);
-    }
+    await pace({ chunkMs: 20, chunks: 50, send: media });
     await waitFor(() => p.audio.length > n + 20, 10_000, 'audio after the provider reads again');
     expect(p.closeCode).toBeUndefined();
     expect(logs.find(/session started/, 'pstall-1')).toHaveLength(1);

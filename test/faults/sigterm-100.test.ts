@@ -6,6 +6,7 @@
  */
 import { performance } from 'node:perf_hooks';
 import { afterEach, describe, expect, it } from 'vitest';
+import { PacedSchedule } from '../../src/emulator/paced-caller.js';
 import { tonePcm16 } from '../helpers/audio.js';
 import { TestProvider } from '../helpers/provider.js';
 import { type ProcessRig, startRig } from '../helpers/rig.js';
@@ -16,10 +17,10 @@ const CALLS = 100;
 const DRAIN_MS = 2_000;
 let rig: ProcessRig | undefined;
 const providers: TestProvider[] = [];
-let timer: NodeJS.Timeout | undefined;
+let sender: PacedSchedule | undefined;
 
 afterEach(async () => {
-  clearInterval(timer);
+  sender?.stop();
   for (const p of providers.splice(0)) p.close();
   await rig?.process.kill('SIGKILL');
   await rig?.close();
@@ -43,12 +44,13 @@ describe('SIGTERM with 100 live calls', () => {
     for (let i = 0; i < CALLS; i++) providers.push(new TestProvider(bridge.mediaUrl, { token }));
     await Promise.all(providers.map((p, i) => p.start(`term-${i}`)));
     const chunk = tonePcm16(1000, 8000, 160);
-    const t0 = performance.now();
-    let sent = 0;
-    timer = setInterval(() => {
-      const due = Math.floor((performance.now() - t0) / 20) + 1;
-      for (; sent < due; sent++) for (const p of providers) if (p.closeCode === undefined) p.sendRaw(chunk);
-    }, 5);
+    sender = new PacedSchedule({
+      chunkMs: 20,
+      chunks: Number.POSITIVE_INFINITY,
+      send: () => {
+        for (const p of providers) if (p.closeCode === undefined) p.sendRaw(chunk);
+      },
+    }).start();
     await waitFor(() => providers.every((p) => p.audio.length >= 10), 15_000, 'audio on every call');
     expect((await fetch(`${bridge.http}/readyz`)).status).toBe(200);
 

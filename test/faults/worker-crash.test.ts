@@ -6,6 +6,7 @@
  */
 import { performance } from 'node:perf_hooks';
 import { afterEach, describe, expect, it } from 'vitest';
+import { PacedSchedule } from '../../src/emulator/paced-caller.js';
 import type { DspPipeline } from '../../src/pipeline/index.js';
 import { tonePcm16 } from '../helpers/audio.js';
 import { startBridge, type TestBridge } from '../helpers/bridge.js';
@@ -16,10 +17,10 @@ import { waitFor } from '../helpers/wait.js';
 const CALLS = 100;
 let bridge: TestBridge | undefined;
 const providers: TestProvider[] = [];
-let timer: NodeJS.Timeout | undefined;
+let sender: PacedSchedule | undefined;
 
 afterEach(async () => {
-  clearInterval(timer);
+  sender?.stop();
   for (const p of providers.splice(0)) p.close();
   await bridge?.close();
   bridge = undefined;
@@ -36,14 +37,15 @@ describe('DSP worker crash under 100 live calls', () => {
     for (let i = 0; i < CALLS; i++)
       providers.push(new TestProvider(bridge.mediaUrl, { token, sampleRunDelay: true }));
     await Promise.all(providers.map((p, i) => p.start(`w-${i}`)));
-    // One timer sends every call's due 20 ms chunk, against the clock.
+    // One schedule (the shared paced caller's) sends every call's due 20 ms chunk.
     const chunk = tonePcm16(1000, 8000, 160);
-    const t0 = performance.now();
-    let sent = 0;
-    timer = setInterval(() => {
-      const due = Math.floor((performance.now() - t0) / 20) + 1;
-      for (; sent < due; sent++) for (const p of providers) p.sendRaw(chunk);
-    }, 5);
+    sender = new PacedSchedule({
+      chunkMs: 20,
+      chunks: Number.POSITIVE_INFINITY,
+      send: () => {
+        for (const p of providers) p.sendRaw(chunk);
+      },
+    }).start();
     await waitFor(() => providers.every((p) => p.audio.length >= 25), 10_000, 'audio on every call');
 
     const pipeline = bridge.bridge.pipeline as DspPipeline;
@@ -97,8 +99,8 @@ describe('DSP worker crash under 100 live calls', () => {
     );
     // No audio lost on the bystanders: stop talking, let the echo drain, count chunks back per call
     // (each 20 ms chunk sent comes back as one; the resampler holds back under one chunk).
-    clearInterval(timer);
-    const total = sent;
+    sender?.stop();
+    const total = sender!.sent;
     await waitFor(
       () => providers.every((p, i) => victims.has(`w-${i}`) || p.audio.length >= total - 1),
       5_000,

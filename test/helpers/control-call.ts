@@ -1,10 +1,11 @@
 /**
- * A healthy control call for fault and fuzz tests: a 1 kHz tone sent at real time (drift-free, against
- * the clock) for as long as the test runs, its echo measured on arrival. It shows whether other calls'
+ * A healthy control call for fault and fuzz tests: a 1 kHz tone sent at real time (the shared paced
+ * caller's drift-free schedule) for as long as the test runs, its echo measured on arrival. It shows whether other calls'
  * faults harmed it: samples returned, gaps between arrivals in any window, and the tone's SNR.
  */
 import { performance } from 'node:perf_hooks';
 import { fitTone } from '../../src/audio/tone.js';
+import { PacedSchedule } from '../../src/emulator/paced-caller.js';
 import { quantile } from '../../src/emulator/stats.js';
 import { pcm16Samples, tonePcm16 } from './audio.js';
 import { interArrival, TestProvider } from './provider.js';
@@ -27,12 +28,20 @@ export interface WindowStats {
 
 export class ControlCall {
   readonly provider: TestProvider;
-  #sent = 0;
-  #timer: NodeJS.Timeout | undefined;
-  #stopped = false;
+  readonly #schedule: PacedSchedule;
 
   private constructor(provider: TestProvider) {
     this.provider = provider;
+    // The shared paced caller's schedule: every chunk due by a wake-up goes out (catching up after a
+    // stall of this process), for as long as the test runs.
+    this.#schedule = new PacedSchedule({
+      chunkMs: CHUNK_MS,
+      chunks: Number.POSITIVE_INFINITY,
+      send: (i) => {
+        const off = ((i * CHUNK_SAMPLES) % RATE) * 2;
+        provider.sendRaw(SECOND.subarray(off, off + CHUNK_SAMPLES * 2));
+      },
+    });
   }
 
   /** Opens the call, sends session_start (slin 8 kHz, 320-byte chunks) and starts the tone. */
@@ -42,23 +51,12 @@ export class ControlCall {
       media: { codec: 'slin', sample_rate: RATE, encoding: 'binary', chunk_bytes: CHUNK_SAMPLES * 2 },
     });
     const c = new ControlCall(p);
-    const t0 = performance.now();
-    const tick = () => {
-      if (c.#stopped) return;
-      // Send every chunk due by now (catching up after a stall of this process), then sleep to the next.
-      const due = Math.floor((performance.now() - t0) / CHUNK_MS) + 1;
-      for (; c.#sent < due; c.#sent++) {
-        const off = ((c.#sent * CHUNK_SAMPLES) % RATE) * 2;
-        p.sendRaw(SECOND.subarray(off, off + CHUNK_SAMPLES * 2));
-      }
-      c.#timer = setTimeout(tick, Math.max(1, t0 + c.#sent * CHUNK_MS - performance.now()));
-    };
-    tick();
+    c.#schedule.start();
     return c;
   }
 
   get sentSamples(): number {
-    return this.#sent * CHUNK_SAMPLES;
+    return this.#schedule.sent * CHUNK_SAMPLES;
   }
 
   get receivedSamples(): number {
@@ -80,8 +78,7 @@ export class ControlCall {
 
   /** Stops sending, waits (bounded) for the echo to catch up, and returns the totals. */
   async stop(): Promise<{ sentSamples: number; receivedSamples: number; snrDb: number }> {
-    this.#stopped = true;
-    clearTimeout(this.#timer);
+    this.#schedule.stop();
     const sent = this.sentSamples;
     // The echo returns what was sent, less what the pacing lead and DSP still hold (a few chunks).
     await waitFor(() => this.receivedSamples >= sent - 8 * CHUNK_SAMPLES, 5_000, 'the control echo').catch(
@@ -93,8 +90,7 @@ export class ControlCall {
   }
 
   close(): void {
-    this.#stopped = true;
-    clearTimeout(this.#timer);
+    this.#schedule.stop();
     this.provider.close();
   }
 }

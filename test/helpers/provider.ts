@@ -4,8 +4,9 @@
  */
 import { performance } from 'node:perf_hooks';
 import WebSocket from 'ws';
+import { pace } from '../../src/emulator/paced-caller.js';
 import { runDelayMs } from './schedstat.js';
-import { reach, waitFor } from './wait.js';
+import { waitFor } from './wait.js';
 
 export interface AudioArrival {
   readonly at: number;
@@ -95,15 +96,17 @@ export class TestProvider {
     });
   }
 
-  /** Sends `pcm` in `chunkBytes` pieces at real time (scheduled against the clock, not by sleeping). */
-  async sendPaced(pcm: Buffer, chunkBytes: number, chunkMs: number, encode?: 'base64'): Promise<void> {
-    const t0 = performance.now();
-    for (let i = 0, off = 0; off < pcm.length; i++, off += chunkBytes) {
-      await reach(t0 + i * chunkMs);
-      const piece = pcm.subarray(off, off + chunkBytes);
-      if (encode === 'base64') this.send({ event: 'media', payload: piece.toString('base64') });
-      else this.ws.send(piece);
-    }
+  /** Sends `pcm` in `chunkBytes` pieces at real time, on the shared paced caller's schedule. */
+  sendPaced(pcm: Buffer, chunkBytes: number, chunkMs: number, encode?: 'base64'): Promise<void> {
+    return pace({
+      chunkMs,
+      chunks: Math.ceil(pcm.length / chunkBytes),
+      send: (i) => {
+        const piece = pcm.subarray(i * chunkBytes, (i + 1) * chunkBytes);
+        if (encode === 'base64') this.send({ event: 'media', payload: piece.toString('base64') });
+        else this.ws.send(piece);
+      },
+    });
   }
 
   audioBytes(): Buffer {

@@ -8,11 +8,12 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { decodeInto, encodeInto } from '../../src/audio/codec.js';
 import { generateTone, steadyToneSnrDb, trimSilence } from '../../src/audio/tone.js';
 import { SyntheticCall } from '../../src/emulator/caller.js';
+import { pace } from '../../src/emulator/paced-caller.js';
 import { tonePcm16 } from '../helpers/audio.js';
 import { TestBot } from '../helpers/bot.js';
 import { startBridge, type TestBridge } from '../helpers/bridge.js';
 import { PlatformSocket } from '../helpers/platform-socket.js';
-import { reach, waitFor } from '../helpers/wait.js';
+import { waitFor } from '../helpers/wait.js';
 
 const TOKEN = 'plivo-stream-token-for-tests';
 const CALL = 'e2b5b0a4-5a0b-4a4e-9c6e-3f1f0d6f0042';
@@ -165,11 +166,11 @@ describe('Plivo audio streams in front', () => {
     expect(list.map((s) => s.dialect)).toEqual(['plivo']);
 
     const tone = ulawTone(1000, 1000);
-    const t0 = performance.now();
-    for (let i = 0; i < 50; i++) {
-      await reach(t0 + i * 20);
-      pl.media(tone.subarray(i * 160, (i + 1) * 160), i + 1);
-    }
+    await pace({
+      chunkMs: 20,
+      chunks: 50,
+      send: (i) => pl.media(tone.subarray(i * 160, (i + 1) * 160), i + 1),
+    });
     // A frame that is not JSON is skipped (Plivo has no error event: nothing goes back).
     pl.ws.send('{"event":');
     await waitFor(() => pl.audio().length >= 8000, 5_000, 'the echo back');

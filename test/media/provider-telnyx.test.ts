@@ -7,11 +7,12 @@ import { performance } from 'node:perf_hooks';
 import { afterEach, describe, expect, it } from 'vitest';
 import { generateTone, steadyToneSnrDb, trimSilence } from '../../src/audio/tone.js';
 import { SyntheticCall } from '../../src/emulator/caller.js';
+import { pace } from '../../src/emulator/paced-caller.js';
 import { tonePcm16 } from '../helpers/audio.js';
 import { TestBot } from '../helpers/bot.js';
 import { startBridge, type TestBridge } from '../helpers/bridge.js';
 import { PlatformSocket } from '../helpers/platform-socket.js';
-import { reach, waitFor } from '../helpers/wait.js';
+import { waitFor } from '../helpers/wait.js';
 
 const TOKEN = 'telnyx-stream-token-for-tests';
 const CALL = 'v3:telnyx-call-control-id-0042';
@@ -168,11 +169,11 @@ describe('Telnyx media streaming in front', () => {
     // 1 s of a 1 kHz tone at 16 kHz, the echo returns it.
     const tone = tonePcm16(1000, 16000, 16000, 9000);
     const pcm = new Int16Array(tone.buffer, tone.byteOffset, 16000);
-    const t0 = performance.now();
-    for (let i = 0; i < 50; i++) {
-      await reach(t0 + i * 20);
-      tx.media(pcm.subarray(i * 320, (i + 1) * 320), i + 1);
-    }
+    await pace({
+      chunkMs: 20,
+      chunks: 50,
+      send: (i) => tx.media(pcm.subarray(i * 320, (i + 1) * 320), i + 1),
+    });
     // A frame that is not JSON is skipped; Telnyx has no error event, so nothing goes back.
     tx.ws.send('{"event":');
     await waitFor(() => tx.audio().length >= 16000, 5_000, 'the echo back');

@@ -8,11 +8,12 @@ import { performance } from 'node:perf_hooks';
 import { afterEach, describe, expect, it } from 'vitest';
 import { decodeInto, encodeInto } from '../../src/audio/codec.js';
 import { steadyToneSnrDb, trimSilence } from '../../src/audio/tone.js';
+import { pace } from '../../src/emulator/paced-caller.js';
 import { tonePcm16 } from '../helpers/audio.js';
 import { TestBot } from '../helpers/bot.js';
 import { startBridge, type TestBridge } from '../helpers/bridge.js';
 import { PlatformSocket } from '../helpers/platform-socket.js';
-import { reach, waitFor } from '../helpers/wait.js';
+import { waitFor } from '../helpers/wait.js';
 
 const AUTH_TOKEN = 'twilio-auth-token-for-tests';
 let bridge: TestBridge | undefined;
@@ -141,11 +142,11 @@ describe('Twilio Media Streams in front', () => {
 
     // 1 s of a 1 kHz tone, paced: the echo bot sends it back; Twilio gets base64 µ-law media events.
     const tone = ulawTone(1000, 1000);
-    const t0 = performance.now();
-    for (let i = 0; i < 50; i++) {
-      await reach(t0 + i * 20);
-      tw.media(tone.subarray(i * 160, (i + 1) * 160), i + 1);
-    }
+    await pace({
+      chunkMs: 20,
+      chunks: 50,
+      send: (i) => tw.media(tone.subarray(i * 160, (i + 1) * 160), i + 1),
+    });
     await waitFor(() => tw.audio().length >= 8000, 5_000, 'the echo back');
     const back = tw.audio();
     const pcm = new Int16Array(back.length);

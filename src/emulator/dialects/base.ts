@@ -51,6 +51,7 @@ export abstract class WsLeg implements ProviderLeg {
         onHeard: o.onHeard,
       },
       o.keepHeard === true,
+      o.playout === 'arrival',
     );
   }
 

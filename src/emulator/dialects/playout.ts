@@ -31,12 +31,15 @@ export class Playout {
   #clockStart = 0;
   #played = 0;
   #stopped = false;
+  /** Heard as it arrives, no playback clock (LegOptions.playout 'arrival'). */
+  readonly #atArrival: boolean;
 
-  constructor(rate: number, hooks: PlayoutHooks, keepHeard: boolean) {
+  constructor(rate: number, hooks: PlayoutHooks, keepHeard: boolean, atArrival = false) {
     this.#rate = rate;
     this.#frame = Math.round((rate * FRAME_MS) / 1000);
     this.#hooks = hooks;
     this.#keep = keepHeard;
+    this.#atArrival = atArrival;
   }
 
   /** Milliseconds since the call's playback clock was made. */
@@ -54,6 +57,12 @@ export class Playout {
 
   pushAudio(pcm: Int16Array): void {
     if (this.#stopped || pcm.length === 0) return;
+    if (this.#atArrival) {
+      this.#note('audio', this.now(), pcm.length);
+      if (this.#keep) this.#heard.push(pcm);
+      this.#hooks.onHeard?.(pcm);
+      return;
+    }
     this.#queue.push({ pcm, at: 0 });
     this.#queuedSamples += pcm.length;
     this.#start();
@@ -63,6 +72,10 @@ export class Playout {
   pushGap(ms: number): void {
     if (this.#stopped) return;
     const samples = Math.round((this.#rate * ms) / 1000);
+    if (this.#atArrival) {
+      this.#note('gap', this.now(), samples);
+      return;
+    }
     this.#queue.push({ gap: samples });
     this.#queuedSamples += samples;
     this.#start();
@@ -70,6 +83,10 @@ export class Playout {
 
   pushMark(name: string): void {
     if (this.#stopped) return;
+    if (this.#atArrival) {
+      this.#fire(name, 'played');
+      return;
+    }
     this.#queue.push({ mark: name });
     this.#start();
   }

@@ -54,6 +54,12 @@ export interface LegOptions {
   readonly keepHeard?: boolean | undefined;
   /** Called with each 20 ms the caller hears, at its playout time (load runs time markers by it). */
   readonly onHeard?: ((pcm: Int16Array) => void) | undefined;
+  /**
+   * `arrival`: the bridge's audio is heard as it arrives, with no playback clock, and a mark is played
+   * once the audio before it arrived (a load run of the default dialect: round trips to the socket, no
+   * timer a call). `realtime` (the default): played 20 ms at a time, as a platform does.
+   */
+  readonly playout?: 'realtime' | 'arrival' | undefined;
   /** Parameters the platform passes through (Twilio customParameters, Exotel custom_parameters...). */
   readonly customParameters?: Readonly<Record<string, string>> | undefined;
   /** Dialect-specific settings (see each dialect's file). */
