@@ -64,6 +64,8 @@ interface Target {
   readonly url: string;
   /** Where the target's process metrics are (the load generator samples them). */
   readonly metricsUrl?: string;
+  /** The bridge's REST base URL. */
+  readonly http?: string;
   readonly pid: number;
   /** Threads of the server deliberately on another core (the CPU profiler's sampler). */
   readonly exempt?: number[];
@@ -89,9 +91,10 @@ const TAG = resolve(import.meta.dirname, 'thread-tag.cjs');
 async function startBridge(
   workers: number | undefined,
   ctx: BenchContext,
-  profDir?: string,
-  dialect: DialectName = 'default',
+  profDir: string | undefined,
+  extra: RungExtra,
 ): Promise<Target> {
+  const dialect = extra.dialect ?? 'default';
   const port = 18_000 + Math.floor(Math.random() * 2000);
   const audioSocketPort = port + 2000;
   const node = [
@@ -113,6 +116,7 @@ async function startBridge(
       MEDIA_AUTH: 'none',
       MEDIA_CONNECT_PER_SEC: '100000',
       ...(workers !== undefined && { DSP_WORKERS: String(workers) }),
+      ...extra.env,
       ...(dialect === 'audiosocket' && {
         AUDIOSOCKET_PORT: String(audioSocketPort),
         AUDIOSOCKET_HOST: '127.0.0.1',
@@ -141,6 +145,7 @@ async function startBridge(
         ? `tcp://127.0.0.1:${audioSocketPort}`
         : `ws://127.0.0.1:${port}/v1/media${dialect === 'default' ? '' : `/${dialect}`}`,
     metricsUrl: `http://127.0.0.1:${port}/metrics`,
+    http: `http://127.0.0.1:${port}`,
     pid: child.pid!,
     ...(profiler !== undefined && { exempt: [profiler] }),
     stop: () => stopChild(child, !!profDir),
@@ -207,18 +212,29 @@ async function checkAll(
   return { server, load };
 }
 
-/**
- * One rung: a fresh target, `calls` calls for `secs` seconds, its report. With a provider `dialect`
- * (bridge targets only), the calls are that platform's, placed by the emulator's dialect table.
- */
+/** What a rung may add to a bridge target's run. */
+export interface RungExtra {
+  /** The calls are this platform's, placed by the emulator's dialect table (default: `default`). */
+  readonly dialect?: DialectName | undefined;
+  /** More environment for the bridge. */
+  readonly env?: Readonly<Record<string, string>> | undefined;
+  /**
+   * Started once every call is up (after the ramp), against the bridge's REST base URL; the function it
+   * resolves to is called when the load has ended (listeners, event streams: bench/console-load.ts).
+   */
+  readonly during?: ((http: string) => Promise<() => Promise<void>>) | undefined;
+}
+
+/** One rung: a fresh target, `calls` calls for `secs` seconds, its report. */
 export async function runRung(
   name: string,
   encoding: 'binary' | 'base64',
   calls: number,
   secs: number,
   ctx: BenchContext,
-  dialect: DialectName = 'default',
+  extra: RungExtra = {},
 ): Promise<RungReport> {
+  const dialect = extra.dialect ?? 'default';
   const spec = parseTarget(name);
   let profDir: string | undefined;
   if (ctx.cpuProfDir !== undefined && spec.kind === 'bridge') {
@@ -227,10 +243,10 @@ export async function runRung(
   }
   const t =
     spec.kind === 'bridge'
-      ? await startBridge(spec.workers, ctx, profDir, dialect)
+      ? await startBridge(spec.workers, ctx, profDir, extra)
       : await startEcho(spec.delayed ? ctx.echoDelayMs : 0, ctx);
-  if (spec.kind === 'echo' && dialect !== 'default')
-    throw new Error(`the bare echo serves the default dialect only, not ${dialect}`);
+  if (spec.kind === 'echo' && (dialect !== 'default' || extra.during !== undefined))
+    throw new Error('the bare echo serves plain default-dialect calls only');
   try {
     const idle = await sampleServer(
       t.metricsUrl ?? t.url.replace('ws:', 'http:').replace('/v1/media', '/metrics'),
@@ -264,10 +280,27 @@ export async function runRung(
             check = new Promise((r) => setTimeout(r, 1500)).then(() => checkAll(pin, t.pid, pids, t.exempt));
             check.catch(() => {}); // awaited below
           };
-    const result = await orchestrate(options, ctx.procs, () => {}, {
-      serverPid: t.pid,
-      ...(onLoadProcesses && { onLoadProcesses }),
-    });
+    let ending: Promise<() => Promise<void>> | undefined;
+    const startDuring =
+      extra.during === undefined || t.http === undefined
+        ? undefined
+        : setTimeout(
+            () => {
+              ending = extra.during!(t.http!);
+              ending.catch(() => {}); // awaited below
+            },
+            options.rampSeconds * 1000 + 1000,
+          );
+    let result: Awaited<ReturnType<typeof orchestrate>>;
+    try {
+      result = await orchestrate(options, ctx.procs, () => {}, {
+        serverPid: t.pid,
+        ...(onLoadProcesses && { onLoadProcesses }),
+      });
+    } finally {
+      clearTimeout(startDuring);
+      if (ending !== undefined) await (await ending)();
+    }
     const report: RungReport = buildReport(name, options, result);
     if (check !== undefined) report.pinCheck = await check;
     report.loadAvg1 = Math.round(loadavg()[0]! * 100) / 100;

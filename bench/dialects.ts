@@ -51,7 +51,7 @@ if (pin !== undefined) await pinProcess(process.pid, pin.load);
 const runs = new Map<DialectName, RungReport[]>(dialects.map((d) => [d, []]));
 for (let round = 1; round <= rounds; round++) {
   for (const dialect of dialects) {
-    const r = await runRung('bridge', 'binary', calls, seconds, ctx, dialect);
+    const r = await runRung('bridge', 'binary', calls, seconds, ctx, { dialect });
     runs.get(dialect)!.push(r);
     const s = r.server;
     process.stderr.write(
