@@ -17,6 +17,7 @@ import { trustFn } from './limits/client-address.js';
 import { registerRestRateLimit } from './limits/rest.js';
 import { createLogger, type Logger } from './log.js';
 import type { BotNotice } from './media/bot/types.js';
+import { type AudioSocketListener, createAudioSocketListener } from './media/audiosocket-listener.js';
 import { attachMediaEndpoint, type MediaEndpoint } from './media/endpoint.js';
 import { createMessagingClient } from './messaging/client.js';
 import { registerMessagingRoutes } from './messaging/routes.js';
@@ -45,6 +46,10 @@ export interface Bridge {
   readonly ctx: BridgeContext;
   /** The media WebSocket endpoint, `GET /v1/media`. */
   readonly media: MediaEndpoint;
+  /** The AudioSocket TCP listener, when AUDIOSOCKET_PORT is set. */
+  readonly audioSocket: AudioSocketListener | undefined;
+  /** Its bound address once listening, e.g. `tcp://127.0.0.1:9092`. */
+  readonly audioSocketUrl: string | undefined;
   readonly pipeline: AudioPipeline;
   /** Listens on `config.host`:`config.port`; resolves to the bound address, e.g. `http://127.0.0.1:8080`. */
   listen(): Promise<string>;
@@ -161,7 +166,20 @@ export async function createBridge(config: Config, options: BridgeOptions = {}):
   const pipeline = options.pipeline ?? createPipeline({ workers: config.dspWorkers, log, metrics });
   const media = attachMediaEndpoint(app.server, ctx, pipeline, options.limitClock);
   // Message events reach the bots of the calls this instance holds (others' through the store's channel).
-  state.sessionEvents.attach((tenant, id, event) => media.notify(tenant, id, event as BotNotice));
+  const audioSocket =
+    config.audioSocket.port === undefined
+      ? undefined
+      : createAudioSocketListener(ctx, pipeline, {
+          ...config.audioSocket,
+          port: config.audioSocket.port,
+          others: () => media.connections,
+        });
+  let audioSocketUrl: string | undefined;
+  state.sessionEvents.attach(
+    (tenant, id, event) =>
+      media.notify(tenant, id, event as BotNotice) ||
+      (audioSocket?.notify(tenant, id, event as BotNotice) ?? false),
+  );
   if (config.messagingWebhookSecret === undefined && !config.production) {
     log.warn(
       'MESSAGING_WEBHOOK_SECRET is not set: POST /v1/webhooks/messaging accepts posts without a token (development only)',
@@ -172,9 +190,17 @@ export async function createBridge(config: Config, options: BridgeOptions = {}):
     app,
     ctx,
     media,
+    audioSocket,
+    get audioSocketUrl() {
+      return audioSocketUrl;
+    },
     pipeline,
     async listen() {
       await app.listen({ port: config.port, host: config.host });
+      if (audioSocket !== undefined) {
+        audioSocketUrl = await audioSocket.listen();
+        log.info({ url: audioSocketUrl }, 'AudioSocket listener started');
+      }
       const addr = app.server.address();
       if (addr === null || typeof addr === 'string') return String(addr);
       const host = addr.family === 'IPv6' ? `[${addr.address}]` : addr.address;
@@ -183,7 +209,7 @@ export async function createBridge(config: Config, options: BridgeOptions = {}):
     async close() {
       ctx.draining = true;
       // Calls first (they need the pipeline and the server), then the server, the pipeline last.
-      await media.close();
+      await Promise.all([media.close(), audioSocket?.close()]);
       await app.close();
       await provider?.close();
       await messaging?.close();

@@ -12,7 +12,6 @@
  * slow provider socket never holds up the loop or the other sessions.
  */
 import { performance } from 'node:perf_hooks';
-import WebSocket from 'ws';
 import { PaceClock } from '../audio/pacer.js';
 import { Rechunker } from '../audio/rechunker.js';
 import type { Logger } from '../log.js';
@@ -22,7 +21,8 @@ import type { SessionFormat } from './format.js';
 import type { CallerEvent, Markers } from './markers.js';
 import type { Paced, PacingLoop } from './pacing-loop.js';
 import { DefaultWire } from './providers/default.js';
-import type { ProviderWire } from './providers/types.js';
+import type { ProviderWire, WireFrame } from './providers/types.js';
+import { type ProviderSocket, SOCKET_OPEN } from './transport.js';
 
 export interface OutboundOptions {
   readonly format: SessionFormat;
@@ -44,13 +44,18 @@ export interface OutboundOptions {
   readonly onHangup?: (reason: string) => void;
   /** How long a bot's hang-up may wait for its queued audio to play out. */
   readonly hangupMaxMs?: number;
+  /**
+   * A mark the platform cannot carry (its wire frames none) was played: its audio was sent and the
+   * pacing lead has passed, or a clear dropped that audio (then at once).
+   */
+  readonly onMarkPlayed?: (name: string) => void;
   readonly log?: Logger;
 }
 
 /** What the outbound queue needs of a provider's dialect: its framing of what goes to the provider. */
 export type OutboundWire = Pick<
   ProviderWire,
-  'textAudio' | 'audioText' | 'markFrame' | 'clearFrame' | 'dtmfFrame' | 'hangupFrame'
+  'textAudio' | 'audioText' | 'audioFrame' | 'markFrame' | 'clearFrame' | 'dtmfFrame' | 'hangupFrame'
 >;
 
 /** How long a bot-initiated hang-up may wait for queued audio to play out, by default. */
@@ -58,8 +63,10 @@ const HANGUP_PLAYOUT_MAX_MS = 60_000;
 
 /** A mark, or a digit, waiting for the audio before it to be sent. */
 interface PendingMark {
-  /** The text frame to send: `{"event":"mark",...}` or `{"event":"dtmf",...}`. */
-  readonly text: string;
+  /** The text frame to send: `{"event":"mark",...}` or `{"event":"dtmf",...}`; undefined: see `name`. */
+  readonly text: string | undefined;
+  /** A mark the platform cannot carry: reported played to `onMarkPlayed` instead of sent. */
+  readonly name?: string;
   /** Stream position (bytes written) the mark follows. */
   readonly at: number;
 }
@@ -68,7 +75,7 @@ interface PendingMark {
 const MAX_MARKS = 1024;
 
 export class OutboundQueue implements Paced, LegSink {
-  readonly #ws: WebSocket;
+  readonly #ws: ProviderSocket;
   readonly #format: SessionFormat;
   readonly #highWater: number;
   readonly #chunks: Rechunker;
@@ -90,6 +97,8 @@ export class OutboundQueue implements Paced, LegSink {
   readonly #o: OutboundOptions;
   readonly #wire: OutboundWire;
   #onDrained: (() => void) | undefined;
+  /** Marks the platform cannot carry, sent and waiting out the pacing lead (see onMarkPlayed). */
+  readonly #playedTimers = new Set<NodeJS.Timeout>();
   #hangupTimer: NodeJS.Timeout | undefined;
   /** Audio was queued (and so sent, or still to be) since the last clear: the provider may hold some. */
   #audioSinceClear = false;
@@ -100,7 +109,7 @@ export class OutboundQueue implements Paced, LegSink {
    */
   #readyAt = 0;
 
-  constructor(ws: WebSocket, o: OutboundOptions) {
+  constructor(ws: ProviderSocket, o: OutboundOptions) {
     this.#ws = ws;
     this.#format = o.format;
     this.#highWater = o.highWaterBytes;
@@ -165,7 +174,7 @@ export class OutboundQueue implements Paced, LegSink {
   }
 
   /** Sends an `error` event, unless the provider is not reading (a flood of them must not pile up). */
-  report(text: string): void {
+  report(text: WireFrame): void {
     if (this.#ws.bufferedAmount <= this.#highWater) this.#sendText(text);
   }
 
@@ -174,6 +183,8 @@ export class OutboundQueue implements Paced, LegSink {
     if (this.#hangupTimer !== undefined) clearTimeout(this.#hangupTimer);
     this.#hangupTimer = undefined;
     this.#onDrained = undefined;
+    for (const t of this.#playedTimers) clearTimeout(t);
+    this.#playedTimers.clear();
   }
 
   /** Encoded audio in the session's output format, any length. */
@@ -193,13 +204,16 @@ export class OutboundQueue implements Paced, LegSink {
    * words. A partial chunk is padded only at the end of the bot's audio (see service), or by drain.
    */
   mark(name: string): void {
-    this.#behindAudio(this.#wire.markFrame(name));
+    const text = this.#wire.markFrame(name);
+    this.#behindAudio(text, text === undefined ? name : undefined);
   }
 
   /** A text frame that leaves once the audio queued before it has been sent (a mark, a digit). */
-  #behindAudio(text: string): void {
+  #behindAudio(text: string | undefined, name?: string): void {
     if (this.#marks.length >= MAX_MARKS) this.#marks.shift();
-    this.#marks.push({ text, at: this.#chunks.written });
+    this.#marks.push(
+      name === undefined ? { text, at: this.#chunks.written } : { text, name, at: this.#chunks.written },
+    );
     this.#pump();
   }
 
@@ -216,9 +230,12 @@ export class OutboundQueue implements Paced, LegSink {
     const dropped = this.#chunks.clear();
     if (dropped > 0) this.#shedClear.inc(Math.ceil(dropped / this.#format.chunkBytes));
     this.#clock.reset();
-    if (this.#audioSinceClear || droppedUpstream) this.#sendText(this.#wire.clearFrame());
+    if (this.#audioSinceClear || droppedUpstream) {
+      const text = this.#wire.clearFrame();
+      if (text !== undefined) this.#sendText(text);
+    }
     this.#audioSinceClear = false;
-    this.#deliverMarks();
+    this.#deliverMarks(true);
   }
 
   /** Lets what is queued leave whole (pads a partial chunk), then calls `done` once all is sent. */
@@ -232,7 +249,7 @@ export class OutboundQueue implements Paced, LegSink {
   service(now: number): number {
     const ws = this.#ws;
     const chunks = this.#chunks;
-    if (ws.readyState !== WebSocket.OPEN) return Number.POSITIVE_INFINITY;
+    if (ws.readyState !== SOCKET_OPEN) return Number.POSITIVE_INFINITY;
     // Serviced only when due, a queue that ran dry may find its run long over: end it before reading
     // the schedule (the padding time below depends on it).
     if (chunks.chunks === 0) this.#clock.idle(now);
@@ -274,7 +291,7 @@ export class OutboundQueue implements Paced, LegSink {
       } else if (!this.#wire.textAudio) {
         const buf = this.#frame;
         chunks.take(buf);
-        ws.send(buf);
+        ws.send(this.#wire.audioFrame?.(buf) ?? buf);
         // Written through at once (the usual case), the socket holds no reference to the frame and the
         // next chunk may use it; otherwise it is the socket's until sent, and the next chunk gets its own.
         if (ws.bufferedAmount > 0) this.#frame = Buffer.allocUnsafeSlow(chunks.chunkBytes);
@@ -296,11 +313,29 @@ export class OutboundQueue implements Paced, LegSink {
     if (next !== Number.POSITIVE_INFINITY) this.#loop?.wakeBy(this, next);
   }
 
-  #deliverMarks(): void {
+  /** Sends the marks whose audio has been sent; `cleared`: a clear dropped the audio before them. */
+  #deliverMarks(cleared = false): void {
     const consumed = this.#chunks.consumed;
     while (this.#marks.length > 0 && this.#marks[0]!.at <= consumed) {
-      this.#sendText(this.#marks.shift()!.text);
+      const m = this.#marks.shift()!;
+      if (m.text !== undefined) this.#sendText(m.text);
+      else this.#played(m.name!, cleared ? 0 : this.#clock.leadMs);
     }
+  }
+
+  /** A mark the platform cannot carry is played `afterMs` from now (the audio sent ahead plays out). */
+  #played(name: string, afterMs: number): void {
+    const report = this.#o.onMarkPlayed;
+    if (report === undefined) return;
+    if (afterMs <= 0) {
+      report(name);
+      return;
+    }
+    const t = setTimeout(() => {
+      this.#playedTimers.delete(t);
+      report(name);
+    }, afterMs);
+    this.#playedTimers.add(t);
   }
 
   /** The bot hangs up: what it said plays out first, then the provider is told, then the call ends. */
@@ -320,7 +355,7 @@ export class OutboundQueue implements Paced, LegSink {
     this.drain(done);
   }
 
-  #sendText(text: string): void {
-    if (this.#ws.readyState === WebSocket.OPEN) this.#ws.send(text);
+  #sendText(text: WireFrame): void {
+    if (this.#ws.readyState === SOCKET_OPEN) this.#ws.send(text);
   }
 }

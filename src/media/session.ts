@@ -9,7 +9,6 @@
  * event and a metric and is skipped, and the call goes on. The caller's digits and the provider's
  * session_end ride the caller leg as markers, so they reach the bot after the audio sent before them.
  */
-import WebSocket from 'ws';
 import type { BridgeContext } from '../context.js';
 import { type BridgeError, isBridgeError } from '../errors.js';
 import type { Logger } from '../log.js';
@@ -23,6 +22,7 @@ import { type BotBoundEvent, type CallerEvent, Markers } from './markers.js';
 import { OutboundQueue } from './outbound.js';
 import type { PacingLoop } from './pacing-loop.js';
 import type { ProviderWire } from './providers/types.js';
+import { type ProviderSocket, SOCKET_CONNECTING, SOCKET_OPEN } from './transport.js';
 
 export interface SessionDeps {
   readonly ctx: BridgeContext;
@@ -38,7 +38,7 @@ export class MediaSession {
   readonly info: SessionInfo;
   readonly format: SessionFormat;
   readonly log: Logger;
-  readonly #ws: WebSocket;
+  readonly #ws: ProviderSocket;
   /** The provider's dialect on this connection: parses its frames, frames what goes to it. */
   readonly #wire: ProviderWire;
   readonly #deps: SessionDeps;
@@ -56,7 +56,7 @@ export class MediaSession {
   #ending = false;
 
   constructor(
-    ws: WebSocket,
+    ws: ProviderSocket,
     info: SessionInfo,
     format: SessionFormat,
     wire: ProviderWire,
@@ -75,7 +75,7 @@ export class MediaSession {
     this.#out = new OutboundQueue(ws, {
       format,
       leadMs: ctx.config.paceLeadMs,
-      catchUpMs: ctx.config.paceCatchUpMs,
+      catchUpMs: wire.catchUpMs ?? ctx.config.paceCatchUpMs,
       bufferMs: ctx.config.outboundBufferMs,
       highWaterBytes: ctx.config.socketHighWaterBytes,
       metrics: ctx.metrics,
@@ -83,6 +83,10 @@ export class MediaSession {
       marks: callerMarks,
       wire,
       onHangup: (reason) => this.end(1000, 'session ended', reason),
+      // A platform without marks (AudioSocket): played once sent and the pacing lead has passed.
+      onMarkPlayed: (name) => {
+        if (!this.#ended) this.#bot.mark(name);
+      },
       log: this.log,
     });
     deps.loop.add(this.#out);
@@ -179,7 +183,7 @@ export class MediaSession {
     this.#bot.end(botReason);
     this.#callerLeg.close();
     this.#botLeg.close();
-    if (this.#ws.readyState === WebSocket.OPEN || this.#ws.readyState === WebSocket.CONNECTING) {
+    if (this.#ws.readyState === SOCKET_OPEN || this.#ws.readyState === SOCKET_CONNECTING) {
       this.#ws.close(code, closeReason);
     }
     this.log.info({ code, reason: botReason }, 'session ended');
