@@ -14,7 +14,7 @@ import { tonePcm16 } from '../helpers/audio.js';
 import { TestBot } from '../helpers/bot.js';
 import { type InProcessRig, startRig } from '../helpers/rig.js';
 import { runDelayMs } from '../helpers/schedstat.js';
-import { waitFor } from '../helpers/wait.js';
+import { quietFor, waitFor } from '../helpers/wait.js';
 
 const UUID = 'a1b2c3d4-e5f6-4a7b-8c9d-0e1f2a3b4c5d';
 const UUID2 = 'b1b2c3d4-e5f6-4a7b-8c9d-0e1f2a3b4c5d';
@@ -215,7 +215,7 @@ describe('Asterisk AudioSocket listener in front', () => {
     conn.send({ event: 'clear' });
     await conn.waitEvent('mark', 1_000, (e) => e.name === 'm2');
     const atClear = a.of(0x10).length;
-    await new Promise((r) => setTimeout(r, 200));
+    await quietFor(200, 'bot audio after the clear, beyond what was in flight');
     expect(a.of(0x10).length - atClear).toBeLessThanOrEqual(3);
 
     // The bot hangs up: its last audio plays out, then 0x00, then the socket closes.
