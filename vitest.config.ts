@@ -16,6 +16,7 @@ const REAL_TIME = [
   'test/media/provider-plivo.test.ts',
   'test/media/provider-exotel.test.ts',
   'test/media/provider-vonage.test.ts',
+  'test/media/provider-audiosocket.test.ts',
 ];
 
 export default defineConfig({

@@ -409,7 +409,7 @@ export const CONFIG_SPEC = [
     'media',
     'AUDIOSOCKET_TENANT',
     'text',
-    { accepts: 'a tenant id', default: 'default' },
+    { accepts: 'a tenant id', defaultRule: '`default`' },
     'The tenant whose calls (bot, media-stream config) the AudioSocket listener carries.',
   ),
   other(
