@@ -278,6 +278,27 @@ describe('Asterisk AudioSocket listener in front', () => {
     expect(cc.sessionStart).toMatchObject({ session_id: UUID });
   });
 
+  it('caps connections with MAX_SESSIONS and, on shutdown, ends live calls: the bot told, the socket closed', async () => {
+    bot = await TestBot.start({ echo: true });
+    await start(
+      { BOT_URL: bot.url, AUDIOSOCKET_ALLOW: '127.0.0.1', MAX_SESSIONS: '1', DRAIN_TIMEOUT_MS: '0' },
+      'warn',
+    );
+    const a = new AsteriskSide();
+    await a.opened;
+    a.uuid(UUID);
+    a.audio();
+    const conn = await bot.waitConnection();
+    const b = new AsteriskSide();
+    await b.opened;
+    await waitFor(() => b.closed, 2_000, 'the connection past MAX_SESSIONS to be cut');
+    expect(bridge!.logs.some((l) => l.includes('"code":"capacity"'))).toBe(true);
+    expect(a.closed).toBe(false);
+    await bridge!.close();
+    await waitFor(() => a.closed, 3_000, 'the live call to be closed on shutdown');
+    await conn.waitEvent('session_end', 2_000);
+  });
+
   it('refuses a stream that does not begin with the UUID, or whose audio is at a rate the bridge does not take', async () => {
     bot = await TestBot.start({ echo: true });
     await start({ BOT_URL: bot.url, AUDIOSOCKET_ALLOW: '127.0.0.1' });
