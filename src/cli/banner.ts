@@ -27,7 +27,7 @@ export function connectableUrl(listenUrl: string): string {
   return u.origin;
 }
 
-export function startupBanner(listenUrl: string, config: Config): string {
+export function startupBanner(listenUrl: string, config: Config, audioSocketUrl?: string): string {
   const http = connectableUrl(listenUrl);
   const media = `${http.replace(/^http/, 'ws')}/v1/media`;
   const lines = [
@@ -40,6 +40,15 @@ export function startupBanner(listenUrl: string, config: Config): string {
     lines.push(
       `  media token${config.mediaSecretIsDev ? ' (development secret)' : ''}: npm run token -- --media`,
       `    then connect with "Authorization: Bearer <token>" or ${media}?token=<token>`,
+    );
+  }
+  if (audioSocketUrl !== undefined) {
+    const allow = config.audioSocket.allow;
+    lines.push(
+      `  AudioSocket listener (Asterisk, tenant ${config.audioSocket.tenant}): ${audioSocketUrl}`,
+      allow.length === 0
+        ? '    AUDIOSOCKET_ALLOW is empty: every connection is refused until the PBX address is listed'
+        : `    taking connections from ${allow.join(', ')}`,
     );
   }
   lines.push(

@@ -10,6 +10,23 @@ describe('npm start banner', () => {
     expect(text).toContain('builtin:echo');
   });
 
+  it('names the AudioSocket listener and whom it takes connections from, only when it listens', () => {
+    expect(startupBanner('http://0.0.0.0:8080', loadConfig({}))).not.toContain('AudioSocket');
+    const none = startupBanner(
+      'http://0.0.0.0:8080',
+      loadConfig({ AUDIOSOCKET_PORT: '9092' }),
+      'tcp://0.0.0.0:9092',
+    );
+    expect(none).toContain('AudioSocket listener (Asterisk, tenant default): tcp://0.0.0.0:9092');
+    expect(none).toContain('AUDIOSOCKET_ALLOW is empty: every connection is refused');
+    const listed = startupBanner(
+      'http://0.0.0.0:8080',
+      loadConfig({ AUDIOSOCKET_PORT: '9092', AUDIOSOCKET_ALLOW: '10.0.4.21,10.0.5.0/24' }),
+      'tcp://0.0.0.0:9092',
+    );
+    expect(listed).toContain('taking connections from 10.0.4.21, 10.0.5.0/24');
+  });
+
   it('names a ws bot without its credentials, the scheme in any case', () => {
     for (const url of [
       'wss://bot-user:pw-b4nner@bot.example/v1?token=tok-b4nner',
