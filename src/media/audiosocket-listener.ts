@@ -147,8 +147,9 @@ const CLOSE_WAIT_MS = 2_000;
  * on whole (header included) as a binary message. TCP has no message boundary to resynchronise on, so
  * a type byte the protocol does not have means the stream is out of step (a length that lied): the
  * connection is cut and its call ends, the other calls untouched. A message cut short by the close is
- * dropped. There is no ping in AudioSocket: `ping` is answered at once, and TCP keep-alive probes (set
- * on the server) find a dead peer.
+ * dropped. There is no ping in AudioSocket: a ping is answered when anything came since the previous one
+ * (Asterisk sends audio every 20 ms of a call), so a peer silent for a whole heartbeat period is ended;
+ * TCP keep-alive (set on the server) covers a peer whose host vanished.
  */
 export class AudioSocketStream extends EventEmitter implements ProviderSocket {
   readonly #socket: Socket;
@@ -156,6 +157,8 @@ export class AudioSocketStream extends EventEmitter implements ProviderSocket {
   #state = 1;
   /** Cut by the bridge (out of step, or terminated): the close is not the peer's clean one. */
   #cut = false;
+  /** Bytes came since the last ping (the liveness check). */
+  #heard = true;
   #pending: Buffer = Buffer.alloc(0);
 
   constructor(socket: Socket, log: Logger) {
@@ -196,12 +199,16 @@ export class AudioSocketStream extends EventEmitter implements ProviderSocket {
     this.#socket.destroy();
   }
 
+  /** Answered when anything came since the previous ping: Asterisk sends audio every 20 ms of a call. */
   ping(): void {
-    if (this.#state === 1) queueMicrotask(() => this.emit('pong'));
+    if (this.#state !== 1 || !this.#heard) return;
+    this.#heard = false;
+    queueMicrotask(() => this.emit('pong'));
   }
 
   #onData(chunk: Buffer): void {
     if (this.#state !== 1) return;
+    this.#heard = true;
     let buf = this.#pending.byteLength === 0 ? chunk : Buffer.concat([this.#pending, chunk]);
     while (buf.byteLength >= 3) {
       const type = buf[0]!;

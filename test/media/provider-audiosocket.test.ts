@@ -299,6 +299,30 @@ describe('Asterisk AudioSocket listener in front', () => {
     await conn.waitEvent('session_end', 2_000);
   });
 
+  it('ends a call whose Asterisk sent nothing for a whole heartbeat period; one that streams stays', async () => {
+    bot = await TestBot.start({ echo: true });
+    await start({ BOT_URL: bot.url, AUDIOSOCKET_ALLOW: '127.0.0.1', HEARTBEAT_INTERVAL_MS: '1000' });
+    const quiet = new AsteriskSide();
+    const live = new AsteriskSide();
+    await Promise.all([quiet.opened, live.opened]);
+    quiet.uuid(UUID);
+    quiet.audio();
+    live.uuid(UUID2);
+    live.audio();
+    const streaming = setInterval(() => live.audio(), 20);
+    try {
+      await bot.waitConnection(1);
+      await waitFor(() => quiet.closed, 4_000, 'the silent peer to be ended');
+      expect(live.closed).toBe(false);
+      const ended = bot.connections.find((c) => c.sessionStart?.session_id === UUID)!;
+      await ended.waitEvent('session_end', 1_000);
+      await quietFor(1_500, 'the streaming peer being ended');
+      expect(live.closed).toBe(false);
+    } finally {
+      clearInterval(streaming);
+    }
+  });
+
   it('refuses a stream that does not begin with the UUID, or whose audio is at a rate the bridge does not take', async () => {
     bot = await TestBot.start({ echo: true });
     await start({ BOT_URL: bot.url, AUDIOSOCKET_ALLOW: '127.0.0.1' });
