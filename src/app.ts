@@ -21,6 +21,7 @@ import { BridgeError, isBridgeError } from './errors.js';
 import { trustFn } from './limits/client-address.js';
 import { registerRestRateLimit } from './limits/rest.js';
 import { createFormattedLogger, type Logger } from './log.js';
+import { type AudioSocketListener, createAudioSocketListener } from './media/audiosocket-listener.js';
 import type { BotNotice } from './media/bot/types.js';
 import { CallEvents } from './media/call-events.js';
 import { attachMediaEndpoint, type MediaEndpoint } from './media/endpoint.js';
@@ -53,6 +54,10 @@ export interface Bridge {
   readonly ctx: BridgeContext;
   /** The media WebSocket endpoint, `GET /v1/media`. */
   readonly media: MediaEndpoint;
+  /** The AudioSocket TCP listener, when AUDIOSOCKET_PORT is set. */
+  readonly audioSocket: AudioSocketListener | undefined;
+  /** Its bound address once listening, e.g. `tcp://127.0.0.1:9092`. */
+  readonly audioSocketUrl: string | undefined;
   readonly pipeline: AudioPipeline;
   /** Listens on `config.host`:`config.port`; resolves to the bound address, e.g. `http://127.0.0.1:8080`. */
   listen(): Promise<string>;
@@ -185,7 +190,20 @@ export async function createBridge(config: Config, options: BridgeOptions = {}):
   // Listen-in's WebSocket path, beside the media endpoint's on the same server.
   const listen = attachListen(ctx, media);
   // Message events reach the bots of the calls this instance holds (others' through the store's channel).
-  state.sessionEvents.attach((tenant, id, event) => media.notify(tenant, id, event as BotNotice));
+  const audioSocket =
+    config.audioSocket.port === undefined
+      ? undefined
+      : createAudioSocketListener(ctx, pipeline, {
+          ...config.audioSocket,
+          port: config.audioSocket.port,
+          others: () => media.connections,
+        });
+  let audioSocketUrl: string | undefined;
+  state.sessionEvents.attach(
+    (tenant, id, event) =>
+      media.notify(tenant, id, event as BotNotice) ||
+      (audioSocket?.notify(tenant, id, event as BotNotice) ?? false),
+  );
   if (config.messagingWebhookSecret === undefined && !config.production) {
     log.warn(
       'MESSAGING_WEBHOOK_SECRET is not set: POST /v1/webhooks/messaging accepts posts without a token (development only)',
@@ -196,9 +214,17 @@ export async function createBridge(config: Config, options: BridgeOptions = {}):
     app,
     ctx,
     media,
+    audioSocket,
+    get audioSocketUrl() {
+      return audioSocketUrl;
+    },
     pipeline,
     async listen() {
       await app.listen({ port: config.port, host: config.host });
+      if (audioSocket !== undefined) {
+        audioSocketUrl = await audioSocket.listen();
+        log.info({ url: audioSocketUrl }, 'AudioSocket listener started');
+      }
       const addr = app.server.address();
       if (addr === null || typeof addr === 'string') return String(addr);
       const host = addr.family === 'IPv6' ? `[${addr.address}]` : addr.address;
@@ -207,7 +233,7 @@ export async function createBridge(config: Config, options: BridgeOptions = {}):
     async close() {
       ctx.draining = true;
       // Calls first (they need the pipeline and the server), then the server, the pipeline last.
-      await media.close();
+      await Promise.all([media.close(), audioSocket?.close()]);
       listen.close();
       ctx.callEvents.close();
       // The calls' recordings are finished (sizes patched, sidecars final) before the process goes.

@@ -4,10 +4,12 @@
  * Every variable, its default and its range are in the spec table (src/config/spec.ts), which also
  * writes docs/configuration.md.
  */
+
 import { statSync } from 'node:fs';
 import { availableParallelism } from 'node:os';
 import { resolve } from 'node:path';
 import { getCountries, getCountryCallingCode } from 'libphonenumber-js';
+import { type AudioSocketConfig, audioSocketConfig } from './config/audiosocket.js';
 import { checkBotFields, ENV_BOT_FIELDS } from './config/bot-fields.js';
 import type { BotSettings } from './config/bot-settings.js';
 import { type BotHostAllowlist, botUrlProblem, parseAllowedHosts } from './config/bot-url.js';
@@ -127,6 +129,8 @@ export interface Config {
   readonly bodyLimitBytes: number;
   /** TRUST_PROXY: proxies whose X-Forwarded-For names the client (limits are per client address). */
   readonly trustProxy: TrustProxy | undefined;
+  /** The Asterisk AudioSocket listener (AUDIOSOCKET_*). */
+  readonly audioSocket: AudioSocketConfig;
 
   // Messaging (chat and RCS through the provider's messaging API).
   /** The provider's messaging API base, with its `/v1`; undefined: messaging routes answer 503. */
@@ -364,6 +368,7 @@ export function loadConfig(
     stateSecretKey,
     stateKeyPrefix,
     trustProxy: typeof trustProxy === 'object' && 'problem' in trustProxy ? undefined : trustProxy,
+    audioSocket: audioSocketConfig(read, text('HOST')!, problems),
     ...messaging,
     ...(numbers satisfies Record<IntegerField, number>),
   };

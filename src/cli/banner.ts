@@ -31,7 +31,11 @@ export function connectableUrl(listenUrl: string): string {
  * `consoleToken`: a development REST token for the console's sign-in link, given outside production only
  * (main.ts mints it); without one the console's address is printed bare, and in production not at all.
  */
-export function startupBanner(listenUrl: string, config: Config, consoleToken?: string): string {
+export function startupBanner(
+  listenUrl: string,
+  config: Config,
+  { consoleToken, audioSocketUrl }: { consoleToken?: string; audioSocketUrl?: string | undefined } = {},
+): string {
   const http = connectableUrl(listenUrl);
   const media = `${http.replace(/^http/, 'ws')}/v1/media`;
   const lines = [
@@ -44,6 +48,15 @@ export function startupBanner(listenUrl: string, config: Config, consoleToken?: 
     lines.push(
       `  media token${config.mediaSecretIsDev ? ' (development secret)' : ''}: npm run token -- --media`,
       `    then connect with "Authorization: Bearer <token>" or ${media}?token=<token>`,
+    );
+  }
+  if (audioSocketUrl !== undefined) {
+    const allow = config.audioSocket.allow;
+    lines.push(
+      `  AudioSocket listener (Asterisk, tenant ${config.audioSocket.tenant}): ${audioSocketUrl}`,
+      allow.length === 0
+        ? '    AUDIOSOCKET_ALLOW is empty: every connection is refused until the PBX address is listed'
+        : `    taking connections from ${allow.join(', ')}`,
     );
   }
   lines.push(

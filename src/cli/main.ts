@@ -56,7 +56,12 @@ async function main(): Promise<void> {
   log.info({ url }, 'voicebridge listening');
   // The emulator's messaging webhooks come to this bridge, with its webhook secret when one is set.
   inProcess?.connectWebhooks(connectableUrl(url));
-  process.stdout.write(startupBanner(url, config, await consoleToken(config)));
+  process.stdout.write(
+    startupBanner(url, config, {
+      consoleToken: await consoleToken(config),
+      audioSocketUrl: bridge.audioSocketUrl,
+    }),
+  );
   if (inProcess !== undefined) {
     process.stdout.write(
       `  provider: ${inProcess.notices.join('\n  provider: ')}\n    emulator at ${inProcess.url} (POST /emulator/calls places synthetic calls${inProcess.messaging ? ', /emulator/messaging/ drives messaging' : ''}${inProcess.secretIsBridgeSecret ? '; tokens from npm run token work there' : ''})\n`,

@@ -456,6 +456,37 @@ export const CONFIG_SPEC = [
     64 * KIB,
     'A provider socket with more than this unsent sheds stale audio instead of queueing it.',
   ),
+  other(
+    'media',
+    'AUDIOSOCKET_PORT',
+    'text',
+    { accepts: 'a port, 0 to 65535', defaultRule: 'unset: no AudioSocket listener' },
+    'The TCP port of the Asterisk AudioSocket listener (dialect `audiosocket`, docs/providers/audiosocket.md). 0 picks a free port.',
+  ),
+  other(
+    'media',
+    'AUDIOSOCKET_HOST',
+    'text',
+    { accepts: 'a host name or IP address', defaultRule: 'the value of `HOST`' },
+    'The address the AudioSocket listener binds.',
+  ),
+  other(
+    'media',
+    'AUDIOSOCKET_TENANT',
+    'text',
+    { accepts: 'a tenant id', defaultRule: '`default`' },
+    'The tenant whose calls (bot, media-stream config) the AudioSocket listener carries.',
+  ),
+  other(
+    'media',
+    'AUDIOSOCKET_ALLOW',
+    'list',
+    {
+      accepts: 'addresses, CIDR ranges, `loopback`, `linklocal`, `uniquelocal`',
+      defaultRule: 'empty: every connection refused',
+    },
+    'The addresses the AudioSocket listener takes connections from, comma-separated (the PBX). AudioSocket carries no credentials, so a connection from any other address is refused and logged; `MEDIA_AUTH=none` does not open it.',
+  ),
 
   // Shared state (several instances)
   other(

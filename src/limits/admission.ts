@@ -54,12 +54,16 @@ export class Admission {
    * undefined to admit. `live` is the number of media connections open or being opened now.
    */
   check(req: IncomingMessage, live: number): BridgeError | undefined {
+    return this.checkAddress(clientAddress(req, this.#o.trust), live);
+  }
+
+  /** As `check`, for a connection without a request (AudioSocket's TCP): `addr` is its peer's address. */
+  checkAddress(addr: string, live: number): BridgeError | undefined {
     const now = (this.#o.clock ?? systemClock).now();
     if (now - this.#windowStart >= 1000) {
       this.#attempts = new Map();
       this.#windowStart = now;
     }
-    const addr = clientAddress(req, this.#o.trust);
     const seen = this.#attempts.get(addr);
     if (seen === undefined && this.#attempts.size >= MAX_TRACKED_ADDRESSES) {
       this.#refused.inc({ reason: 'rate' });

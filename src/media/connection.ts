@@ -4,7 +4,6 @@
  * 4409, the live one untouched) and whose optional `tenant` must be the token's (else 1008). Frames that
  * arrive while the session is being set up (an async registry) are held, in order, and replayed.
  */
-import WebSocket from 'ws';
 import { resolveBot } from '../config/bot-settings.js';
 import type { BridgeContext } from '../context.js';
 import { BridgeError, isBridgeError } from '../errors.js';
@@ -14,6 +13,7 @@ import type { SessionInfo } from '../state/types.js';
 import type { PacingLoop } from './pacing-loop.js';
 import type { CallStart, MediaAuth, ProviderDialect, ProviderWire } from './providers/types.js';
 import { MediaSession } from './session.js';
+import { type ProviderSocket, SOCKET_CONNECTING, SOCKET_OPEN } from './transport.js';
 
 /** What the upgrade's authentication established (endpoint.ts). */
 
@@ -34,7 +34,7 @@ const MAX_TIMER_MS = 2 ** 31 - 1;
 type State = 'awaiting_start' | 'starting' | 'live' | 'closed';
 
 export class ProviderConnection {
-  readonly #ws: WebSocket;
+  readonly #ws: ProviderSocket;
   readonly #auth: MediaAuth;
   readonly #deps: ConnectionDeps;
   readonly #wire: ProviderWire;
@@ -50,7 +50,7 @@ export class ProviderConnection {
   /** The tenant's own bot, once its config is read (for the set-up failure log); undefined: BOT_URL. */
   #botUrl: string | undefined;
 
-  constructor(ws: WebSocket, auth: MediaAuth, deps: ConnectionDeps) {
+  constructor(ws: ProviderSocket, auth: MediaAuth, deps: ConnectionDeps) {
     this.#ws = ws;
     this.#auth = auth;
     this.#deps = deps;
@@ -87,7 +87,7 @@ export class ProviderConnection {
       return;
     }
     this.#alive = false;
-    if (this.#ws.readyState === WebSocket.OPEN) this.#ws.ping();
+    if (this.#ws.readyState === SOCKET_OPEN) this.#ws.ping();
     this.#session?.heartbeat();
   }
 
@@ -142,6 +142,8 @@ export class ProviderConnection {
     }
     clearTimeout(this.#startTimer);
     this.#state = 'starting';
+    // The frame that started the call also carries its first audio (AudioSocket): the session gets it.
+    if (ev.replay === true) this.#held.push({ data, isBinary });
     this.#setUp(ev).catch((err: unknown) => {
       // Not the error's message: one from a library may quote the whole bot URL, credentials and all.
       this.#deps.ctx.log.error(
@@ -271,7 +273,7 @@ export class ProviderConnection {
   /** Tells the provider of `err`, in its dialect's error event where it has one. */
   #report(err: BridgeError): void {
     const text = this.#wire.errorFrame(err);
-    if (text !== undefined && this.#ws.readyState === WebSocket.OPEN) this.#ws.send(text);
+    if (text !== undefined && this.#ws.readyState === SOCKET_OPEN) this.#ws.send(text);
   }
 
   #fail(err: BridgeError): void {
@@ -281,7 +283,7 @@ export class ProviderConnection {
   }
 
   #close(code: number, reason: string): void {
-    if (this.#ws.readyState === WebSocket.OPEN || this.#ws.readyState === WebSocket.CONNECTING) {
+    if (this.#ws.readyState === SOCKET_OPEN || this.#ws.readyState === SOCKET_CONNECTING) {
       this.#ws.close(code, reason);
     }
   }

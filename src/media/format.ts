@@ -8,6 +8,7 @@ import {
   bytesPerSample,
   type Codec,
   type Encoding,
+  type ResamplerRate,
   type TelephonyRate,
 } from '../audio/format.js';
 import type { MediaStreamConfig } from '../state/types.js';
@@ -16,9 +17,9 @@ import type { MediaOverrides } from './protocol.js';
 export interface SessionFormat {
   readonly codec: Codec;
   /** The caller's audio as the provider sends it. */
-  readonly inputRate: TelephonyRate;
+  readonly inputRate: ResamplerRate;
   /** The bot's audio as the bridge sends it to the provider. */
-  readonly outputRate: TelephonyRate;
+  readonly outputRate: ResamplerRate;
   readonly encoding: Encoding;
   /** Size of every outbound chunk. */
   readonly chunkBytes: number;
@@ -27,6 +28,12 @@ export interface SessionFormat {
   /** The codec's encoding of silence, to pad a partial chunk. */
   readonly silenceByte: number;
 }
+
+/** A format at the provider API's own rates (AudioSocket's calls may also run at 24 or 48 kHz). */
+export type TelephonyFormat = SessionFormat & {
+  readonly inputRate: TelephonyRate;
+  readonly outputRate: TelephonyRate;
+};
 
 export const DEFAULT_CHUNK_MS = 20;
 
@@ -39,7 +46,7 @@ export function silenceByte(codec: Codec): number {
 export function resolveFormat(
   media: MediaOverrides | undefined,
   stored: MediaStreamConfig | undefined,
-): SessionFormat {
+): TelephonyFormat {
   const codec = media?.codec ?? stored?.codec ?? 'slin';
   const inputRate = media?.sample_rate ?? stored?.input_sample_rate ?? 8000;
   // output_sample_rate defaults to sample_rate when the media object sets one.

@@ -12,7 +12,6 @@
  * slow provider socket never holds up the loop or the other sessions.
  */
 import { performance } from 'node:perf_hooks';
-import WebSocket from 'ws';
 import { PaceClock } from '../audio/pacer.js';
 import { Rechunker } from '../audio/rechunker.js';
 import type { Logger } from '../log.js';
@@ -22,8 +21,9 @@ import type { SessionFormat } from './format.js';
 import type { CallerEvent, Markers } from './markers.js';
 import type { Paced, PacingLoop } from './pacing-loop.js';
 import { DefaultWire } from './providers/default.js';
-import type { ProviderWire } from './providers/types.js';
+import type { ProviderWire, WireFrame } from './providers/types.js';
 import type { SessionTaps } from './taps.js';
+import { type ProviderSocket, SOCKET_OPEN } from './transport.js';
 
 export interface OutboundOptions {
   readonly format: SessionFormat;
@@ -45,6 +45,11 @@ export interface OutboundOptions {
   readonly onHangup?: (reason: string) => void;
   /** How long a bot's hang-up may wait for its queued audio to play out. */
   readonly hangupMaxMs?: number;
+  /**
+   * A mark the platform cannot carry (its wire frames none) was played: its audio was sent and the
+   * pacing lead has passed, or a clear dropped that audio (then at once).
+   */
+  readonly onMarkPlayed?: (name: string) => void;
   readonly log?: Logger;
   /** The call's audio taps: each chunk sent is tapped while any is subscribed. */
   readonly taps?: SessionTaps;
@@ -53,7 +58,14 @@ export interface OutboundOptions {
 /** What the outbound queue needs of a provider's dialect: its framing of what goes to the provider. */
 export type OutboundWire = Pick<
   ProviderWire,
-  'textAudio' | 'audioText' | 'markFrame' | 'clearFrame' | 'dtmfFrame' | 'hangupFrame' | 'idleFlushMs'
+  | 'textAudio'
+  | 'audioText'
+  | 'audioFrame'
+  | 'markFrame'
+  | 'clearFrame'
+  | 'dtmfFrame'
+  | 'hangupFrame'
+  | 'idleFlushMs'
 >;
 
 /** How long a bot-initiated hang-up may wait for queued audio to play out, by default. */
@@ -61,8 +73,10 @@ const HANGUP_PLAYOUT_MAX_MS = 60_000;
 
 /** A mark, or a digit, waiting for the audio before it to be sent. */
 interface PendingMark {
-  /** The text frame to send: `{"event":"mark",...}` or `{"event":"dtmf",...}`. */
-  readonly text: string;
+  /** The text frame to send: `{"event":"mark",...}` or `{"event":"dtmf",...}`; undefined: see `name`. */
+  readonly text: string | undefined;
+  /** A mark the platform cannot carry: reported played to `onMarkPlayed` instead of sent. */
+  readonly name?: string;
   /** Stream position (bytes written) the mark follows. */
   readonly at: number;
 }
@@ -71,7 +85,7 @@ interface PendingMark {
 const MAX_MARKS = 1024;
 
 export class OutboundQueue implements Paced, LegSink {
-  readonly #ws: WebSocket;
+  readonly #ws: ProviderSocket;
   readonly #format: SessionFormat;
   readonly #highWater: number;
   readonly #chunks: Rechunker;
@@ -94,6 +108,8 @@ export class OutboundQueue implements Paced, LegSink {
   readonly #wire: OutboundWire;
   readonly #taps: SessionTaps | undefined;
   #onDrained: (() => void) | undefined;
+  /** Marks the platform cannot carry, sent and waiting out the pacing lead (see onMarkPlayed). */
+  readonly #playedTimers = new Set<NodeJS.Timeout>();
   #hangupTimer: NodeJS.Timeout | undefined;
   /** Audio was queued (and so sent, or still to be) since the last clear: the provider may hold some. */
   #audioSinceClear = false;
@@ -110,7 +126,7 @@ export class OutboundQueue implements Paced, LegSink {
   /** The `#audioAt` whose idle flush came due and waits one more look (see service). */
   #idleDueFor = -1;
 
-  constructor(ws: WebSocket, o: OutboundOptions) {
+  constructor(ws: ProviderSocket, o: OutboundOptions) {
     this.#ws = ws;
     this.#format = o.format;
     this.#highWater = o.highWaterBytes;
@@ -176,7 +192,7 @@ export class OutboundQueue implements Paced, LegSink {
   }
 
   /** Sends an `error` event, unless the provider is not reading (a flood of them must not pile up). */
-  report(text: string): void {
+  report(text: WireFrame): void {
     if (this.#ws.bufferedAmount <= this.#highWater) this.#sendText(text);
   }
 
@@ -185,6 +201,8 @@ export class OutboundQueue implements Paced, LegSink {
     if (this.#hangupTimer !== undefined) clearTimeout(this.#hangupTimer);
     this.#hangupTimer = undefined;
     this.#onDrained = undefined;
+    for (const t of this.#playedTimers) clearTimeout(t);
+    this.#playedTimers.clear();
   }
 
   /** Encoded audio in the session's output format, any length. */
@@ -207,13 +225,16 @@ export class OutboundQueue implements Paced, LegSink {
    * words. A partial chunk is padded only at the end of the bot's audio (see service), or by drain.
    */
   mark(name: string): void {
-    this.#behindAudio(this.#wire.markFrame(name));
+    const text = this.#wire.markFrame(name);
+    this.#behindAudio(text, text === undefined ? name : undefined);
   }
 
   /** A text frame that leaves once the audio queued before it has been sent (a mark, a digit). */
-  #behindAudio(text: string): void {
+  #behindAudio(text: string | undefined, name?: string): void {
     if (this.#marks.length >= MAX_MARKS) this.#marks.shift();
-    this.#marks.push({ text, at: this.#chunks.written });
+    this.#marks.push(
+      name === undefined ? { text, at: this.#chunks.written } : { text, name, at: this.#chunks.written },
+    );
     this.#pump();
   }
 
@@ -233,10 +254,10 @@ export class OutboundQueue implements Paced, LegSink {
     if (this.#audioSinceClear || droppedUpstream) {
       const frames = this.#wire.clearFrame();
       if (typeof frames === 'string') this.#sendText(frames);
-      else for (const f of frames) this.#sendText(f);
+      else if (frames !== undefined) for (const f of frames) this.#sendText(f);
     }
     this.#audioSinceClear = false;
-    this.#deliverMarks();
+    this.#deliverMarks(true);
   }
 
   /**
@@ -265,7 +286,7 @@ export class OutboundQueue implements Paced, LegSink {
   service(now: number): number {
     const ws = this.#ws;
     const chunks = this.#chunks;
-    if (ws.readyState !== WebSocket.OPEN || this.#paused) return Number.POSITIVE_INFINITY;
+    if (ws.readyState !== SOCKET_OPEN || this.#paused) return Number.POSITIVE_INFINITY;
     // Serviced only when due, a queue that ran dry may find its run long over: end it before reading
     // the schedule (the padding time below depends on it).
     if (chunks.chunks === 0) this.#clock.idle(now);
@@ -329,7 +350,7 @@ export class OutboundQueue implements Paced, LegSink {
         const buf = this.#frame;
         chunks.take(buf);
         if (this.#taps?.active === true) this.#taps.bot(buf);
-        ws.send(buf);
+        ws.send(this.#wire.audioFrame?.(buf) ?? buf);
         // Written through at once (the usual case), the socket holds no reference to the frame and the
         // next chunk may use it; otherwise it is the socket's until sent, and the next chunk gets its own.
         if (ws.bufferedAmount > 0) this.#frame = Buffer.allocUnsafeSlow(chunks.chunkBytes);
@@ -352,11 +373,29 @@ export class OutboundQueue implements Paced, LegSink {
     if (next !== Number.POSITIVE_INFINITY) this.#loop?.wakeBy(this, next);
   }
 
-  #deliverMarks(): void {
+  /** Sends the marks whose audio has been sent; `cleared`: a clear dropped the audio before them. */
+  #deliverMarks(cleared = false): void {
     const consumed = this.#chunks.consumed;
     while (this.#marks.length > 0 && this.#marks[0]!.at <= consumed) {
-      this.#sendText(this.#marks.shift()!.text);
+      const m = this.#marks.shift()!;
+      if (m.text !== undefined) this.#sendText(m.text);
+      else this.#played(m.name!, cleared ? 0 : this.#clock.leadMs);
     }
+  }
+
+  /** A mark the platform cannot carry is played `afterMs` from now (the audio sent ahead plays out). */
+  #played(name: string, afterMs: number): void {
+    const report = this.#o.onMarkPlayed;
+    if (report === undefined) return;
+    if (afterMs <= 0) {
+      report(name);
+      return;
+    }
+    const t = setTimeout(() => {
+      this.#playedTimers.delete(t);
+      report(name);
+    }, afterMs);
+    this.#playedTimers.add(t);
   }
 
   /** The bot hangs up: what it said plays out first, then the provider is told, then the call ends. */
@@ -376,7 +415,7 @@ export class OutboundQueue implements Paced, LegSink {
     this.drain(done);
   }
 
-  #sendText(text: string): void {
-    if (this.#ws.readyState === WebSocket.OPEN) this.#ws.send(text);
+  #sendText(text: WireFrame): void {
+    if (this.#ws.readyState === SOCKET_OPEN) this.#ws.send(text);
   }
 }

@@ -9,7 +9,6 @@
  * event and a metric and is skipped, and the call goes on. The caller's digits and the provider's
  * session_end ride the caller leg as markers, so they reach the bot after the audio sent before them.
  */
-import WebSocket from 'ws';
 import type { BridgeContext } from '../context.js';
 import { type BridgeError, isBridgeError } from '../errors.js';
 import { displayUrl, type Logger } from '../log.js';
@@ -24,6 +23,7 @@ import { OutboundQueue } from './outbound.js';
 import type { PacingLoop } from './pacing-loop.js';
 import type { ProviderWire } from './providers/types.js';
 import { SessionTaps } from './taps.js';
+import { type ProviderSocket, SOCKET_CONNECTING, SOCKET_OPEN } from './transport.js';
 
 /** A bot as live events show it: never a credential, a query or a file path. */
 function botView(choice: BotChoice): { dialect: string; url?: string } {
@@ -52,7 +52,7 @@ export class MediaSession {
   readonly taps: SessionTaps;
   /** The call's bot as its live events show it: the dialect, and the URL without credentials or query. */
   readonly botView: { readonly dialect: string; readonly url?: string };
-  readonly #ws: WebSocket;
+  readonly #ws: ProviderSocket;
   /** The provider's dialect on this connection: parses its frames, frames what goes to it. */
   readonly #wire: ProviderWire;
   readonly #deps: SessionDeps;
@@ -70,7 +70,7 @@ export class MediaSession {
   #ending = false;
 
   constructor(
-    ws: WebSocket,
+    ws: ProviderSocket,
     info: SessionInfo,
     format: SessionFormat,
     wire: ProviderWire,
@@ -90,7 +90,7 @@ export class MediaSession {
     this.#out = new OutboundQueue(ws, {
       format,
       leadMs: ctx.config.paceLeadMs,
-      catchUpMs: ctx.config.paceCatchUpMs,
+      catchUpMs: wire.catchUpMs ?? ctx.config.paceCatchUpMs,
       bufferMs: ctx.config.outboundBufferMs,
       highWaterBytes: ctx.config.socketHighWaterBytes,
       metrics: ctx.metrics,
@@ -98,6 +98,10 @@ export class MediaSession {
       marks: callerMarks,
       wire,
       onHangup: (reason) => this.end(1000, 'session ended', reason),
+      // A platform without marks (AudioSocket): played once sent and the pacing lead has passed.
+      onMarkPlayed: (name) => {
+        if (!this.#ended) this.#bot.mark(name);
+      },
       log: this.log,
       taps: this.taps,
     });
@@ -212,7 +216,7 @@ export class MediaSession {
     this.#callerLeg.close();
     this.#botLeg.close();
     this.taps.end();
-    if (this.#ws.readyState === WebSocket.OPEN || this.#ws.readyState === WebSocket.CONNECTING) {
+    if (this.#ws.readyState === SOCKET_OPEN || this.#ws.readyState === SOCKET_CONNECTING) {
       this.#ws.close(code, closeReason);
     }
     this.log.info({ code, reason: botReason }, 'session ended');

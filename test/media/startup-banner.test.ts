@@ -10,6 +10,21 @@ describe('npm start banner', () => {
     expect(text).toContain('builtin:echo');
   });
 
+  it('names the AudioSocket listener and whom it takes connections from, only when it listens', () => {
+    expect(startupBanner('http://0.0.0.0:8080', loadConfig({}))).not.toContain('AudioSocket');
+    const none = startupBanner('http://0.0.0.0:8080', loadConfig({ AUDIOSOCKET_PORT: '9092' }), {
+      audioSocketUrl: 'tcp://0.0.0.0:9092',
+    });
+    expect(none).toContain('AudioSocket listener (Asterisk, tenant default): tcp://0.0.0.0:9092');
+    expect(none).toContain('AUDIOSOCKET_ALLOW is empty: every connection is refused');
+    const listed = startupBanner(
+      'http://0.0.0.0:8080',
+      loadConfig({ AUDIOSOCKET_PORT: '9092', AUDIOSOCKET_ALLOW: '10.0.4.21,10.0.5.0/24' }),
+      { audioSocketUrl: 'tcp://0.0.0.0:9092' },
+    );
+    expect(listed).toContain('taking connections from 10.0.4.21, 10.0.5.0/24');
+  });
+
   it('names a ws bot without its credentials, the scheme in any case', () => {
     for (const url of [
       'wss://bot-user:pw-b4nner@bot.example/v1?token=tok-b4nner',
@@ -32,7 +47,7 @@ describe('npm start banner', () => {
 describe('npm start banner: the console link', () => {
   it('outside production, prints /console#token= with the token it is given, else the bare address', () => {
     const config = loadConfig({});
-    expect(startupBanner('http://0.0.0.0:8080', config, 'tok.en.sig')).toContain(
+    expect(startupBanner('http://0.0.0.0:8080', config, { consoleToken: 'tok.en.sig' })).toContain(
       'console: http://127.0.0.1:8080/console#token=tok.en.sig',
     );
     expect(startupBanner('http://0.0.0.0:8080', config)).toContain(
@@ -48,7 +63,7 @@ describe('npm start banner: the console link', () => {
       PROVIDER_BASE_URL: 'http://provider.example/v1',
       PROVIDER_TOKEN: 'prod-provider-token',
     });
-    const text = startupBanner('http://0.0.0.0:8080', config, 'tok.en.sig');
+    const text = startupBanner('http://0.0.0.0:8080', config, { consoleToken: 'tok.en.sig' });
     expect(text).not.toContain('/console');
     expect(text).not.toContain('tok.en.sig');
   });

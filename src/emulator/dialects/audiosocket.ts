@@ -221,6 +221,9 @@ export class AudioSocketLeg implements ProviderLeg {
       this.#breach('odd_length', `slin audio of ${payload.byteLength} bytes is not whole samples`, 'dropped');
       return;
     }
+    // Asterisk's playout goes on with the wall clock: what a stall of this process kept from playing is
+    // played first, so a late timer is not taken for audio sent ahead.
+    this.#playout.advance();
     if (this.#playout.queuedMs > this.#aheadMs) {
       this.#breach(
         'queued_ahead',

@@ -47,6 +47,16 @@ export class Playout {
     return performance.now() - this.#t0;
   }
 
+  /**
+   * Plays the frames already due (a timer that fired late, the process having stalled), so `queuedMs`
+   * is what the caller's side really still holds at this moment, as a real platform's clock would have it.
+   */
+  advance(): void {
+    if (this.#timer === undefined || this.#stopped) return;
+    clearTimeout(this.#timer);
+    this.#tick();
+  }
+
   get queuedMs(): number {
     return (this.#queuedSamples * 1000) / this.#rate;
   }

@@ -37,6 +37,11 @@ export interface MediaAuth {
 /** The call a provider's first frames describe. */
 export interface CallStart {
   readonly session_id: string;
+  /**
+   * The frame that started the call is also the call's first frame (AudioSocket: the first audio says
+   * the rate): it is handed to the session once it is live, before the frames held meanwhile.
+   */
+  readonly replay?: boolean;
   readonly customer_phone: string | undefined;
   readonly direction: 'inbound' | 'outbound' | undefined;
   readonly started_at: string | undefined;
@@ -79,6 +84,11 @@ export interface ProviderWire {
    * The result is read before the next call (a dialect may hand back one object, refilled, for audio).
    */
   frame(data: Buffer, isBinary: boolean): CallFrame;
+  /**
+   * How far behind its schedule outbound audio may fall and still be caught up by a burst, where the
+   * platform has no playout buffer to take one (AudioSocket: one chunk); unset, PACE_CATCH_UP_MS.
+   */
+  readonly catchUpMs?: number;
   /** Audio goes as text frames (`audioText`), not as binary frames. Read once the format is known. */
   readonly textAudio: boolean;
   /**
@@ -91,23 +101,37 @@ export interface ProviderWire {
   readonly idleFlushMs?: number;
   /** A chunk of audio as a text frame (when `textAudio`). */
   audioText(chunk: Buffer): string;
-  /** A mark placed behind the audio before it; the provider reports it played (see `acksMarks`). */
-  markFrame(name: string): string;
   /**
-   * Drop the audio the provider holds (barge-in). Several frames, sent in order, where the dialect needs
-   * a follow-up to learn when the drop took effect (Asterisk: `FLUSH_MEDIA`, then a mark of its own).
+   * Binary audio in the dialect's own message framing (AudioSocket's type-length header). Absent: the
+   * chunk is the binary message itself.
    */
-  clearFrame(): string | readonly string[];
+  audioFrame?(chunk: Buffer): Buffer;
+  /**
+   * A mark placed behind the audio before it; the provider reports it played. Undefined where the
+   * platform has no marks (AudioSocket): the mark counts as played once the audio before it was sent
+   * and the pacing lead has passed, and as cleared at once when a clear drops that audio.
+   */
+  markFrame(name: string): string | undefined;
+  /**
+   * Drop the audio the provider holds (barge-in); undefined where it holds none (AudioSocket). Several
+   * frames, sent in order, where the dialect needs a follow-up to learn when the drop took effect
+   * (Asterisk: `FLUSH_MEDIA`, then a mark of its own).
+   */
+  clearFrame(): string | readonly string[] | undefined;
   /** A digit to play to the caller, or undefined where the dialect has none. */
   dtmfFrame(digit: string): string | undefined;
   /** A bad frame reported back, or undefined where the dialect has no error event. */
-  errorFrame(err: BridgeError): string | undefined;
+  errorFrame(err: BridgeError): WireFrame | undefined;
   /** The bot hung up, or undefined where the dialect ends a call only by closing the socket. */
-  hangupFrame(reason: string): string | undefined;
+  hangupFrame(reason: string): WireFrame | undefined;
 }
 
+/** A message to the provider: text, or binary where the dialect's control messages are (AudioSocket). */
+export type WireFrame = string | Buffer;
+
 export interface ProviderDialect {
-  readonly name: ProviderDialectName;
+  /** `audiosocket` is not a path's: its calls come by TCP (src/media/audiosocket-listener.ts). */
+  readonly name: ProviderDialectName | 'audiosocket';
   /**
    * The WebSocket subprotocol the platform asks for and must get back (jambonz's `audio.jambonz.org`).
    * An upgrade offering other subprotocols but not this one is refused (400); one offering none is
