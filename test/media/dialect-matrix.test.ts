@@ -1,5 +1,5 @@
 /**
- * Every provider dialect x every bot dialect: one call per cell, placed by the emulated provider (which
+ * Every provider dialect (nine, AudioSocket over TCP among them) x every bot dialect: one call per cell, placed by the emulated provider (which
  * keeps that platform's rules) through a real bridge to a real bot, a tone heard at >= 30 dB SNR each way
  * and no platform rule broken. A new dialect is one row of PROVIDERS or BOTS.
  *
@@ -7,6 +7,7 @@
  * Media Streams echo server, helpers/twilio-bot.ts) and `openai-realtime` (the Realtime stand-in, which
  * answers the caller's turn with a tone of its own).
  */
+import { randomUUID } from 'node:crypto';
 import { afterAll, expect, it } from 'vitest';
 import { generateTone, steadyToneSnrDb, trimSilence } from '../../src/audio/tone.js';
 import { type CallerOptions, SyntheticCall } from '../../src/emulator/caller.js';
@@ -32,11 +33,21 @@ const CREDENTIALS = {
   EXOTEL_STREAM_USER: 'matrix-exotel-key',
   EXOTEL_STREAM_PASSWORD: 'matrix-exotel-password',
   VONAGE_STREAM_TOKEN: 'matrix-vonage-token',
+  JAMBONZ_WS_USERNAME: 'matrix-jambonz',
+  JAMBONZ_WS_PASSWORD: 'matrix-jambonz-password',
+  ASTERISK_WS_USERNAME: 'matrix-asterisk',
+  ASTERISK_WS_PASSWORD: 'matrix-asterisk-password',
+  // AudioSocket's listener on a free port, taking the emulated Asterisk's loopback connections.
+  AUDIOSOCKET_PORT: '0',
+  AUDIOSOCKET_HOST: '127.0.0.1',
+  AUDIOSOCKET_ALLOW: '127.0.0.1',
 };
 
 /** A provider dialect: the call's rate, and how its platform places a call on `bridge`. */
 interface ProviderRow {
   readonly rate: number;
+  /** The platform's own form of a call id, where it has one (AudioSocket: a UUID). */
+  readonly sessionId?: () => string;
   call(bridge: TestBridge): Promise<Partial<CallerOptions>>;
 }
 
@@ -76,6 +87,25 @@ const PROVIDERS: Record<string, ProviderRow> = {
       url: ws(b, 'vonage'),
       auth: { header: { name: 'authorization', value: `Bearer ${CREDENTIALS.VONAGE_STREAM_TOKEN}` } },
     }),
+  },
+  jambonz: {
+    rate: 16000,
+    call: async (b) => ({
+      url: ws(b, 'jambonz'),
+      auth: { username: CREDENTIALS.JAMBONZ_WS_USERNAME, password: CREDENTIALS.JAMBONZ_WS_PASSWORD },
+    }),
+  },
+  asterisk: {
+    rate: 8000,
+    call: async (b) => ({
+      url: ws(b, 'asterisk'),
+      auth: { username: CREDENTIALS.ASTERISK_WS_USERNAME, password: CREDENTIALS.ASTERISK_WS_PASSWORD },
+    }),
+  },
+  audiosocket: {
+    rate: 16000,
+    sessionId: () => randomUUID(),
+    call: async (b) => ({ url: b.bridge.audioSocketUrl! }),
   },
 };
 
@@ -163,7 +193,7 @@ async function runCell(provider: string, botName: string): Promise<Cell> {
       Math.round(row.rate * LEAD_S),
     );
     const report = await new SyntheticCall({
-      sessionId: `matrix-${provider}-${botName}`,
+      sessionId: row.sessionId?.() ?? `matrix-${provider}-${botName}`,
       customerPhone: '15550100',
       direction: 'inbound',
       dialect: provider as CallerOptions['dialect'],
