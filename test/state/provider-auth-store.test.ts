@@ -4,7 +4,7 @@
  * dialect, and failing closed (that dialect only) under another STATE_SECRET_KEY.
  */
 import { randomBytes } from 'node:crypto';
-import { afterEach, describe, expect, it, vi } from 'vitest';
+import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { providerCredential } from '../../src/media/providers/provider-auth.js';
 import { MemoryTenantStore } from '../../src/state/memory.js';
 import type { MediaStreamConfig } from '../../src/state/types.js';
@@ -25,9 +25,16 @@ const VONAGE = { allow: ['203.0.113.0/24'], token: 'acme-vonage-token-redis-3' }
 
 describe.skipIf(skip !== undefined)('provider_auth in the Redis tenant store', () => {
   let redis: TestRedis | undefined;
-  const prefix = `provauth-test-${process.pid}-${Date.now()}:`;
-  const stores = tenantStores(prefix);
-  const links = stores.links;
+  // A prefix per test: with a shared Redis (REDIS_URL), one test's keys must not show in the next.
+  let run = 0;
+  let prefix = '';
+  let stores = tenantStores(prefix);
+  let links = stores.links;
+  beforeEach(() => {
+    prefix = `provauth-test-${process.pid}-${Date.now()}-${run++}:`;
+    stores = tenantStores(prefix);
+    links = stores.links;
+  });
   const store = (key?: Buffer) => stores.open(redis!.url, key);
 
   afterEach(async () => {
