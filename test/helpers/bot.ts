@@ -73,14 +73,35 @@ export class TestBot {
     wss.on('connection', (ws) => this.connections.push(new BotConnection(ws, this.echo)));
   }
 
-  static async start(options: { echo?: boolean; port?: number; autoPong?: boolean } = {}): Promise<TestBot> {
+  /** Upgrades waiting for `answer()` (with `holdUpgrades`): a bot slow to pick up. */
+  #waiting: (() => void)[] = [];
+
+  static async start(
+    options: { echo?: boolean; port?: number; autoPong?: boolean; holdUpgrades?: boolean } = {},
+  ): Promise<TestBot> {
+    const waiting: (() => void)[] = [];
     const wss = new WebSocketServer({
       host: '127.0.0.1',
       port: options.port ?? 0,
       autoPong: options.autoPong ?? true,
+      ...(options.holdUpgrades === true && {
+        verifyClient: (_info: unknown, done: (ok: boolean) => void) => waiting.push(() => done(true)),
+      }),
     });
     await new Promise<void>((resolve) => wss.once('listening', () => resolve()));
-    return new TestBot(wss, options.echo ?? true);
+    const bot = new TestBot(wss, options.echo ?? true);
+    bot.#waiting = waiting;
+    return bot;
+  }
+
+  /** Upgrades held so far (`holdUpgrades`). */
+  get upgradesWaiting(): number {
+    return this.#waiting.length;
+  }
+
+  /** Completes the held upgrades. */
+  answer(): void {
+    for (const done of this.#waiting.splice(0)) done();
   }
 
   get url(): string {

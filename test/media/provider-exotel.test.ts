@@ -177,13 +177,16 @@ describe('Exotel Voicebot in front', () => {
     // chunk's arrival: a receiver busy when the first arrived would stamp it late.)
     for (let i = 1; i < media.length; i++)
       expect(media[i]!.at - sentAt, `chunk ${i + 1} not early`).toBeGreaterThanOrEqual(i * 200 - 40 - 1);
-    // Not late: each chunk's arrival against its slot on that schedule (the first leaves at once, then
-    // every 200 ms from the lead on), less what the receiver itself spent off the CPU since `sentAt` (a
-    // stamp can be late by that much through no fault of the bridge; never credited below zero).
-    const late = media.map((g, i) => {
-      const raw = g.at - sentAt - (i === 0 ? 0 : i * 200 - 40);
-      return Math.max(0, raw - Math.max(0, (g.runDelay ?? sentRunDelay) - sentRunDelay));
-    });
+    // Not late: each chunk against its slot on the run's schedule (the first leaves at once, then every
+    // 200 ms from the lead on). The run's start is the earliest one the arrivals imply: when the bridge
+    // got the bot's audio (after a DSP worker's hop, say) is not pacing. A chunk later than its slot is
+    // excused what the receiver itself spent off the CPU since `sentAt` (its stamp can be late by that
+    // much through no fault of the bridge), never more than its lateness.
+    const implied = media.map((g, i) => g.at - (i === 0 ? 0 : i * 200 - 40));
+    const start = Math.min(...implied);
+    const late = implied.map((t, i) =>
+      Math.max(0, t - start - Math.max(0, (media[i]!.runDelay ?? sentRunDelay) - sentRunDelay)),
+    );
     const span = media[19]!.at - media[0]!.at + 200;
     // As the 20 ms dialects' p99 leaves their one worst gap out, the p95 leaves out the worst of these
     // 20 (a single late wake-up of a shared machine); that one must still be within 60 ms.

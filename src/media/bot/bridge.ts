@@ -25,6 +25,7 @@ export class BridgeBot extends WsLink {
   }
 
   audio(pcm: Uint8Array): void {
+    if (!this.connected) return this.hold(pcm);
     this.sendAudio(pcm);
   }
 

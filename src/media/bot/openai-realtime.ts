@@ -99,7 +99,7 @@ export class OpenAIRealtimeBot extends WsLink {
   }
 
   audio(data: Uint8Array): void {
-    if (!this.connected) return;
+    if (!this.connected) return this.hold(data);
     let at = 0;
     while (at < data.byteLength) {
       const n = Math.min(data.byteLength - at, this.#batch.byteLength - this.#batched);

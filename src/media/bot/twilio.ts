@@ -60,7 +60,8 @@ export class TwilioBot extends WsLink {
   }
 
   audio(ulaw: Uint8Array): void {
-    if (!this.connected || ulaw.byteLength === 0) return;
+    if (ulaw.byteLength === 0) return;
+    if (!this.connected) return this.hold(ulaw);
     const timestamp = Math.floor(this.#samples / 8);
     this.#samples += ulaw.byteLength;
     this.#chunk++;

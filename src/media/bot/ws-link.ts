@@ -1,7 +1,8 @@
 /**
  * What every bot behind a WebSocket shares, whatever its dialect: dialled on session_start, redialled
  * with bounded exponential backoff when it cannot be reached or drops (the call stays up meanwhile: caller
- * audio is dropped, the caller hears silence, and the provider gets one `error` event when the bot is lost
+ * audio is held for the first dial (about 2 s) and dropped during a redial, the caller hears silence, and
+ * the provider gets one `error` event when the bot is lost
  * and one when the bridge gives up on it), pinged by the shared heartbeat, told the end of the call.
  * A dialect (bridge.ts, twilio.ts, openai-realtime.ts) says what goes over the socket.
  */
@@ -29,6 +30,12 @@ export interface WsLinkOptions {
 const RETRY_MAX_MS = 5_000;
 /** Notices held while the bot is being dialled or redialled; older ones go first past this. */
 const MAX_HELD_NOTICES = 32;
+/**
+ * The caller's audio held while the bot is first dialled, in frames as the dialect sends them (newest
+ * kept): about 2 s of 20 ms frames, so a caller's first words reach a bot that took that long to answer.
+ * After the bot has once connected, audio during a redial is dropped (the caller hears silence then).
+ */
+const MAX_HELD_AUDIO_FRAMES = 100;
 
 /**
  * Makes ws's `generateMask`: a client frame's masking key from `fill` (the CSPRNG, drawn 8 KB at a time
@@ -79,6 +86,9 @@ export abstract class WsLink implements BotLeg {
   #reported = false;
   /** Notices that came while the socket was not open: sent after the next handshake. */
   #heldNotices: string[] = [];
+  /** Audio frames held until the first connect (copies: the leg's views are reused). */
+  #heldAudio: Uint8Array[] = [];
+  #everOpened = false;
 
   constructor(call: BotCall, port: CallerPort, o: WsLinkOptions) {
     this.o = o;
@@ -120,6 +130,20 @@ export abstract class WsLink implements BotLeg {
 
   get connected(): boolean {
     return this.#ws !== undefined && this.#ws.readyState === WebSocket.OPEN;
+  }
+
+  /**
+   * The caller's audio (in the leg's format) that came before the bot first answered: a dialect's `audio`
+   * hands it here while not connected, and it is handed to `audio` again, in order, right after the
+   * dialect's handshake. Only before the first connect, and at most MAX_HELD_AUDIO_FRAMES (newest kept).
+   */
+  protected hold(data: Uint8Array): void {
+    if (this.#everOpened || this.#ended) return;
+    if (this.#heldAudio.length >= MAX_HELD_AUDIO_FRAMES) {
+      this.#heldAudio.shift();
+      this.#shed.inc();
+    }
+    this.#heldAudio.push(data.slice());
   }
 
   /** Audio to the bot: shed (and counted) while its socket is not reading, never queued without bound. */
@@ -170,6 +194,7 @@ export abstract class WsLink implements BotLeg {
     this.#ended = true;
     if (this.#retryTimer !== undefined) clearTimeout(this.#retryTimer);
     this.#heldNotices = [];
+    this.#heldAudio = [];
     this.ended();
     const ws = this.#ws;
     if (ws === undefined) return;
@@ -205,7 +230,12 @@ export abstract class WsLink implements BotLeg {
       this.o.metrics.botConnects.labels('ok').inc();
       this.log.info({ bot: this.name }, 'bot connected');
       if (this.#reported) this.#reported = false;
+      this.#everOpened = true;
       this.opened();
+      // The caller's audio from before the bot answered, in order, then any notices held meanwhile.
+      const held = this.#heldAudio;
+      this.#heldAudio = [];
+      for (const frame of held) this.audio(frame);
       for (const text of this.#heldNotices) ws.send(text);
       this.#heldNotices = [];
     });
@@ -255,6 +285,7 @@ export abstract class WsLink implements BotLeg {
         ),
       );
       this.#ws = undefined;
+      this.#heldAudio = [];
       return;
     }
     if (!this.#reported) {
