@@ -1,3 +1,8 @@
+/**
+ * Validation of the RCS API's request bodies (rcs.md): templates (text, rich card, carousel, with their
+ * suggestions), campaign requests, and a campaign's contacts against the template's variables. An error
+ * names the field and what the document accepts.
+ */
 import {
   RCS_TEMPLATE_TYPES,
   type RcsCampaignRequest,

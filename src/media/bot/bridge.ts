@@ -25,7 +25,10 @@ export class BridgeBot extends WsLink {
   }
 
   audio(pcm: Uint8Array): void {
-    if (!this.connected) return this.hold(pcm);
+    if (!this.connected) {
+      this.hold(pcm);
+      return;
+    }
     this.sendAudio(pcm);
   }
 

@@ -99,7 +99,10 @@ export class OpenAIRealtimeBot extends WsLink {
   }
 
   audio(data: Uint8Array): void {
-    if (!this.connected) return this.hold(data);
+    if (!this.connected) {
+      this.hold(data);
+      return;
+    }
     let at = 0;
     while (at < data.byteLength) {
       const n = Math.min(data.byteLength - at, this.#batch.byteLength - this.#batched);

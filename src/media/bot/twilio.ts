@@ -61,7 +61,10 @@ export class TwilioBot extends WsLink {
 
   audio(ulaw: Uint8Array): void {
     if (ulaw.byteLength === 0) return;
-    if (!this.connected) return this.hold(ulaw);
+    if (!this.connected) {
+      this.hold(ulaw);
+      return;
+    }
     const timestamp = Math.floor(this.#samples / 8);
     this.#samples += ulaw.byteLength;
     this.#chunk++;

@@ -25,8 +25,8 @@
  * `direction`) where the dialplan sets them.
  *
  * Auth: Asterisk signs nothing; its websocket client sends HTTP Basic when the client config has
- * `username` and `password`, checked against ASTERISK_WS_USERNAME and ASTERISK_WS_PASSWORD for tenant
- * `default`.
+ * `username` and `password`, checked against the tenant's `provider_auth.asterisk` ({username,
+ * password}), or for tenant `default` ASTERISK_WS_USERNAME and ASTERISK_WS_PASSWORD (provider-auth.ts).
  */
 
 import type { Codec } from '../../audio/format.js';

@@ -1,3 +1,27 @@
+/**
+ * jambonz `listen` with streaming playback (`bidirectionalAudio.streaming: true`), on
+ * `wss://…/v1/media/jambonz[/tenant]` with the subprotocol `audio.jambonz.org`.
+ *
+ *   in:   one text frame first: the call's attributes (`callSid`, `from`, `to`, `direction`, …), the
+ *         listen's `sampleRate` and `mixType`, and its `metadata`; then binary L16 at `sampleRate`;
+ *         `{"event":"dtmf","dtmf","duration"}` (`passDtmf`); `{"type":"mark","data":{"name","event"}}`
+ *         with `event` `playout` (the audio before it played) or `cleared` (a `killAudio` or
+ *         `clearMarks` dropped it)
+ *   out:  binary L16, 20 ms a message, at the bidirectional rate; `{"type":"mark","data":{"name"}}`
+ *         behind the audio; `{"type":"killAudio"}` for barge-in; `{"type":"disconnect"}` to hang up
+ *
+ * The bidirectional rate is the verb's `bidirectionalAudio.sampleRate`, which jambonz does not repeat in
+ * the first frame: the bridge takes it from a `bidirectionalAudio` object in that frame (top level or in
+ * `metadata`) when there is one, else it is the listen's `sampleRate` (set both the same on the verb).
+ * The bridge carries 8 and 16 kHz; other rates are refused at the start with the accepted ones named.
+ *
+ * A mark reported `cleared` reaches the bot as a mark too, as Twilio's marks on `clear` do: the bot learns
+ * that no more of the audio before it will play.
+ *
+ * Auth: HTTP Basic on the upgrade (the verb's `wsAuth`), checked against the tenant's
+ * `provider_auth.jambonz` ({username, password}), or for tenant `default` JAMBONZ_WS_USERNAME and
+ * JAMBONZ_WS_PASSWORD (provider-auth.ts).
+ */
 import { BridgeError, describe } from '../../errors.js';
 import { resolveFormat, type SessionFormat } from '../format.js';
 import { noCredential, providerCredential } from './provider-auth.js';
