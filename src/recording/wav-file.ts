@@ -53,6 +53,8 @@ export class StereoWavFile {
   readonly #o: WavFileOptions;
   readonly #blockBytes: number;
   readonly #free: Buffer[] = [];
+  /** Blocks made so far (the current one, those on their way to the disk, the free ones). */
+  #made = 0;
   #current: Buffer;
   #fill = 0;
   #handle: Promise<Handle>;
@@ -74,9 +76,9 @@ export class StereoWavFile {
     this.#blockBytes = options.blockBytes ?? 32 * 1024;
     const max = options.maxDataBytes ?? 0xffff_ffff - (HEADER_BYTES - 8);
     this.#maxDataBytes = max - (max % 4);
-    const buffers = options.buffers ?? 8;
-    for (let i = 0; i < buffers; i++) this.#free.push(Buffer.allocUnsafe(this.#blockBytes));
-    this.#current = this.#free.pop()!;
+    // Blocks are made as the disk falls behind, up to `buffers`: a disk that keeps up costs one or two.
+    this.#current = Buffer.allocUnsafe(this.#blockBytes);
+    this.#made = 1;
     const fs = options.fs ?? nodeWavFs;
     this.#handle = fs.open(options.path);
     this.#chain = this.#handle.then(
@@ -157,7 +159,11 @@ export class StereoWavFile {
   #flush(): void {
     const block = this.#current;
     const len = this.#fill;
-    const next = this.#free.pop();
+    let next = this.#free.pop();
+    if (next === undefined && this.#made < (this.#o.buffers ?? 8)) {
+      next = Buffer.allocUnsafe(this.#blockBytes);
+      this.#made++;
+    }
     if (next === undefined) {
       this.#fail(
         Object.assign(new Error(`the disk has not taken ${this.#o.buffers ?? 8} blocks of audio`), {
