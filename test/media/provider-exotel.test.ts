@@ -1,11 +1,12 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import { generateTone, steadyToneSnrDb, trimSilence } from '../../src/audio/tone.js';
+import { generateTone } from '../../src/audio/tone.js';
 import { SyntheticCall } from '../../src/emulator/caller.js';
 import { tonePcm16 } from '../helpers/audio.js';
 import { TestBot } from '../helpers/bot.js';
 import { startBridge, type TestBridge } from '../helpers/bridge.js';
 import { PlatformSocket } from '../helpers/platform-socket.js';
 import { runDelayMs } from '../helpers/schedstat.js';
+import { toneCallBothWays } from '../helpers/tone-call.js';
 import { waitFor } from '../helpers/wait.js';
 
 const USER = 'exotel-key';
@@ -115,32 +116,14 @@ describe('Exotel Voicebot in front', () => {
         keepReceived: true,
         tailMs: 800,
       });
-      const done = call.run();
-      const conn = await bot.waitConnection();
-      expect(conn.sessionStart).toMatchObject({
-        session_id: CALL_SID,
-        customer_phone: '09876543210',
-        direction: 'inbound',
+      const { report } = await toneCallBothWays(bot, call, {
+        label: `exotel ${rate}`,
+        rate,
+        start: { session_id: CALL_SID, customer_phone: '09876543210', direction: 'inbound' },
+        digit: '4',
+        mark: 'half',
       });
-      await conn.waitEvent('dtmf', 3_000, (e) => e.digit === '4');
-      await waitFor(() => conn.audioBytesSoFar > 16000, 3_000, 'the caller audio at the bot');
-      conn.send({ event: 'mark', name: 'half' });
-      await conn.waitEvent('mark', 3_000, (e) => e.name === 'half');
-      const report = await done;
-      expect(report.breaches).toEqual([]);
       expect(report.ackedMarks.map((m) => [m.name, m.how])).toEqual([['half', 'played']]);
-      expect(report.state).toBe('ended');
-      const atBot = conn.audioBytes();
-      const botPcm = new Int16Array(atBot.buffer, atBot.byteOffset, atBot.length >> 1);
-      const inSnr = steadyToneSnrDb(trimSilence(botPcm, 16000), 440, 16000)!;
-      const outSnr = steadyToneSnrDb(trimSilence(report.received, rate), 440, rate)!;
-      console.log(
-        `exotel ${rate}: caller->bot SNR ${inSnr.toFixed(1)} dB, bot->caller SNR ${outSnr.toFixed(1)} dB`,
-      );
-      expect(inSnr).toBeGreaterThanOrEqual(30);
-      expect(outSnr).toBeGreaterThanOrEqual(30);
-      expect(report.secondsReceived).toBeGreaterThan(1.5);
-      await conn.waitEvent('session_end', 3_000);
     });
   }
 
