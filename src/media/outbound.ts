@@ -209,7 +209,8 @@ export class OutboundQueue implements Paced, LegSink {
   push(encoded: Uint8Array): void {
     if (encoded.byteLength > 0) {
       this.#audioSinceClear = true;
-      this.#audioAt = this.#now();
+      // Only a dialect with an idle flush reads it: no clock read per chunk for the others.
+      if (this.#wire.idleFlushMs !== undefined) this.#audioAt = this.#now();
     }
     const had = this.#chunks.chunks > 0;
     const shed = this.#chunks.push(encoded);
