@@ -13,41 +13,20 @@
  */
 import { mkdtempSync, readdirSync, rmSync, statSync } from 'node:fs';
 import { writeFile } from 'node:fs/promises';
-import { cpus, tmpdir } from 'node:os';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import WebSocket from 'ws';
 import { mintToken } from '../src/auth/jwt.js';
-import { parsePinCpus, pinProcess } from '../src/load/pin.js';
-import { type BenchContext, echoDelayFromEnv, type RungReport, runRung } from './capacity-lib.js';
+import { type RungReport, runRung } from './capacity-lib.js';
+import { ROUNDS_OPTIONS, roundsFrom, whole } from './rounds-args.js';
 
 const { values } = parseArgs({
-  options: {
-    calls: { type: 'string', default: '200' },
-    seconds: { type: 'string', default: '20' },
-    listeners: { type: 'string', default: '5' },
-    rounds: { type: 'string', default: '2' },
-    pin: { type: 'boolean', default: false },
-    'pin-cpus': { type: 'string' },
-    json: { type: 'string' },
-  },
+  options: { listeners: { type: 'string', default: '5' }, ...ROUNDS_OPTIONS },
 });
-
-function whole(option: string, raw: string, min: number, max: number): number {
-  const n = Number(raw);
-  if (!Number.isInteger(n) || n < min || n > max)
-    throw new Error(`--${option} takes a whole number from ${min} to ${max}, got ${JSON.stringify(raw)}`);
-  return n;
-}
-
-const calls = whole('calls', values.calls, 1, 5000);
-const seconds = whole('seconds', values.seconds, 1, 3600);
+const { calls, seconds, rounds, ctx } = await roundsFrom(values);
 const listeners = whole('listeners', values.listeners, 0, 100);
-const rounds = whole('rounds', values.rounds, 1, 20);
-if (values['pin-cpus'] !== undefined && !values.pin) throw new Error('--pin-cpus needs --pin');
-const pin = values.pin ? parsePinCpus(values['pin-cpus'] ?? '1,0', cpus().length) : undefined;
-const ctx: BenchContext = { pin, procs: 1, echoDelayMs: echoDelayFromEnv(process.env.ECHO_DELAY_MS) };
-if (pin !== undefined) await pinProcess(process.pid, pin.load);
+const pin = ctx.pin;
 
 const SECRET = 'bench-console-load-rest-secret-0123456789';
 

@@ -12,41 +12,19 @@
  * bridge, so a drifting machine weighs on all alike; a dialect's figure is the median of its rounds.
  */
 import { writeFile } from 'node:fs/promises';
-import { cpus } from 'node:os';
 import { parseArgs } from 'node:util';
 import { parseDialect } from '../src/emulator/dialects/params.js';
 import { DIALECTS, type DialectName } from '../src/emulator/dialects/types.js';
-import { parsePinCpus, pinProcess } from '../src/load/pin.js';
-import { type BenchContext, echoDelayFromEnv, type RungReport, runRung } from './capacity-lib.js';
+import { type RungReport, runRung } from './capacity-lib.js';
+import { ROUNDS_OPTIONS, roundsFrom } from './rounds-args.js';
 
 const { values } = parseArgs({
-  options: {
-    dialects: { type: 'string', default: DIALECTS.join(',') },
-    calls: { type: 'string', default: '200' },
-    seconds: { type: 'string', default: '20' },
-    rounds: { type: 'string', default: '2' },
-    pin: { type: 'boolean', default: false },
-    'pin-cpus': { type: 'string' },
-    json: { type: 'string' },
-  },
+  options: { dialects: { type: 'string', default: DIALECTS.join(',') }, ...ROUNDS_OPTIONS },
 });
-
-function whole(option: string, raw: string, min: number, max: number): number {
-  const n = Number(raw);
-  if (!Number.isInteger(n) || n < min || n > max)
-    throw new Error(`--${option} takes a whole number from ${min} to ${max}, got ${JSON.stringify(raw)}`);
-  return n;
-}
-
 const dialects: DialectName[] = values.dialects.split(',').map((d) => parseDialect(d, '--dialects'));
 if (!dialects.includes('default')) dialects.unshift('default');
-const calls = whole('calls', values.calls, 1, 5000);
-const seconds = whole('seconds', values.seconds, 1, 3600);
-const rounds = whole('rounds', values.rounds, 1, 20);
-if (values['pin-cpus'] !== undefined && !values.pin) throw new Error('--pin-cpus needs --pin');
-const pin = values.pin ? parsePinCpus(values['pin-cpus'] ?? '1,0', cpus().length) : undefined;
-const ctx: BenchContext = { pin, procs: 1, echoDelayMs: echoDelayFromEnv(process.env.ECHO_DELAY_MS) };
-if (pin !== undefined) await pinProcess(process.pid, pin.load);
+const { calls, seconds, rounds, ctx } = await roundsFrom(values);
+const pin = ctx.pin;
 
 const runs = new Map<DialectName, RungReport[]>(dialects.map((d) => [d, []]));
 for (let round = 1; round <= rounds; round++) {
