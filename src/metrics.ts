@@ -170,7 +170,7 @@ export function createMetrics() {
     paceLatenessMs,
     dspSeconds: new Counter({
       name: 'voicebridge_dsp_seconds_total',
-      help: 'CPU time spent in the DSP core (decode, resample, encode)',
+      help: 'Time spent in the DSP core (decode, resample, encode); inline, estimated from every 8th chunk',
       registers: r,
     }),
     dspGaps: new Counter({

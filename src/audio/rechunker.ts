@@ -18,6 +18,12 @@ export class Rechunker {
   #size = 0;
   #written = 0;
   #consumed = 0;
+  /**
+   * Views of the ring's chunk slots, by slot, made as first used: `take` copies out of one without making
+   * a view per chunk. The head is always on a slot (whole chunks are consumed; an empty ring restarts
+   * at 0) and the ring holds whole slots, so a chunk never wraps.
+   */
+  #slots: Uint8Array[] = [];
 
   constructor(chunkBytes: number, maxChunks: number, initialChunks = 8) {
     if (!Number.isInteger(chunkBytes) || chunkBytes <= 0) throw new RangeError('chunkBytes must be > 0');
@@ -77,16 +83,29 @@ export class Rechunker {
   }
 
   /**
+   * Counts `bytes` in and out at once: a whole chunk its owner sent without queueing it, with nothing
+   * held (so positions in the stream, marks', stay true). Throws when something is held.
+   */
+  passThrough(bytes: number): void {
+    if (this.#size !== 0) throw new Error('passThrough with audio held: it would jump the queue');
+    this.#written += bytes;
+    this.#consumed += bytes;
+  }
+
+  /**
    * Copies the oldest whole chunk into `out` (at least `chunkBytes` long) and removes it. Returns false,
    * changing nothing, when no whole chunk is held.
    */
   take(out: Uint8Array): boolean {
     const n = this.chunkBytes;
     if (this.#size < n) return false;
-    const cap = this.#buf.length;
-    const first = Math.min(n, cap - this.#head);
-    out.set(this.#buf.subarray(this.#head, this.#head + first), 0);
-    if (first < n) out.set(this.#buf.subarray(0, n - first), first);
+    const slot = this.#head / n;
+    let view = this.#slots[slot];
+    if (view === undefined) {
+      view = this.#buf.subarray(this.#head, this.#head + n);
+      this.#slots[slot] = view;
+    }
+    out.set(view, 0);
     this.#drop(n);
     return true;
   }
@@ -147,14 +166,18 @@ export class Rechunker {
     if (first < this.#size) next.set(old.subarray(0, this.#size - first), first);
     this.#buf = next;
     this.#head = 0;
+    this.#slots = [];
   }
 
   #write(src: Uint8Array, n: number): void {
     const cap = this.#buf.length;
     const tail = (this.#head + this.#size) % cap;
     const first = Math.min(n, cap - tail);
-    this.#buf.set(src.subarray(0, first), tail);
-    if (first < n) this.#buf.set(src.subarray(first, n), 0);
+    if (first === n) this.#buf.set(src, tail);
+    else {
+      this.#buf.set(src.subarray(0, first), tail);
+      this.#buf.set(src.subarray(first, n), 0);
+    }
     this.#size += n;
     this.#written += n;
   }

@@ -21,6 +21,11 @@ export class JsResampler implements Resampler {
   /** Index in buf of the newest input the next output reads, and that output's branch. */
   private need = 0;
   private phase = 0;
+  /** processBytes' samples in and out (grown to the largest chunk). */
+  private bytesIn = new Int16Array(0);
+  private bytesOut = new Int16Array(0);
+  private outBytes = new Uint8Array(0);
+  private lastView: Uint8Array = new Uint8Array(0);
 
   constructor(design: FilterDesign) {
     this.d = design;
@@ -45,6 +50,27 @@ export class JsResampler implements Resampler {
 
   free(): void {
     this.buf = new Float64Array(0);
+  }
+
+  processBytes(input: Uint8Array): Uint8Array {
+    const n = input.byteLength >> 1;
+    if (this.bytesIn.length < n) this.bytesIn = new Int16Array(n);
+    const max = this.maxOutput(n);
+    if (this.bytesOut.length < max) this.bytesOut = new Int16Array(max);
+    if (this.outBytes.length < 2 * max) this.outBytes = new Uint8Array(2 * max);
+    const pcm = this.bytesIn;
+    for (let i = 0; i < n; i++) pcm[i] = ((input[2 * i]! | (input[2 * i + 1]! << 8)) << 16) >> 16;
+    const got = this.process(pcm, this.bytesOut, n, 0);
+    const out = this.bytesOut;
+    const bytes = this.outBytes;
+    for (let i = 0; i < got; i++) {
+      const v = out[i]!;
+      bytes[2 * i] = v & 0xff;
+      bytes[2 * i + 1] = (v >> 8) & 0xff;
+    }
+    if (this.lastView.byteLength !== 2 * got || this.lastView.buffer !== bytes.buffer)
+      this.lastView = bytes.subarray(0, 2 * got);
+    return this.lastView;
   }
 
   process(input: Int16Array, output: Int16Array, inLength = input.length, outAt = 0): number {

@@ -15,6 +15,13 @@ export interface Resampler {
    * the length and offset let a caller pass long-lived buffers rather than a fresh view per chunk.
    */
   process(input: Int16Array, output: Int16Array, inLength?: number, outAt?: number): number;
+  /**
+   * `process` on bytes: the PCM16 little-endian samples of `input` (whole samples, at any byte offset)
+   * resampled, as a view of PCM16 little-endian bytes that stays valid until this instance's next call
+   * (the instance's own memory: other instances' calls do not touch it). A leg whose ends are both PCM16
+   * hands its audio over this way, with no copy into or out of an Int16Array of its own.
+   */
+  processBytes(input: Uint8Array): Uint8Array;
   /** Forgets all history (as if new). */
   reset(): void;
   /** Releases the instance's state; the instance must not be used after. */

@@ -19,6 +19,11 @@ const BLOCK = 512;
 /** Largest ratio among the supported rates (8000 -> 48000). */
 const MAX_RATIO = 6;
 const HEADER = 16;
+/**
+ * Output samples each instance has room for in linear memory of its own (2 KB: 20 ms at 48 kHz), so
+ * `processBytes` can hand out a view of it that no other instance's call overwrites.
+ */
+const OWN_OUT = 1024;
 
 // The project compiles without the DOM lib, where the WebAssembly JS API is typed; the few members used.
 interface WasmApi {
@@ -54,36 +59,55 @@ interface Kernel {
   ): number;
 }
 
-/** The module, its views (re-taken whenever memory grows), the I/O scratch and a size-class free list. */
+/**
+ * The module, its views (re-taken whenever memory grows), the I/O scratch and a size-class free list.
+ * Memory grows only in `alloc` (the kernels allocate nothing), so the views are re-taken there and
+ * nowhere else. The kernels are kept as fields: a load from the module's exports object is a generic
+ * property lookup every time, measured at a few per cent of the bridge's main thread.
+ */
 class Runtime {
   readonly k: Kernel;
+  readonly polyphase: Kernel['polyphase'];
+  readonly halfbandDown: Kernel['halfbandDown'];
+  readonly halfbandUp: Kernel['halfbandUp'];
+  readonly lanes: Kernel['lanes'];
   f32: Float32Array;
   i16: Int16Array;
   i32: Int32Array;
+  u8: Uint8Array;
   readonly inPtr: number;
   readonly outPtr: number;
   private readonly freeBlocks = new Map<number, number[]>();
   /** Views of the output scratch by length, so copying out allocates nothing after the first call. */
   private outViews: Int16Array[] = [];
+  /** Counts memory growths: a view taken before one is detached. */
+  generation = 0;
 
   constructor(k: Kernel) {
     this.k = k;
+    this.polyphase = k.polyphase;
+    this.halfbandDown = k.halfbandDown;
+    this.halfbandUp = k.halfbandUp;
+    this.lanes = k.lanes;
     this.f32 = new Float32Array(0);
     this.i16 = new Int16Array(0);
     this.i32 = new Int32Array(0);
+    this.u8 = new Uint8Array(0);
     this.inPtr = k.alloc(BLOCK * 2);
     this.outPtr = k.alloc(BLOCK * MAX_RATIO * 2 + 16);
     this.refresh();
   }
 
-  /** Memory growth detaches the old buffer: re-take the views. */
-  refresh(): void {
+  /** Memory growth detaches the old buffer: re-take the views (after `alloc`, the one place it grows). */
+  private refresh(): void {
     const buf = this.k.memory.buffer;
     if (this.f32.buffer === buf) return;
     this.f32 = new Float32Array(buf);
     this.i16 = new Int16Array(buf);
     this.i32 = new Int32Array(buf);
+    this.u8 = new Uint8Array(buf);
     this.outViews = [];
+    this.generation++;
   }
 
   outView(n: number): Int16Array {
@@ -269,8 +293,22 @@ class WasmResampler implements Resampler {
   private readonly kind: number;
   /** Floats per history buffer (half-band down has two: even and odd inputs). */
   private readonly cap: number;
+  /** Bytes of filter state from `st`; the instance's own output area follows them. */
   private readonly bytes: number;
   private st: number;
+  /** Input samples per kernel call whose output fits the own output area. */
+  private readonly ownIn: number;
+  /** Where the instance's own output area is in linear memory. */
+  private readonly ownPtr: number;
+  /** The half-band kernels' arguments, copied from the shared tables: one object fewer to read a chunk. */
+  private readonly g: number;
+  private readonly m: number;
+  /** Views of the own output area by byte length, and the memory generation they belong to. */
+  private ownViews = new Map<number, Uint8Array>();
+  private ownLast: Uint8Array = new Uint8Array(0);
+  private ownGeneration = -1;
+  /** Output of a `processBytes` input too long for the own area, gathered here (grown as needed). */
+  private long: Uint8Array = new Uint8Array(0);
 
   constructor(rt: Runtime, d: FilterDesign) {
     this.rt = rt;
@@ -279,6 +317,8 @@ class WasmResampler implements Resampler {
     this.outRate = d.outRate;
     this.latencyMs = d.latencyMs;
     this.t = tablesFor(rt, d);
+    this.g = this.t.g;
+    this.m = d.halfLength;
     const m = d.halfLength;
     if (d.kind === 'halfband-down') {
       this.kind = 1;
@@ -297,8 +337,19 @@ class WasmResampler implements Resampler {
       this.cap = this.t.tp + BLOCK;
       this.bytes = HEADER + this.cap * 4;
     }
-    this.st = rt.alloc(this.bytes);
+    this.ownIn = Math.min(BLOCK, Math.floor((OWN_OUT * d.M) / d.L) - 1);
+    this.st = rt.alloc(this.#blockBytes);
+    this.ownPtr = this.st + this.#ownOffset;
     this.reset();
+  }
+
+  /** The own output area follows the state, 16-byte aligned, with 16 bytes to spare. */
+  get #ownOffset(): number {
+    return (this.bytes + 15) & ~15;
+  }
+
+  get #blockBytes(): number {
+    return this.#ownOffset + 2 * OWN_OUT + 16;
   }
 
   maxOutput(inputSamples: number): number {
@@ -307,7 +358,6 @@ class WasmResampler implements Resampler {
 
   reset(): void {
     const rt = this.rt;
-    rt.refresh();
     rt.f32.fill(0, this.st >> 2, (this.st + this.bytes) >> 2);
     const h = this.st >> 2;
     const m = this.d.halfLength;
@@ -331,17 +381,12 @@ class WasmResampler implements Resampler {
   }
 
   free(): void {
-    if (this.st !== 0) this.rt.release(this.st, this.bytes);
+    if (this.st !== 0) this.rt.release(this.st, this.#blockBytes);
     this.st = 0;
   }
 
   process(input: Int16Array, output: Int16Array, inLength = input.length, outAt = 0): number {
-    // Its linear memory may already belong to another instance: fail loudly, not corrupt it.
-    if (this.st === 0) throw new Error('resampler used after free()');
-    const rt = this.rt;
-    rt.refresh();
-    const k = rt.k;
-    const t = this.t;
+    const rt = this.runtime();
     const inBase = rt.inPtr >> 1;
     let read = 0;
     let written = 0;
@@ -350,18 +395,68 @@ class WasmResampler implements Resampler {
       const heap = rt.i16;
       if (read === 0 && n === input.length) heap.set(input, inBase);
       else for (let i = 0; i < n; i++) heap[inBase + i] = input[read + i]!;
-      let got: number;
-      if (this.kind === 1)
-        got = k.halfbandDown(this.st, t.g, this.d.halfLength, this.cap, rt.inPtr, n, rt.outPtr);
-      else if (this.kind === 2) got = k.halfbandUp(this.st, t.g, this.d.halfLength, rt.inPtr, n, rt.outPtr);
-      else if (this.kind === 3)
-        got = k.lanes(this.st, t.info, this.d.L, this.d.M, this.cap, rt.inPtr, n, rt.outPtr);
-      else got = k.polyphase(this.st, t.coef, t.nextPhase, t.advance, t.tp, rt.inPtr, n, rt.outPtr);
+      const got = this.kernel(rt, n, rt.outPtr);
       output.set(rt.outView(got), outAt + written);
       written += got;
       read += n;
     }
     return written;
+  }
+
+  processBytes(input: Uint8Array): Uint8Array {
+    const rt = this.runtime();
+    const samples = input.byteLength >> 1;
+    if (samples <= this.ownIn) {
+      // WebAssembly memory is little-endian, as the input is: the bytes go in as they are.
+      rt.u8.set(input, rt.inPtr);
+      return this.ownView(rt, 2 * this.kernel(rt, samples, this.ownPtr));
+    }
+    if (this.long.byteLength < 2 * this.maxOutput(samples))
+      this.long = new Uint8Array(2 * this.maxOutput(samples));
+    let read = 0;
+    let written = 0;
+    while (read < samples) {
+      const n = Math.min(this.ownIn, samples - read);
+      rt.u8.set(input.subarray(2 * read, 2 * (read + n)), rt.inPtr);
+      const got = 2 * this.kernel(rt, n, this.ownPtr);
+      this.long.set(this.ownView(rt, got), written);
+      written += got;
+      read += n;
+    }
+    return this.long.subarray(0, written);
+  }
+
+  /** The first `bytes` of the own output area (a view made once per length and memory generation). */
+  private ownView(rt: Runtime, bytes: number): Uint8Array {
+    if (this.ownGeneration !== rt.generation) {
+      this.ownGeneration = rt.generation;
+      this.ownViews.clear();
+      this.ownLast = new Uint8Array(0);
+    }
+    if (this.ownLast.byteLength === bytes && bytes > 0) return this.ownLast;
+    let v = this.ownViews.get(bytes);
+    if (v === undefined) {
+      v = rt.u8.subarray(this.ownPtr, this.ownPtr + bytes);
+      this.ownViews.set(bytes, v);
+    }
+    this.ownLast = v;
+    return v;
+  }
+
+  private runtime(): Runtime {
+    // Its linear memory may already belong to another instance: fail loudly, not corrupt it.
+    if (this.st === 0) throw new Error('resampler used after free()');
+    return this.rt;
+  }
+
+  /** Runs the kernel on the `n` samples at the input scratch; returns the samples at the output scratch. */
+  private kernel(rt: Runtime, n: number, out: number): number {
+    // The half-band kernels (8k <-> 16k, the usual case) read only fields of this instance.
+    if (this.kind === 1) return rt.halfbandDown(this.st, this.g, this.m, this.cap, rt.inPtr, n, out);
+    if (this.kind === 2) return rt.halfbandUp(this.st, this.g, this.m, rt.inPtr, n, out);
+    const t = this.t;
+    if (this.kind === 3) return rt.lanes(this.st, t.info, this.d.L, this.d.M, this.cap, rt.inPtr, n, out);
+    return rt.polyphase(this.st, t.coef, t.nextPhase, t.advance, t.tp, rt.inPtr, n, out);
   }
 }
 

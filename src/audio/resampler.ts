@@ -36,6 +36,9 @@ class PassThrough implements Resampler {
     else for (let i = 0; i < inLength; i++) output[outAt + i] = input[i]!;
     return inLength;
   }
+  processBytes(input: Uint8Array): Uint8Array {
+    return input;
+  }
   reset(): void {}
   free(): void {}
 }

@@ -130,7 +130,7 @@ export class OutboundQueue implements Paced, LegSink {
     this.#ws = ws;
     this.#format = o.format;
     this.#highWater = o.highWaterBytes;
-    this.#now = o.now ?? performance.now.bind(performance);
+    this.#now = o.now ?? (() => performance.now());
     this.#loop = o.loop;
     this.#o = o;
     this.#wire = o.wire ?? DefaultWire.of(o.format);
@@ -207,17 +207,34 @@ export class OutboundQueue implements Paced, LegSink {
 
   /** Encoded audio in the session's output format, any length. */
   push(encoded: Uint8Array): void {
+    const now = this.#now();
+    const chunks = this.#chunks;
     if (encoded.byteLength > 0) {
       this.#audioSinceClear = true;
-      // Only a dialect with an idle flush reads it: no clock read per chunk for the others.
-      if (this.#wire.idleFlushMs !== undefined) this.#audioAt = this.#now();
+      this.#audioAt = now;
     }
-    const had = this.#chunks.chunks > 0;
-    const shed = this.#chunks.push(encoded);
-    if (!had) this.#readyAt = this.#now();
+    if (
+      chunks.size === 0 &&
+      encoded.byteLength === chunks.chunkBytes &&
+      !this.#paused &&
+      this.#ws.readyState === SOCKET_OPEN &&
+      this.#clock.isDue(now)
+    ) {
+      // The usual case with live audio: a whole chunk into an empty queue, its time come. It leaves
+      // from here, copied once into the frame it is sent from rather than through the queue's ring.
+      chunks.passThrough(encoded.byteLength);
+      this.#readyAt = now;
+      this.#sendChunk(now, encoded);
+      // Nothing is left queued and the marks behind it have gone: only a drain waits on more.
+      if (this.#onDrained !== undefined) this.#pump(now);
+      return;
+    }
+    const had = chunks.chunks > 0;
+    const shed = chunks.push(encoded);
+    if (!had) this.#readyAt = now;
     if (shed > 0) this.#shedFull.inc(Math.ceil(shed / this.#format.chunkBytes));
     // Send at once what is already due (the start of a run) rather than wait for the next tick.
-    this.#pump();
+    this.#pump(now);
   }
 
   /**
@@ -337,40 +354,45 @@ export class OutboundQueue implements Paced, LegSink {
 
   /** Sends the whole chunks that are due at `now`. */
   #sendDue(now: number): void {
+    const chunks = this.#chunks;
+    while (chunks.chunks > 0 && this.#clock.isDue(now)) this.#sendChunk(now, undefined);
+  }
+
+  /**
+   * Sends the next chunk: the queue's oldest, or `direct`, a whole chunk that bypasses an empty queue
+   * (its bytes already counted in and out of the re-chunker, see push).
+   */
+  #sendChunk(now: number, direct: Uint8Array | undefined): void {
     const ws = this.#ws;
     const chunks = this.#chunks;
-    while (chunks.chunks > 0 && this.#clock.isDue(now)) {
-      const lateness = Math.max(0, Math.min(this.#clock.sent(now), now - this.#readyAt));
-      this.#lateness.observe(lateness);
-      if (lateness > this.#format.chunkMs) this.#late.add();
-      if (ws.bufferedAmount > this.#highWater) {
-        // The provider is not reading: this chunk would be stale before it left. Shed it.
-        chunks.take(this.#scratch);
-        this.#shedBackpressure.inc();
-      } else if (!this.#wire.textAudio) {
-        const buf = this.#frame;
-        chunks.take(buf);
-        if (this.#taps?.active === true) this.#taps.bot(buf);
+    const lateness = Math.max(0, Math.min(this.#clock.sent(now), now - this.#readyAt));
+    this.#lateness.observe(lateness);
+    if (lateness > this.#format.chunkMs) this.#late.add();
+    if (ws.bufferedAmount > this.#highWater) {
+      // The provider is not reading: this chunk would be stale before it left. Shed it.
+      if (direct === undefined) chunks.take(this.#scratch);
+      this.#shedBackpressure.inc();
+    } else {
+      const binary = !this.#wire.textAudio;
+      const buf = binary ? this.#frame : this.#scratch;
+      if (direct === undefined) chunks.take(buf);
+      else buf.set(direct);
+      if (this.#taps?.active === true) this.#taps.bot(buf);
+      if (binary) {
         ws.send(this.#wire.audioFrame?.(buf) ?? buf);
         // Written through at once (the usual case), the socket holds no reference to the frame and the
         // next chunk may use it; otherwise it is the socket's until sent, and the next chunk gets its own.
         if (ws.bufferedAmount > 0) this.#frame = Buffer.allocUnsafeSlow(chunks.chunkBytes);
-        this.#framesOut.add();
-        this.#bytesOut.add(buf.length);
-      } else {
-        chunks.take(this.#scratch);
-        if (this.#taps?.active === true) this.#taps.bot(this.#scratch);
-        ws.send(this.#wire.audioText(this.#scratch));
-        this.#framesOut.add();
-        this.#bytesOut.add(this.#scratch.length);
-      }
-      if (this.#marks.length > 0) this.#deliverMarks();
+      } else ws.send(this.#wire.audioText(buf));
+      this.#framesOut.add();
+      this.#bytesOut.add(buf.length);
     }
+    if (this.#marks.length > 0) this.#deliverMarks();
   }
 
   /** Sends what is due now, and has the loop wake for the next chunk. */
-  #pump(): void {
-    const next = this.service(this.#now());
+  #pump(now = this.#now()): void {
+    const next = this.service(now);
     if (next !== Number.POSITIVE_INFINITY) this.#loop?.wakeBy(this, next);
   }
 

@@ -16,7 +16,7 @@ export class LegDsp {
   readonly #from: Codec;
   readonly #to: Codec;
   readonly #spec: LegSpec;
-  /** Made on first use (WebAssembly state, ~2.5 KB); none when the rates are equal. */
+  /** Made with the leg (WebAssembly state, a few KB); none when the rates are equal. */
   #resampler: Resampler | undefined;
   /** Input decoded (or PCM16 copied, whatever its alignment): grows to the largest chunk. */
   #decoded = new Int16Array(320);
@@ -33,12 +33,19 @@ export class LegDsp {
   #inputViews = new Map<number, Int16Array>();
   #decodedViews = new Map<number, Uint8Array>();
   #freed = false;
+  /** PCM16 in and out, rates differing, on a little-endian host: see run. */
+  readonly #pcmBytes: boolean;
 
   constructor(spec: LegSpec) {
     // The rates and codecs are checked where the leg is opened (checkSpec), before any chunk comes.
     this.#spec = spec;
     this.#from = spec.from.codec;
     this.#to = spec.to.codec;
+    this.#pcmBytes =
+      LITTLE_ENDIAN && this.#from === 'slin' && this.#to === 'slin' && spec.from.rate !== spec.to.rate;
+    // Made now, not on the first chunk: WebAssembly memory grows only here, never while a view of it
+    // (runView's) is out with a sink.
+    if (this.#resamples) this.#r();
   }
 
   get #resamples(): boolean {
@@ -62,21 +69,43 @@ export class LegDsp {
    * nothing per chunk, and writes PCM16 in little-endian order whatever the host's.
    */
   run(data: Uint8Array, out: Uint8Array, at: number): number {
+    if (this.#pcmBytes) {
+      const view = this.runView(data);
+      out.set(view, at);
+      return view.byteLength;
+    }
     const n = this.#take(data);
     if (!this.#resamples) return this.#emit(this.#decoded, this.#decodedViews, n, out, at);
     const w = this.#resample(n); // may grow #resampled: read it after
     return this.#emit(this.#resampled, this.#byteViews, w, out, at);
   }
 
+  /**
+   * A leg of PCM16 at both ends (rates differing): `runView` gives its output with no copy of its own.
+   * False for the others, which `run` into a buffer.
+   */
+  get direct(): boolean {
+    return this.#pcmBytes;
+  }
+
+  /**
+   * For a `direct` leg: `data` resampled, as a view valid until this leg's next chunk (the resampler's own
+   * memory). Throws odd_length for half a PCM16 sample.
+   */
+  runView(data: Uint8Array): Uint8Array {
+    samplesIn('slin', data.byteLength);
+    return this.#r().processBytes(data);
+  }
+
   /** Forgets the audio history (the resampler's filter state): what comes next starts afresh. */
   reset(): void {
-    this.#resampler?.free();
-    this.#resampler = undefined;
+    this.#resampler?.reset();
   }
 
   free(): void {
     this.#freed = true;
-    this.reset();
+    this.#resampler?.free();
+    this.#resampler = undefined;
   }
 
   /** Resamples the `n` samples in the input scratch into `#resampled`; returns the samples written. */

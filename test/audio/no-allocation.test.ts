@@ -75,6 +75,15 @@ describe('no allocation per chunk', () => {
         expect(bytes).toBeLessThan(MAX_BYTES_PER_CHUNK);
       });
     }
+    it(`resampler ${impl} processBytes 8000 -> 16000, input at an odd byte offset`, async () => {
+      const r = createResampler(8000, 16000, { impl });
+      const read = Buffer.alloc(321);
+      Buffer.from(tone(160, 8000).buffer).copy(read, 1);
+      const input = read.subarray(1);
+      const bytes = await bytesPerChunk(() => r.processBytes(input));
+      r.free();
+      expect(bytes).toBeLessThan(MAX_BYTES_PER_CHUNK);
+    });
   }
 
   it("a call's two legs: pcmu 8 kHz caller, 16 kHz bot", async () => {

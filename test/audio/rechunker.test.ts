@@ -112,6 +112,15 @@ describe('Rechunker', () => {
     expect(outPos).toBeGreaterThan(100);
   });
 
+  it('passThrough() counts a chunk sent around it in and out, only when nothing is held', () => {
+    const r = new Rechunker(4, 8);
+    r.passThrough(4);
+    expect([r.written, r.consumed, r.size]).toEqual([4, 4, 0]);
+    r.push(ramp(0, 2));
+    expect(() => r.passThrough(4)).toThrow(/jump the queue/);
+    expect([r.written, r.consumed]).toEqual([6, 4]);
+  });
+
   it('rejects nonsense sizes', () => {
     expect(() => new Rechunker(0, 1)).toThrow(RangeError);
     expect(() => new Rechunker(10, 0)).toThrow(RangeError);

@@ -117,6 +117,51 @@ describe.each(IMPLS)('resampler streaming (%s)', (impl) => {
     }
   });
 
+  it('gives the same bytes from processBytes as from process, at any byte offset and chunk length', () => {
+    for (const [inRate, outRate] of [
+      [8000, 16000],
+      [16000, 8000],
+      [24000, 16000],
+      [22050, 8000],
+    ] as const) {
+      const x = testSignal(inRate, Math.round(inRate * 0.3), inRate);
+      const want = bytes(feed(createResampler(inRate, outRate, { impl }), x, () => inRate / 50));
+      const r = createResampler(inRate, outRate, { impl });
+      // The input as a socket hands it over: a view at an odd byte offset of a larger read.
+      const wire = Buffer.alloc(x.byteLength + 1);
+      bytes(x).copy(wire, 1);
+      const input = wire.subarray(1);
+      const out = new Uint8Array(2 * r.maxOutput(x.length) + 3);
+      const rand = rng(inRate + 1);
+      let read = 0;
+      let written = 3; // output at an odd place too
+      while (read < input.length) {
+        // Whole samples, from one to well past a kernel block (512).
+        const n = 2 * Math.min(1 + Math.floor(rand() * 1400), (input.length - read) / 2);
+        const view = r.processBytes(input.subarray(read, read + n));
+        out.set(view, written);
+        written += view.byteLength;
+        read += n;
+      }
+      expect(Buffer.from(out.subarray(3, written)).equals(want), `${inRate}->${outRate}`).toBe(true);
+      r.free();
+    }
+  });
+
+  it("keeps processBytes' view intact while other instances run", () => {
+    const a = createResampler(8000, 16000, { impl });
+    const b = createResampler(8000, 16000, { impl });
+    const c = createResampler(16000, 8000, { impl });
+    const x = bytes(testSignal(8000, 160, 3));
+    const view = a.processBytes(x);
+    const copy = Buffer.from(view);
+    expect(view.byteLength).toBe(640);
+    b.processBytes(bytes(testSignal(8000, 160, 4)));
+    c.processBytes(bytes(testSignal(16000, 320, 5)));
+    expect(Buffer.from(view).equals(copy)).toBe(true);
+    for (const r of [a, b, c]) r.free();
+  });
+
   it('forgets its history on reset', () => {
     const r = createResampler(16000, 8000, { impl });
     const x = testSignal(16000, 3200, 7);

@@ -1,6 +1,6 @@
 /**
  * The echo bot's delay line: audio comes back byte for byte, in order, after the delay, across the
- * ring's wrap and growth, and never beyond its bounds.
+ * growth of its slots (a longer frame, more frames held), and never beyond its bounds.
  */
 import { describe, expect, it } from 'vitest';
 import { EchoBot } from '../../src/media/bot/builtin.js';
@@ -28,11 +28,11 @@ function frame(i: number, len: number): Uint8Array {
 }
 
 describe('EchoBot', () => {
-  it('returns every byte in order after the delay, across wraps and growth of its ring', () => {
+  it('returns every byte in order after the delay, across growth of its slots in number and length', () => {
     const loop = new PacingLoop(2);
     const sink = new Collect();
     const bot = new EchoBot(sink, loop, 200);
-    // Odd sizes so frames straddle the ring's end; 300 frames of up to 2 KB force growth past 8 KB.
+    // Sizes up to 2 KB in no order: longer frames and more of them held re-lay the slots, frames kept.
     const sent: Uint8Array[] = [];
     let dueNext = Number.POSITIVE_INFINITY;
     for (let i = 0; i < 300; i++) {

@@ -114,6 +114,34 @@ describe('OutboundQueue', () => {
     expect(held.every((b, i) => b.every((x) => x === i + 1))).toBe(true);
   });
 
+  it('a whole chunk into an empty queue leaves at once as a copy, with marks between chunks in their place', () => {
+    clock = 0;
+    const { ws, q } = queue(createMetrics());
+    const held: Buffer[] = [];
+    const order: string[] = [];
+    ws.bufferedAmount = 320; // the socket keeps each frame it is given
+    ws.send = (data: Buffer | string) => {
+      if (typeof data === 'string') order.push(data);
+      else {
+        held.push(data);
+        order.push(`audio ${data[0]}`);
+      }
+    };
+    // One input buffer refilled for every chunk, as the pipeline's own output is.
+    const input = Buffer.alloc(320);
+    for (let i = 1; i <= 4; i++) {
+      input.fill(i);
+      q.push(input);
+      expect(held).toHaveLength(i); // left from the push itself: it was due
+      if (i === 2) q.mark('after-2');
+      clock += 20;
+      q.service(clock);
+    }
+    expect(held.every((b, k) => b.every((x) => x === k + 1))).toBe(true);
+    expect(order).toEqual(['audio 1', 'audio 2', '{"event":"mark","name":"after-2"}', 'audio 3', 'audio 4']);
+    expect(q.empty).toBe(true);
+  });
+
   it('after a long pause, a short piece of audio before a mark waits half the lead for more, as at a start', () => {
     clock = 0;
     const { ws, q } = queue(createMetrics());

@@ -86,27 +86,26 @@ function echoLine(loop: PacingLoop, delayMs: number): EchoLine {
  * Echoes caller audio back after `delayMs` (config ECHO_DELAY_MS, default 200 ms). The caller hears
  * itself `delayMs` plus the outbound lead and transport later.
  *
- * The delay line copies the audio into one byte ring per session (grown by doubling, bounded) rather
- * than keeping the chunks it is given: those are views into the DSP pipeline's batch buffers, and
- * holding a 640-byte view for 200 ms would keep a whole batch of every session's audio alive with it.
- * What it hands on is a view of the ring, valid for that call only (the pipeline copies its input).
- * When each frame is due is kept by the loop's shared EchoLine.
+ * The delay line copies each frame into a slot of its own (a ring of equal slots, as long as the longest
+ * frame so far, grown by doubling, bounded) rather than keeping the chunks it is given: those are views
+ * into the pipeline's buffers, valid for the call only. What it hands on is the slot itself (a view made
+ * once), valid for that call only (the pipeline copies its input). When each frame is due is kept by the
+ * loop's shared EchoLine.
  */
 export class EchoBot implements BotLeg {
   readonly #port: CallerPort;
   readonly #line: EchoLine | undefined;
   /** The most bytes held: the delay plus ECHO_SLACK_MS at 48 kHz PCM16 (the highest bot rate). */
   readonly #maxBytes: number;
-  #ring = new Uint8Array(8192);
-  /** Where the oldest held byte is, and how many are held. */
-  #start = 0;
-  #bytes = 0;
-  /** The held frames' lengths, oldest at #head (grown by doubling, like the ring). */
-  #len = new Int32Array(16);
+  /** Bytes a slot holds: the longest frame so far. */
+  #slotBytes = 0;
+  /** One view per slot, of one buffer; the oldest held frame is at #head. */
+  #slots: Uint8Array[] = [];
+  /** Each slot's frame length. */
+  #len = new Int32Array(0);
   #head = 0;
   #frames = 0;
-  /** A frame that wraps the ring's end is copied here to be handed on whole. */
-  #wrapped = new Uint8Array(0);
+  #bytes = 0;
   #ended = false;
 
   constructor(port: CallerPort, loop: PacingLoop, delayMs: number) {
@@ -122,16 +121,21 @@ export class EchoBot implements BotLeg {
     const n = pcm.byteLength;
     if (this.#ended || n === 0) return;
     if (this.#frames >= ECHO_MAX_FRAMES || this.#bytes + n > this.#maxBytes) return;
-    if (this.#frames === this.#len.length) this.#growFrames();
-    if (this.#bytes + n > this.#ring.length) this.#grow(this.#bytes + n);
-    const ring = this.#ring;
-    const at = (this.#start + this.#bytes) % ring.length;
-    const first = Math.min(n, ring.length - at);
-    ring.set(first === n ? pcm : pcm.subarray(0, first), at);
-    if (first < n) ring.set(pcm.subarray(first), 0);
-    this.#bytes += n;
-    this.#len[(this.#head + this.#frames) % this.#len.length] = n;
+    if (n > this.#slotBytes || this.#frames === this.#slots.length) {
+      // Slots for twice the frames, at least as long as this one; past the bound the frame is dropped.
+      const slotBytes = Math.max(n, this.#slotBytes);
+      const count = Math.max(
+        16,
+        this.#frames === this.#slots.length ? 2 * this.#slots.length : this.#slots.length,
+      );
+      if (slotBytes * count > 2 * this.#maxBytes) return;
+      this.#relayout(slotBytes, count);
+    }
+    const i = (this.#head + this.#frames) % this.#slots.length;
+    this.#slots[i]!.set(pcm);
+    this.#len[i] = n;
     this.#frames++;
+    this.#bytes += n;
     if (this.#line === undefined) this.release();
     else this.#line.add(this, performance.now() + this.delayMs);
   }
@@ -144,23 +148,13 @@ export class EchoBot implements BotLeg {
   /** @internal The oldest held frame is due: hands it on. */
   release(): void {
     if (this.#ended || this.#frames === 0) return;
-    const n = this.#len[this.#head]!;
-    const ring = this.#ring;
-    const start = this.#start;
-    let frame: Uint8Array;
-    if (start + n <= ring.length) frame = ring.subarray(start, start + n);
-    else {
-      if (this.#wrapped.length < n) this.#wrapped = new Uint8Array(n);
-      frame = this.#wrapped.subarray(0, n);
-      const first = ring.length - start;
-      frame.set(ring.subarray(start), 0);
-      frame.set(ring.subarray(0, n - first), first);
-    }
-    this.#start = (start + n) % ring.length;
-    this.#bytes -= n;
-    this.#head = (this.#head + 1) % this.#len.length;
+    const i = this.#head;
+    const slot = this.#slots[i]!;
+    const n = this.#len[i]!;
+    this.#head = (i + 1) % this.#slots.length;
     this.#frames--;
-    this.#port.audio(frame);
+    this.#bytes -= n;
+    this.#port.audio(n === this.#slotBytes ? slot : slot.subarray(0, n));
   }
 
   dtmf(): void {}
@@ -173,26 +167,23 @@ export class EchoBot implements BotLeg {
     this.#bytes = 0;
   }
 
-  /** Doubles the frame slots, keeping the held ones in order from index 0. */
-  #growFrames(): void {
-    const size = this.#len.length;
-    const len = new Int32Array(size * 2);
-    for (let i = 0; i < this.#frames; i++) len[i] = this.#len[(this.#head + i) % size]!;
+  /** New slots (`count` of `slotBytes`), the held frames copied over in order from slot 0. */
+  #relayout(slotBytes: number, count: number): void {
+    const store = new Uint8Array(slotBytes * count);
+    const slots: Uint8Array[] = new Array(count);
+    for (let k = 0; k < count; k++) slots[k] = store.subarray(k * slotBytes, (k + 1) * slotBytes);
+    const len = new Int32Array(count);
+    const old = this.#slots;
+    for (let k = 0; k < this.#frames; k++) {
+      const j = (this.#head + k) % old.length;
+      const n = this.#len[j]!;
+      slots[k]!.set(n === old[j]!.byteLength ? old[j]! : old[j]!.subarray(0, n));
+      len[k] = n;
+    }
+    this.#slots = slots;
     this.#len = len;
+    this.#slotBytes = slotBytes;
     this.#head = 0;
-  }
-
-  /** Doubles the ring until `need` bytes fit, keeping what is held in order from index 0. */
-  #grow(need: number): void {
-    const old = this.#ring;
-    let size = old.length * 2;
-    while (size < need) size *= 2;
-    const ring = new Uint8Array(size);
-    const first = Math.min(this.#bytes, old.length - this.#start);
-    ring.set(old.subarray(this.#start, this.#start + first), 0);
-    ring.set(old.subarray(0, this.#bytes - first), first);
-    this.#ring = ring;
-    this.#start = 0;
   }
 }
 
