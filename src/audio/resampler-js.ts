@@ -53,6 +53,8 @@ export class JsResampler implements Resampler {
   }
 
   processBytes(input: Uint8Array): Uint8Array {
+    if ((input.byteLength & 1) !== 0)
+      throw new RangeError(`PCM16 input must be whole samples, got ${input.byteLength} bytes`);
     const n = input.byteLength >> 1;
     if (this.bytesIn.length < n) this.bytesIn = new Int16Array(n);
     const max = this.maxOutput(n);

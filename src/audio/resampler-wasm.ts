@@ -24,6 +24,12 @@ const HEADER = 16;
  * `processBytes` can hand out a view of it that no other instance's call overwrites.
  */
 const OWN_OUT = 1024;
+/**
+ * Input samples the shared input scratch holds (8 KB): `processBytes` copies a chunk of up to this many
+ * in at once and runs the kernel over it in pieces, so a 20 ms chunk at 44.1 or 48 kHz (longer than a
+ * kernel call takes) costs no view per piece.
+ */
+const IN_SCRATCH = 4096;
 
 // The project compiles without the DOM lib, where the WebAssembly JS API is typed; the few members used.
 interface WasmApi {
@@ -93,7 +99,7 @@ class Runtime {
     this.i16 = new Int16Array(0);
     this.i32 = new Int32Array(0);
     this.u8 = new Uint8Array(0);
-    this.inPtr = k.alloc(BLOCK * 2);
+    this.inPtr = k.alloc(IN_SCRATCH * 2);
     this.outPtr = k.alloc(BLOCK * MAX_RATIO * 2 + 16);
     this.refresh();
   }
@@ -309,6 +315,7 @@ class WasmResampler implements Resampler {
   private ownGeneration = -1;
   /** Output of a `processBytes` input too long for the own area, gathered here (grown as needed). */
   private long: Uint8Array = new Uint8Array(0);
+  private longViews = new Map<number, Uint8Array>();
 
   constructor(rt: Runtime, d: FilterDesign) {
     this.rt = rt;
@@ -395,7 +402,7 @@ class WasmResampler implements Resampler {
       const heap = rt.i16;
       if (read === 0 && n === input.length) heap.set(input, inBase);
       else for (let i = 0; i < n; i++) heap[inBase + i] = input[read + i]!;
-      const got = this.kernel(rt, n, rt.outPtr);
+      const got = this.kernel(rt, rt.inPtr, n, rt.outPtr);
       output.set(rt.outView(got), outAt + written);
       written += got;
       read += n;
@@ -405,25 +412,40 @@ class WasmResampler implements Resampler {
 
   processBytes(input: Uint8Array): Uint8Array {
     const rt = this.runtime();
-    const samples = input.byteLength >> 1;
+    const bytes = input.byteLength;
+    if ((bytes & 1) !== 0) throw new RangeError(`PCM16 input must be whole samples, got ${bytes} bytes`);
+    const samples = bytes >> 1;
     if (samples <= this.ownIn) {
       // WebAssembly memory is little-endian, as the input is: the bytes go in as they are.
       rt.u8.set(input, rt.inPtr);
-      return this.ownView(rt, 2 * this.kernel(rt, samples, this.ownPtr));
+      return this.ownView(rt, 2 * this.kernel(rt, rt.inPtr, samples, this.ownPtr));
     }
-    if (this.long.byteLength < 2 * this.maxOutput(samples))
-      this.long = new Uint8Array(2 * this.maxOutput(samples));
-    let read = 0;
+    // Longer than one kernel call takes: the pieces' output gathered in a buffer of this instance.
+    const max = 2 * this.maxOutput(samples);
+    if (this.long.byteLength < max) {
+      this.long = new Uint8Array(max);
+      this.longViews.clear();
+    }
     let written = 0;
-    while (read < samples) {
-      const n = Math.min(this.ownIn, samples - read);
-      rt.u8.set(input.subarray(2 * read, 2 * (read + n)), rt.inPtr);
-      const got = 2 * this.kernel(rt, n, this.ownPtr);
-      this.long.set(this.ownView(rt, got), written);
-      written += got;
-      read += n;
+    for (let start = 0; start < samples; start += IN_SCRATCH) {
+      // A stretch of input into the scratch at once: the whole input when it fits (a view otherwise).
+      const end = Math.min(samples, start + IN_SCRATCH);
+      rt.u8.set(start === 0 && end === samples ? input : input.subarray(2 * start, 2 * end), rt.inPtr);
+      for (let read = start; read < end; ) {
+        const n = Math.min(this.ownIn, end - read);
+        const got = 2 * this.kernel(rt, rt.inPtr + 2 * (read - start), n, this.ownPtr);
+        this.long.set(this.ownView(rt, got), written);
+        written += got;
+        read += n;
+      }
     }
-    return this.long.subarray(0, written);
+    let view = this.longViews.get(written);
+    if (view === undefined) {
+      if (this.longViews.size >= 64) this.longViews.clear();
+      view = this.long.subarray(0, written);
+      this.longViews.set(written, view);
+    }
+    return view;
   }
 
   /** The first `bytes` of the own output area (a view made once per length and memory generation). */
@@ -436,6 +458,8 @@ class WasmResampler implements Resampler {
     if (this.ownLast.byteLength === bytes && bytes > 0) return this.ownLast;
     let v = this.ownViews.get(bytes);
     if (v === undefined) {
+      // A bot sending chunks of every length must not grow this without bound.
+      if (this.ownViews.size >= 64) this.ownViews.clear();
       v = rt.u8.subarray(this.ownPtr, this.ownPtr + bytes);
       this.ownViews.set(bytes, v);
     }
@@ -449,14 +473,14 @@ class WasmResampler implements Resampler {
     return this.rt;
   }
 
-  /** Runs the kernel on the `n` samples at the input scratch; returns the samples at the output scratch. */
-  private kernel(rt: Runtime, n: number, out: number): number {
+  /** Runs the kernel on `n` samples at `src` (at most BLOCK); returns the samples written at `out`. */
+  private kernel(rt: Runtime, src: number, n: number, out: number): number {
     // The half-band kernels (8k <-> 16k, the usual case) read only fields of this instance.
-    if (this.kind === 1) return rt.halfbandDown(this.st, this.g, this.m, this.cap, rt.inPtr, n, out);
-    if (this.kind === 2) return rt.halfbandUp(this.st, this.g, this.m, rt.inPtr, n, out);
+    if (this.kind === 1) return rt.halfbandDown(this.st, this.g, this.m, this.cap, src, n, out);
+    if (this.kind === 2) return rt.halfbandUp(this.st, this.g, this.m, src, n, out);
     const t = this.t;
-    if (this.kind === 3) return rt.lanes(this.st, t.info, this.d.L, this.d.M, this.cap, rt.inPtr, n, out);
-    return rt.polyphase(this.st, t.coef, t.nextPhase, t.advance, t.tp, rt.inPtr, n, out);
+    if (this.kind === 3) return rt.lanes(this.st, t.info, this.d.L, this.d.M, this.cap, src, n, out);
+    return rt.polyphase(this.st, t.coef, t.nextPhase, t.advance, t.tp, src, n, out);
   }
 }
 

@@ -43,8 +43,9 @@ export class LegDsp {
     this.#to = spec.to.codec;
     this.#pcmBytes =
       LITTLE_ENDIAN && this.#from === 'slin' && this.#to === 'slin' && spec.from.rate !== spec.to.rate;
-    // Made now, not on the first chunk: WebAssembly memory grows only here, never while a view of it
-    // (runView's) is out with a sink.
+    // Made now, not on the first chunk: the audio path then allocates no WebAssembly memory of its own.
+    // Memory can still grow while a view from runView is out (a tap starting to resample, another call's
+    // leg opening), which detaches the view: a sink copies what it keeps before it calls anything else.
     if (this.#resamples) this.#r();
   }
 

@@ -28,6 +28,8 @@ const METRIC_EVERY_TIMED = 64;
 class InlineLeg implements Leg {
   #closed = false;
   #hadAudio = false;
+  /** Chunks since this leg's last timed one (per leg: a call's two legs alternate). */
+  #sinceTimed = 0;
 
   constructor(
     readonly spec: LegSpec,
@@ -42,7 +44,7 @@ class InlineLeg implements Leg {
     const { owner, dsp } = this;
     if (dsp.direct) {
       // PCM16 both ends: the resampler's own output goes to the sink, no copy in between.
-      const timed = owner.timed();
+      const timed = this.#timed();
       const t0 = timed ? performance.now() : 0;
       const view = dsp.runView(data);
       if (timed) owner.account(performance.now() - t0);
@@ -52,7 +54,7 @@ class InlineLeg implements Leg {
     const out = owner.output(dsp.bytesFor(data.byteLength));
     try {
       // Two clock reads a chunk cost about what the DSP's bookkeeping does: only a sample is timed.
-      const timed = owner.timed();
+      const timed = this.#timed();
       const t0 = timed ? performance.now() : 0;
       const n = dsp.run(data, out, 0);
       if (timed) owner.account(performance.now() - t0);
@@ -60,6 +62,13 @@ class InlineLeg implements Leg {
     } finally {
       owner.done(out);
     }
+  }
+
+  /** Whether this chunk's DSP is timed: one in TIME_EVERY_CHUNKS of this leg's. */
+  #timed(): boolean {
+    if (++this.#sinceTimed < TIME_EVERY_CHUNKS) return false;
+    this.#sinceTimed = 0;
+    return true;
   }
 
   #deliver(view: Uint8Array): void {
@@ -109,7 +118,6 @@ export class InlinePipeline implements DspPipeline {
   #views = new Map<number, Uint8Array>();
   /** The view last handed out, and its length: the same chunk size over and over needs no lookup. */
   #lastView: Uint8Array = new Uint8Array(0);
-  #timing = 0;
 
   constructor(
     readonly log: Logger | undefined,
@@ -153,13 +161,6 @@ export class InlinePipeline implements DspPipeline {
   /** @internal The sink has returned: `out` may be reused. */
   done(out: Uint8Array): void {
     if (out === this.#scratch) this.#scratchBusy = false;
-  }
-
-  /** @internal Whether this chunk's DSP is timed. */
-  timed(): boolean {
-    if (++this.#timing < TIME_EVERY_CHUNKS) return false;
-    this.#timing = 0;
-    return true;
   }
 
   /** @internal A timed chunk's DSP took `ms`. */

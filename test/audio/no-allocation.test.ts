@@ -75,15 +75,22 @@ describe('no allocation per chunk', () => {
         expect(bytes).toBeLessThan(MAX_BYTES_PER_CHUNK);
       });
     }
-    it(`resampler ${impl} processBytes 8000 -> 16000, input at an odd byte offset`, async () => {
-      const r = createResampler(8000, 16000, { impl });
-      const read = Buffer.alloc(321);
-      Buffer.from(tone(160, 8000).buffer).copy(read, 1);
-      const input = read.subarray(1);
-      const bytes = await bytesPerChunk(() => r.processBytes(input));
-      r.free();
-      expect(bytes).toBeLessThan(MAX_BYTES_PER_CHUNK);
-    });
+    for (const [from, to] of [
+      [8000, 16000],
+      [48000, 16000],
+      [24000, 16000],
+    ] as const) {
+      it(`resampler ${impl} processBytes ${from} -> ${to}, 20 ms chunks at an odd byte offset`, async () => {
+        const r = createResampler(from, to, { impl });
+        const samples = from / 50; // 960 at 48 kHz: longer than one kernel call takes
+        const read = Buffer.alloc(2 * samples + 1);
+        Buffer.from(tone(samples, from).buffer).copy(read, 1);
+        const input = read.subarray(1);
+        const bytes = await bytesPerChunk(() => r.processBytes(input));
+        r.free();
+        expect(bytes).toBeLessThan(MAX_BYTES_PER_CHUNK);
+      });
+    }
   }
 
   it("a call's two legs: pcmu 8 kHz caller, 16 kHz bot", async () => {

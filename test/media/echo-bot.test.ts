@@ -81,6 +81,23 @@ describe('EchoBot', () => {
     loop.stop();
   });
 
+  it('one long frame among short ones drops nothing and comes back byte for byte', () => {
+    const loop = new PacingLoop(2);
+    const sink = new Collect();
+    const bot = new EchoBot(sink, loop, 1_000);
+    // A second of 16 kHz frames held at once, one of them 20 KB: it must not crowd the others out.
+    const sent: Uint8Array[] = [];
+    for (let i = 0; i < 60; i++) {
+      const f = frame(i, i === 5 ? 20_000 : 640);
+      sent.push(f);
+      bot.audio(f);
+    }
+    bot.service(performance.now() + 5_000);
+    expect(Buffer.concat(sink.frames).equals(Buffer.concat(sent))).toBe(true);
+    bot.end();
+    loop.stop();
+  });
+
   it('is bounded: a stalled loop makes it drop new audio, not grow without limit', () => {
     const loop = new PacingLoop(2);
     const sink = new Collect();

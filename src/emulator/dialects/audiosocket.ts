@@ -183,7 +183,10 @@ export class AudioSocketLeg implements ProviderLeg {
   async hangup(): Promise<void> {
     const socket = this.#socket;
     if (socket === undefined) return;
-    if (this.#open) socket.end(audioSocketFrame(AUDIOSOCKET_TYPES.hangup));
+    if (this.#open) {
+      this.#open = false;
+      socket.end(audioSocketFrame(AUDIOSOCKET_TYPES.hangup));
+    }
     await Promise.race([this.closed, sleep(3_000)]);
     socket.destroy();
     this.#playout.stop();
@@ -192,6 +195,9 @@ export class AudioSocketLeg implements ProviderLeg {
   #onMessage(type: number, payload: Buffer): void {
     switch (type) {
       case AUDIOSOCKET_TYPES.hangup:
+        // Nothing is written after our end: a write after it errors the socket, and the call would be
+        // reported failed (closed abnormally) when the bridge hung up cleanly.
+        this.#open = false;
         this.#socket?.end();
         return;
       case AUDIOSOCKET_TYPES.error:

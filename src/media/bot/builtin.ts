@@ -11,6 +11,11 @@ export const GENERATE_AHEAD_MS = 100;
 
 /** The most frames the echo delay line holds, so a stalled loop cannot grow it without bound. */
 const ECHO_MAX_FRAMES = 4096;
+/**
+ * The longest slot of the delay line (4 KB: 20 ms at 48 kHz twice over); a longer frame is held as
+ * several, due together, so one long frame cannot make every slot long.
+ */
+const ECHO_SLOT_MAX_BYTES = 4096;
 /** Beyond the delay itself, how much audio the line may hold (a stalled loop, a burst), in ms. */
 const ECHO_SLACK_MS = 5_000;
 
@@ -87,7 +92,7 @@ function echoLine(loop: PacingLoop, delayMs: number): EchoLine {
  * itself `delayMs` plus the outbound lead and transport later.
  *
  * The delay line copies each frame into a slot of its own (a ring of equal slots, as long as the longest
- * frame so far, grown by doubling, bounded) rather than keeping the chunks it is given: those are views
+ * frame so far up to 4 KB, grown by doubling, bounded) rather than keeping the chunks it is given: those are views
  * into the pipeline's buffers, valid for the call only. What it hands on is the slot itself (a view made
  * once), valid for that call only (the pipeline copies its input). When each frame is due is kept by the
  * loop's shared EchoLine.
@@ -120,6 +125,12 @@ export class EchoBot implements BotLeg {
   audio(pcm: Uint8Array): void {
     const n = pcm.byteLength;
     if (this.#ended || n === 0) return;
+    if (n > ECHO_SLOT_MAX_BYTES) {
+      // Where a frame ends does not matter to audio: the pieces are handed on in order, due together.
+      for (let at = 0; at < n; at += ECHO_SLOT_MAX_BYTES)
+        this.audio(pcm.subarray(at, Math.min(n, at + ECHO_SLOT_MAX_BYTES)));
+      return;
+    }
     if (this.#frames >= ECHO_MAX_FRAMES || this.#bytes + n > this.#maxBytes) return;
     if (n > this.#slotBytes || this.#frames === this.#slots.length) {
       // Slots for twice the frames, at least as long as this one; past the bound the frame is dropped.
