@@ -13,9 +13,11 @@
  * 60 ms of the reply audio the caller had actually received. That last figure is what shows the marks
  * are echoed (or the audio reckoned) at the right time.
  */
+import { type ChildProcess, spawn } from 'node:child_process';
+import { once } from 'node:events';
 import { performance } from 'node:perf_hooks';
+import { fileURLToPath } from 'node:url';
 import { afterEach, describe, expect, it } from 'vitest';
-import { type AgentsBot, startAgentsBot } from '../../examples/agents-sdk-bot/bot.js';
 import { decodeInto, encodeInto } from '../../src/audio/codec.js';
 import { steadyToneSnrDb, trimSilence } from '../../src/audio/tone.js';
 import type { RealtimeConnection } from '../../src/emulator/realtime/connection.js';
@@ -29,7 +31,7 @@ import { quietFor, waitFor } from '../helpers/wait.js';
 type Dialect = 'twilio' | 'openai-realtime';
 
 let emulator: RealtimeEmulator | undefined;
-let agents: AgentsBot | undefined;
+let agents: ChildProcess | undefined;
 let bridge: TestBridge | undefined;
 const providers: TestProvider[] = [];
 
@@ -37,16 +39,56 @@ afterEach(async () => {
   for (const p of providers.splice(0)) p.close();
   await bridge?.close();
   bridge = undefined;
-  await agents?.close();
+  if (agents !== undefined && agents.exitCode === null && agents.signalCode === null) {
+    const exited = once(agents, 'exit');
+    agents.kill('SIGTERM');
+    const t = setTimeout(() => agents?.kill('SIGKILL'), 5_000);
+    await exited;
+    clearTimeout(t);
+  }
   agents = undefined;
   await emulator?.close();
   emulator = undefined;
 });
 
-/** A Twilio-dialect bot server: the Agents SDK bot of examples/, its model the stand-in. */
+/**
+ * A Twilio-dialect bot server: the Agents SDK bot of examples/, run as its users run it
+ * (`npm run example:agents-bot`), in a process of its own, its model the stand-in in this one. Its own
+ * work (the SDK handles each of the reply's deltas) then does not hold up the bridge's pacing here, as it
+ * would not in a real deployment.
+ */
 async function agentServer(modelUrl: string, instructions: string): Promise<string> {
-  agents = await startAgentsBot({ port: 0, realtimeUrl: modelUrl, apiKey: 'sk-test-key', instructions });
-  return agents.url;
+  const main = fileURLToPath(new URL('../../examples/agents-sdk-bot/main.ts', import.meta.url));
+  const child = spawn(process.execPath, ['--import', 'tsx', main], {
+    env: {
+      ...process.env,
+      PORT: '0',
+      REALTIME_URL: modelUrl,
+      OPENAI_API_KEY: 'sk-test-key',
+      INSTRUCTIONS: instructions,
+    },
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
+  agents = child;
+  let out = '';
+  return new Promise<string>((resolve, reject) => {
+    const timer = setTimeout(
+      () => reject(new Error(`the agents bot did not start within 20 s: ${out}`)),
+      20_000,
+    );
+    child.stdout!.on('data', (d: Buffer) => {
+      out += d.toString();
+      const m = /listening at (ws:\/\/\S+)/.exec(out);
+      if (m !== null) {
+        clearTimeout(timer);
+        resolve(m[1]!);
+      }
+    });
+    child.once('exit', (code) => {
+      clearTimeout(timer);
+      reject(new Error(`the agents bot exited (${code}) before listening: ${out}`));
+    });
+  });
 }
 
 interface Call {
