@@ -123,8 +123,10 @@ export class OutboundQueue implements Paced, LegSink {
   #paused = false;
   /** When the bot's audio last came (the dialect's idle flush counts from it). */
   #audioAt = 0;
-  /** The `#audioAt` whose idle flush came due and waits one more look (see service). */
+  /** The `#audioAt` whose idle flush came due and waits one more look, later if it came late (service). */
   #idleDueFor = -1;
+  /** When that second look is (a mark or digit that comes before it does not bring it forward). */
+  #idleLookAt = 0;
 
   constructor(ws: ProviderSocket, o: OutboundOptions) {
     this.#ws = ws;
@@ -316,12 +318,17 @@ export class OutboundQueue implements Paced, LegSink {
       const padAt = this.#padAt();
       if (padAt === undefined) break;
       if (now < padAt) return padAt;
-      if (this.#wire.idleFlushMs !== undefined && this.#idleDueFor !== this.#audioAt) {
+      const idle = this.#wire.idleFlushMs;
+      if (idle !== undefined && this.#idleDueFor !== this.#audioAt) {
         // Due, but a stalled process wakes to its timers before its sockets: the bot's next audio may
-        // be waiting unread. Look again once pending input has been read (the next turn of the loop).
+        // be waiting unread, or still on its way through the call's other hops (a DSP worker, a bot
+        // that shares the stall). Look again once that has had its turn: the next turn of the loop, or
+        // as long as this look came late (the stall's length) when it did, at most one more idle time.
         this.#idleDueFor = this.#audioAt;
-        return now + 1;
+        this.#idleLookAt = now + Math.max(1, Math.min(now - padAt, idle));
+        return this.#idleLookAt;
       }
+      if (idle !== undefined && now < this.#idleLookAt) return this.#idleLookAt;
       chunks.pad(this.#format.silenceByte);
       this.#readyAt = now;
     }

@@ -327,6 +327,34 @@ describe('OutboundQueue', () => {
     for (const end = clock + 20; clock <= end; clock += 5) q.service(clock);
     expect(ws.audio()).toHaveLength(3);
     expect(ws.audio()[2]!.equals(Buffer.concat([Buffer.alloc(100, 9), Buffer.alloc(220, 10)]))).toBe(true);
+    // A stall whose audio takes a few turns more to come through (a DSP worker, a bot that shared the
+    // stall): the second look waits as long as the first came late (at most the idle time), a mark in
+    // between does not bring it forward, and audio 60 ms after the wake still joins the partial.
+    q.push(Buffer.alloc(100, 11));
+    clock += 100 + 80; // the first look, 80 ms late
+    q.service(clock);
+    clock += 30;
+    q.mark('m2');
+    q.service(clock);
+    expect(ws.audio()).toHaveLength(3);
+    clock += 30;
+    q.push(Buffer.alloc(220, 12));
+    expect(ws.audio()).toHaveLength(4);
+    expect(ws.audio()[3]!.equals(Buffer.concat([Buffer.alloc(100, 11), Buffer.alloc(220, 12)]))).toBe(true);
+    // And with nothing more, the partial leaves padded at that second look.
+    q.push(Buffer.alloc(100, 13));
+    clock += 100 + 80;
+    q.service(clock);
+    expect(ws.audio()).toHaveLength(4);
+    clock += 80;
+    q.service(clock);
+    expect(ws.audio()).toHaveLength(5);
+    expect(
+      ws
+        .audio()[4]!
+        .subarray(100)
+        .every((b) => b === 0),
+    ).toBe(true);
     // Without an idle flush (our own protocol's wire), a partial waits for more audio.
     const plain = queue(createMetrics());
     plain.q.push(Buffer.alloc(320 + 100, 7));
