@@ -18,6 +18,7 @@ import { registerMediaTokenRoutes } from './control/media-tokens.js';
 import { registerRecordingRoutes } from './control/recordings.js';
 import { registerSessionRoutes } from './control/sessions.js';
 import { BridgeError, isBridgeError } from './errors.js';
+import { HeldUp } from './held-up.js';
 import { trustFn } from './limits/client-address.js';
 import { registerRestRateLimit } from './limits/rest.js';
 import { createFormattedLogger, type Logger } from './log.js';
@@ -121,6 +122,7 @@ export async function createBridge(config: Config, options: BridgeOptions = {}):
       log,
       registry: metrics.registry,
     }),
+    heldUp: new HeldUp(),
     draining: false,
   };
   ctx.recordings.startRetention();
@@ -185,7 +187,8 @@ export async function createBridge(config: Config, options: BridgeOptions = {}):
   registerMessagingRoutes(app, ctx, ctx.verifyRest);
   registerRecordingRoutes(app, ctx, ctx.verifyRest);
 
-  const pipeline = options.pipeline ?? createPipeline({ workers: config.dspWorkers, log, metrics });
+  const pipeline =
+    options.pipeline ?? createPipeline({ workers: config.dspWorkers, log, metrics, heldUp: ctx.heldUp });
   const media = attachMediaEndpoint(app.server, ctx, pipeline, options.limitClock);
   // Listen-in's WebSocket path, beside the media endpoint's on the same server.
   const listen = attachListen(ctx, media);

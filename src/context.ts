@@ -3,6 +3,7 @@
  */
 import type { RestVerifier } from './auth/jwt.js';
 import type { Config } from './config.js';
+import type { HeldUp } from './held-up.js';
 import type { Logger } from './log.js';
 import type { CallEvents } from './media/call-events.js';
 import type { MessageStore } from './messaging/records.js';
@@ -32,6 +33,8 @@ export interface BridgeContext {
   readonly verifyRest: RestVerifier;
   /** Call recordings: which calls, the files, retention (src/recording/). */
   readonly recordings: Recordings;
+  /** When this bridge was last held up (its event loop or a DSP worker late): see src/held-up.ts. */
+  readonly heldUp: HeldUp;
   /** Set once shutdown begins: readiness turns false and no new sessions are accepted. */
   draining: boolean;
 }

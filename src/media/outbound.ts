@@ -14,6 +14,7 @@
 import { performance } from 'node:perf_hooks';
 import { PaceClock } from '../audio/pacer.js';
 import { Rechunker } from '../audio/rechunker.js';
+import type { HeldUp } from '../held-up.js';
 import type { Logger } from '../log.js';
 import type { Metrics } from '../metrics.js';
 import type { LegSink } from '../pipeline/types.js';
@@ -53,7 +54,18 @@ export interface OutboundOptions {
   readonly log?: Logger;
   /** The call's audio taps: each chunk sent is tapped while any is subscribed. */
   readonly taps?: SessionTaps;
+  /**
+   * When the bridge was last held up (src/held-up.ts): an idle flush does not count the bridge's own
+   * stall as the bot's pause. Watched only while the queue lives, and only with an idle flush.
+   */
+  readonly heldUp?: Pick<HeldUp, 'lastAt' | 'watch'>;
 }
+
+/**
+ * An idle flush held off by the bridge's own hold-ups still pads this many idle times after the bot's
+ * last audio: a bridge held up again and again still plays the end of what the bot said.
+ */
+const IDLE_FLUSH_MAX_IDLES = 3;
 
 /** What the outbound queue needs of a provider's dialect: its framing of what goes to the provider. */
 export type OutboundWire = Pick<
@@ -123,10 +135,10 @@ export class OutboundQueue implements Paced, LegSink {
   #paused = false;
   /** When the bot's audio last came (the dialect's idle flush counts from it). */
   #audioAt = 0;
-  /** The `#audioAt` whose idle flush came due and waits one more look, later if it came late (service). */
+  /** The `#audioAt` whose idle flush came due and has had its one more look (see #idleFlushAt). */
   #idleDueFor = -1;
-  /** When that second look is (a mark or digit that comes before it does not bring it forward). */
-  #idleLookAt = 0;
+  /** Ends this queue's watch of the bridge's hold-ups (an idle flush's only). */
+  readonly #unwatch: (() => void) | undefined;
 
   constructor(ws: ProviderSocket, o: OutboundOptions) {
     this.#ws = ws;
@@ -150,6 +162,7 @@ export class OutboundQueue implements Paced, LegSink {
     this.#shedClear = o.metrics.shedChunks.labels('clear');
     this.#late = o.metrics.hot.lateChunks;
     this.#lateness = o.metrics.paceLatenessMs;
+    this.#unwatch = this.#wire.idleFlushMs === undefined ? undefined : o.heldUp?.watch();
   }
 
   /** Audio bytes queued and not yet sent. */
@@ -205,6 +218,7 @@ export class OutboundQueue implements Paced, LegSink {
     this.#onDrained = undefined;
     for (const t of this.#playedTimers) clearTimeout(t);
     this.#playedTimers.clear();
+    this.#unwatch?.();
   }
 
   /** Encoded audio in the session's output format, any length. */
@@ -319,16 +333,10 @@ export class OutboundQueue implements Paced, LegSink {
       if (padAt === undefined) break;
       if (now < padAt) return padAt;
       const idle = this.#wire.idleFlushMs;
-      if (idle !== undefined && this.#idleDueFor !== this.#audioAt) {
-        // Due, but a stalled process wakes to its timers before its sockets: the bot's next audio may
-        // be waiting unread, or still on its way through the call's other hops (a DSP worker, a bot
-        // that shares the stall). Look again once that has had its turn: the next turn of the loop, or
-        // as long as this look came late (the stall's length) when it did, at most one more idle time.
-        this.#idleDueFor = this.#audioAt;
-        this.#idleLookAt = now + Math.max(1, Math.min(now - padAt, idle));
-        return this.#idleLookAt;
+      if (idle !== undefined) {
+        const flushAt = this.#idleFlushAt(now, idle);
+        if (now < flushAt) return flushAt;
       }
-      if (idle !== undefined && now < this.#idleLookAt) return this.#idleLookAt;
       chunks.pad(this.#format.silenceByte);
       this.#readyAt = now;
     }
@@ -357,6 +365,27 @@ export class OutboundQueue implements Paced, LegSink {
     if (this.#marks.length === 0) return undefined;
     const half = this.#clock.leadMs / 2;
     return this.#clock.running ? this.#clock.nextDueAt() + half : this.#readyAt + half;
+  }
+
+  /**
+   * When an idle flush that has come due pads: once the bot's audio has been missing `idle` ms while the
+   * bridge itself ran on time.
+   * - It looks once more, on the loop's next turn: a process wakes to its timers before its sockets, so
+   *   the bot's next audio may be waiting unread.
+   * - The bridge was held up since the bot's last audio (src/held-up.ts): the hold-up delayed that
+   *   audio's successor on its way too (through a DSP worker; in the bot, where it shares the machine),
+   *   so the pause counts from the hold-up, `idle` more, and at most IDLE_FLUSH_MAX_IDLES idle times
+   *   from the audio in all. Computed afresh at each look: a mark or digit in between cannot bring it
+   *   forward.
+   */
+  #idleFlushAt(now: number, idle: number): number {
+    if (this.#idleDueFor !== this.#audioAt) {
+      this.#idleDueFor = this.#audioAt;
+      return now + 1;
+    }
+    const heldUpAt = this.#o.heldUp?.lastAt ?? Number.NEGATIVE_INFINITY;
+    if (heldUpAt <= this.#audioAt) return now;
+    return Math.min(heldUpAt + idle, this.#audioAt + IDLE_FLUSH_MAX_IDLES * idle);
   }
 
   /** Sends the whole chunks that are due at `now`. */

@@ -104,6 +104,7 @@ export class MediaSession {
       },
       log: this.log,
       taps: this.taps,
+      heldUp: ctx.heldUp,
     });
     deps.loop.add(this.#out);
     const bot = botFormat(deps.bot, format, ctx.config);

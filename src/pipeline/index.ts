@@ -2,6 +2,7 @@
  * The audio pipeline factory: `createPipeline({ workers })` with `workers` from config `dspWorkers`
  * (DSP_WORKERS). 0 runs the DSP inline on the calling thread; N > 0 runs it in N worker threads.
  */
+import type { HeldUp } from '../held-up.js';
 import type { Logger } from '../log.js';
 import type { Metrics } from '../metrics.js';
 import { InlinePipeline } from './inline.js';
@@ -17,6 +18,8 @@ export interface PipelineOptions {
   readonly workers: number;
   readonly log?: Logger;
   readonly metrics?: Metrics;
+  /** Told when a worker answers late (the bridge held up): see src/held-up.ts. */
+  readonly heldUp?: Pick<HeldUp, 'late'>;
 }
 
 export function createPipeline(options: PipelineOptions): DspPipeline {
@@ -26,5 +29,5 @@ export function createPipeline(options: PipelineOptions): DspPipeline {
   }
   return workers === 0
     ? new InlinePipeline(options.log, options.metrics)
-    : new WorkerPipeline(workers, options.log, options.metrics);
+    : new WorkerPipeline(workers, options.log, options.metrics, options.heldUp);
 }

@@ -25,6 +25,7 @@ import { createRequire } from 'node:module';
 import { pathToFileURL } from 'node:url';
 import { Worker } from 'node:worker_threads';
 import { samplesIn } from '../audio/codec.js';
+import type { HeldUp } from '../held-up.js';
 import type { Logger } from '../log.js';
 import type { Metrics } from '../metrics.js';
 import { PassLeg } from './pass.js';
@@ -193,6 +194,8 @@ export class WorkerPipeline implements DspPipeline {
     workers: number,
     private readonly log: Logger | undefined,
     private readonly metrics: Metrics | undefined,
+    /** Told when a worker answers late: the bridge was held up (src/held-up.ts). */
+    private readonly heldUp?: Pick<HeldUp, 'late'>,
   ) {
     this.workers = workers;
     for (let i = 0; i < workers; i++) {
@@ -325,7 +328,9 @@ export class WorkerPipeline implements DspPipeline {
     if (this.closing || generation !== slot.generation) return;
     slot.inFlight--;
     slot.failures = 0;
-    slot.waitingSince = performance.now();
+    const now = performance.now();
+    this.heldUp?.late(now, now - slot.waitingSince);
+    slot.waitingSince = now;
     const replies = slot.pages.replies;
     const page = replies.open(message);
     this.replyU8 = replies.u8(page);

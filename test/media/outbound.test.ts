@@ -292,6 +292,17 @@ describe('OutboundQueue', () => {
       dtmfFrame: () => undefined,
       hangupFrame: () => undefined,
     };
+    // When the bridge was last held up, set by hand (src/held-up.ts watches the real event loop).
+    let watching = 0;
+    const heldUp = {
+      lastAt: Number.NEGATIVE_INFINITY,
+      watch: () => {
+        watching++;
+        return () => {
+          watching--;
+        };
+      },
+    };
     const q = new OutboundQueue(ws as unknown as WebSocket, {
       format,
       leadMs: 40,
@@ -300,6 +311,7 @@ describe('OutboundQueue', () => {
       metrics: createMetrics(),
       now,
       wire: binary,
+      heldUp,
     });
     q.push(Buffer.alloc(320 + 100, 7));
     q.mark('m1'); // a mark waiting does not pad it sooner (without an idle flush it would, at 20 ms)
@@ -327,26 +339,37 @@ describe('OutboundQueue', () => {
     for (const end = clock + 20; clock <= end; clock += 5) q.service(clock);
     expect(ws.audio()).toHaveLength(3);
     expect(ws.audio()[2]!.equals(Buffer.concat([Buffer.alloc(100, 9), Buffer.alloc(220, 10)]))).toBe(true);
-    // A stall whose audio takes a few turns more to come through (a DSP worker, a bot that shared the
-    // stall): the second look waits as long as the first came late (at most the idle time), a mark in
-    // between does not bring it forward, and audio 60 ms after the wake still joins the partial.
+    // The bridge held up (its loop ran late, or a DSP worker answered late): the hold-up delayed the bot's
+    // next audio on its way too, so the pause counts from the hold-up, an idle time more; a mark in
+    // between does not bring it forward, and audio 90 ms after the hold-up still joins the partial.
     q.push(Buffer.alloc(100, 11));
-    clock += 100 + 80; // the first look, 80 ms late
+    const audioAt = clock;
+    clock += 100 + 80; // the look comes 80 ms late
+    heldUp.lastAt = clock;
     q.service(clock);
+    q.service(clock + 1);
     clock += 30;
     q.mark('m2');
     q.service(clock);
     expect(ws.audio()).toHaveLength(3);
-    clock += 30;
+    clock += 60;
+    q.service(clock);
+    expect(ws.audio()).toHaveLength(3);
     q.push(Buffer.alloc(220, 12));
     expect(ws.audio()).toHaveLength(4);
     expect(ws.audio()[3]!.equals(Buffer.concat([Buffer.alloc(100, 11), Buffer.alloc(220, 12)]))).toBe(true);
-    // And with nothing more, the partial leaves padded at that second look.
+    expect(clock - audioAt).toBeGreaterThan(2 * 100); // twice the idle time without audio, not padded
+    // With nothing more, the partial leaves padded an idle time after the hold-up.
     q.push(Buffer.alloc(100, 13));
-    clock += 100 + 80;
+    clock += 100 + 40;
+    heldUp.lastAt = clock;
+    q.service(clock);
+    q.service(clock + 1);
+    expect(ws.audio()).toHaveLength(4);
+    clock += 99;
     q.service(clock);
     expect(ws.audio()).toHaveLength(4);
-    clock += 80;
+    clock += 1;
     q.service(clock);
     expect(ws.audio()).toHaveLength(5);
     expect(
@@ -355,6 +378,19 @@ describe('OutboundQueue', () => {
         .subarray(100)
         .every((b) => b === 0),
     ).toBe(true);
+    // Held up again and again, it still pads three idle times after the bot's last audio.
+    q.push(Buffer.alloc(100, 14));
+    const lastAudio = clock;
+    for (clock += 100; clock < lastAudio + 300; clock += 10) {
+      heldUp.lastAt = clock;
+      q.service(clock);
+    }
+    expect(ws.audio()).toHaveLength(5);
+    q.service(clock);
+    expect(ws.audio()).toHaveLength(6);
+    expect(watching).toBe(1);
+    q.close();
+    expect(watching).toBe(0);
     // Without an idle flush (our own protocol's wire), a partial waits for more audio.
     const plain = queue(createMetrics());
     plain.q.push(Buffer.alloc(320 + 100, 7));
