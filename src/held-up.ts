@@ -1,16 +1,18 @@
 /**
  * When this bridge was last held up: its event loop ran late (a stall, a long garbage collection, a core
- * shared with busier work) or a DSP worker answered late. A hold-up delays everything on its way through
- * the bridge, the bot's next audio among it (and, where the bot shares the machine, the bot itself).
- * Timing that reads a silence as the bot pausing (the outbound idle flush, src/media/outbound.ts) asks
- * whether the bridge was held up since, so that its own stall is not taken for the bot's pause.
+ * shared with busier work) or a DSP worker took long to answer. A hold-up delays everything on its way
+ * through the bridge, the bot's next audio among it (and, where the bot shares the machine, the bot
+ * itself). Timing that reads a silence as the bot pausing (the outbound idle flush, src/media/outbound.ts)
+ * asks whether the bridge was held up since, so that its own stall is not taken for the bot's pause.
  *
- * The event loop is watched by an unref'd timer every WATCH_MS, only while someone holds a watch (the
- * queues with an idle flush: nothing else pays for it); the worker pool notes a late answer itself.
+ * While someone holds a watch (the queues with an idle flush: nothing else pays for it), an unref'd timer
+ * every WATCH_MS sees how late it runs itself and asks each probe how long its work has been waiting (the
+ * worker pool: its oldest unanswered batch), so a worker still stuck is seen before it answers. The pool
+ * also notes each answer that took long.
  */
 import { performance } from 'node:perf_hooks';
 
-/** A wake-up or an answer this much later than due (ms) counts as the bridge held up. */
+/** A wake-up this much later than due, or work unanswered this long (ms), counts as the bridge held up. */
 export const HELD_UP_MS = 20;
 /** The watch's period (ms). */
 const WATCH_MS = 10;
@@ -22,14 +24,29 @@ export class HeldUp {
   #timer: NodeJS.Timeout | undefined;
   /** When the watch's timer last ran. */
   #tickAt = 0;
+  /** How long (ms, at `now`) each prober's oldest work has been waiting; 0 when none waits. */
+  readonly #probes = new Set<(now: number) => number>();
 
   get lastAt(): number {
     return this.#lastAt;
   }
 
-  /** Something due `lateMs` before `now` ran only at `now`. */
+  /** Watches held now. */
+  get watching(): number {
+    return this.#watchers;
+  }
+
+  /** Something due `lateMs` before `now` ran only at `now` (or has been waiting that long by `now`). */
   late(now: number, lateMs: number): void {
     if (lateMs >= HELD_UP_MS && now > this.#lastAt) this.#lastAt = now;
+  }
+
+  /** Asked at each watch tick how long its oldest work has been waiting; returns the removal. */
+  probe(waitingMs: (now: number) => number): () => void {
+    this.#probes.add(waitingMs);
+    return () => {
+      this.#probes.delete(waitingMs);
+    };
   }
 
   /** Watches the event loop until the returned function is called (once per watch; more calls are no-ops). */
@@ -55,5 +72,6 @@ export class HeldUp {
     const now = performance.now();
     this.late(now, now - this.#tickAt - WATCH_MS);
     this.#tickAt = now;
+    for (const waitingMs of this.#probes) this.late(now, waitingMs(now));
   };
 }

@@ -56,7 +56,7 @@ it('sees a stalled event loop while watched, and nothing while not', async () =>
   expect(h.lastAt).toBe(seen);
 });
 
-it('the worker pool notes a worker that answers late', async () => {
+it('the worker pool notes a worker that took long to answer', async () => {
   const h = new HeldUp();
   const p = createPipeline({ workers: 1, heldUp: h });
   pipelines.push(p);
@@ -70,4 +70,22 @@ it('the worker pool notes a worker that answers late', async () => {
   leg.push(new Uint8Array(160));
   await waitFor(() => log.chunks.length === 2, 5_000, 'the slow chunk back');
   expect(h.lastAt).toBeGreaterThanOrEqual(slowed + 60);
+});
+
+it('while watched, sees a worker that is still stuck, before it answers', async () => {
+  const h = new HeldUp();
+  const p = createPipeline({ workers: 1, heldUp: h });
+  pipelines.push(p);
+  const log = new LegLog();
+  const leg = p.open({ from: { codec: 'pcmu', rate: 8000 }, to: { codec: 'slin', rate: 8000 } }, log);
+  leg.push(new Uint8Array(160));
+  await waitFor(() => log.chunks.length === 1, 10_000, 'the first chunk back');
+  const unwatch = h.watch();
+  p.injectWorkerFault(0, 'slow', 1_000);
+  const slowed = performance.now();
+  leg.push(new Uint8Array(160));
+  await waitFor(() => h.lastAt >= slowed + HELD_UP_MS, 900, 'the stuck worker seen');
+  expect(log.chunks).toHaveLength(1); // not answered yet
+  unwatch();
+  await waitFor(() => log.chunks.length === 2, 5_000, 'the slow chunk back');
 });

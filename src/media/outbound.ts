@@ -135,8 +135,9 @@ export class OutboundQueue implements Paced, LegSink {
   #paused = false;
   /** When the bot's audio last came (the dialect's idle flush counts from it). */
   #audioAt = 0;
-  /** The `#audioAt` whose idle flush came due and has had its one more look (see #idleFlushAt). */
+  /** The `#audioAt` whose idle flush came due, and when its one more look is (see #idleFlushAt). */
   #idleDueFor = -1;
+  #idleLookAt = 0;
   /** Ends this queue's watch of the bridge's hold-ups (an idle flush's only). */
   readonly #unwatch: (() => void) | undefined;
 
@@ -375,14 +376,15 @@ export class OutboundQueue implements Paced, LegSink {
    * - The bridge was held up since the bot's last audio (src/held-up.ts): the hold-up delayed that
    *   audio's successor on its way too (through a DSP worker; in the bot, where it shares the machine),
    *   so the pause counts from the hold-up, `idle` more, and at most IDLE_FLUSH_MAX_IDLES idle times
-   *   from the audio in all. Computed afresh at each look: a mark or digit in between cannot bring it
-   *   forward.
+   *   from the audio in all.
+   * A mark, a digit or a resume serviced in between brings neither look forward.
    */
   #idleFlushAt(now: number, idle: number): number {
     if (this.#idleDueFor !== this.#audioAt) {
       this.#idleDueFor = this.#audioAt;
-      return now + 1;
+      this.#idleLookAt = now + 1;
     }
+    if (now < this.#idleLookAt) return this.#idleLookAt;
     const heldUpAt = this.#o.heldUp?.lastAt ?? Number.NEGATIVE_INFINITY;
     if (heldUpAt <= this.#audioAt) return now;
     return Math.min(heldUpAt + idle, this.#audioAt + IDLE_FLUSH_MAX_IDLES * idle);

@@ -134,6 +134,7 @@ export class MediaSession {
     } catch (err) {
       // A session that fails to start leaves nothing behind: no pacing member, no open leg, no bot.
       deps.loop.delete(this.#out);
+      this.#out.close();
       botSide?.end('setup_failed');
       callerLeg?.close();
       botLeg?.close();

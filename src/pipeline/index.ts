@@ -18,8 +18,8 @@ export interface PipelineOptions {
   readonly workers: number;
   readonly log?: Logger;
   readonly metrics?: Metrics;
-  /** Told when a worker answers late (the bridge held up): see src/held-up.ts. */
-  readonly heldUp?: Pick<HeldUp, 'late'>;
+  /** Told when a worker is slow to answer (the bridge held up): see src/held-up.ts. */
+  readonly heldUp?: Pick<HeldUp, 'late' | 'probe'>;
 }
 
 export function createPipeline(options: PipelineOptions): DspPipeline {

@@ -189,13 +189,18 @@ export class WorkerPipeline implements DspPipeline {
   private replaced = 0;
   private readonly watchdog: NodeJS.Timeout;
   private readonly flushAll = (): void => this.flush();
+  /** Ends the hold-up watch's probe of this pool. */
+  private readonly unprobe: (() => void) | undefined;
 
   constructor(
     workers: number,
     private readonly log: Logger | undefined,
     private readonly metrics: Metrics | undefined,
-    /** Told when a worker answers late: the bridge was held up (src/held-up.ts). */
-    private readonly heldUp?: Pick<HeldUp, 'late'>,
+    /**
+     * Told when a worker took long to answer, and asked how long the oldest unanswered batch has been
+     * waiting (a worker still stuck): the bridge was held up (src/held-up.ts).
+     */
+    private readonly heldUp?: Pick<HeldUp, 'late' | 'probe'>,
   ) {
     this.workers = workers;
     for (let i = 0; i < workers; i++) {
@@ -205,6 +210,14 @@ export class WorkerPipeline implements DspPipeline {
     }
     this.watchdog = setInterval(() => this.checkHung(), WATCHDOG_MS / 4);
     this.watchdog.unref();
+    this.unprobe = heldUp?.probe((now) => this.waitingMs(now));
+  }
+
+  /** How long the oldest unanswered batch of any worker has been waiting at `now` (0: none waits). */
+  private waitingMs(now: number): number {
+    let most = 0;
+    for (const slot of this.slots) if (slot.inFlight > 0) most = Math.max(most, now - slot.waitingSince);
+    return most;
   }
 
   open(spec: LegSpec, sink: LegSink, options?: OpenOptions): Leg {
@@ -275,6 +288,7 @@ export class WorkerPipeline implements DspPipeline {
     if (this.closing) return;
     this.closing = true;
     clearInterval(this.watchdog);
+    this.unprobe?.();
     for (const slot of this.slots) clearTimeout(slot.respawnTimer);
     for (const leg of this.byId.values()) leg.closed = true;
     this.byId.clear();

@@ -9,6 +9,7 @@ import { SyntheticCall } from '../../src/emulator/caller.js';
 import { tonePcm16 } from '../helpers/audio.js';
 import { TestBot } from '../helpers/bot.js';
 import { startBridge, type TestBridge } from '../helpers/bridge.js';
+import { waitFor } from '../helpers/wait.js';
 
 const USER = 'exotel-key';
 const PASSWORD = 'exotel-token-for-tests';
@@ -45,10 +46,13 @@ it('a bot that pauses mid-chunk is heard to its end while the call goes on, in w
   });
   const done = call.run();
   const conn = await bot.waitConnection();
+  // The queue watches the bridge's hold-ups while the call lives (src/held-up.ts), and no longer.
+  expect(bridge.bridge.ctx.heldUp.watching).toBe(1);
   // 530 ms of tone at the bot's 16 kHz: 8,480 bytes at the caller's 8 kHz, 2.65 of Exotel's 3,200-byte
   // chunks. Then nothing: without the idle flush the last 130 ms would wait for more audio forever.
   conn.ws.send(tonePcm16(440, 16000, 8480));
   const report = await done;
+  await waitFor(() => bridge!.bridge.ctx.heldUp.watching === 0, 5_000, 'the watch released');
   expect(report.breaches).toEqual([]);
   const heardMs = (trimSilence(report.received, rate).length / rate) * 1000;
   console.log(`exotel idle flush: the bot said 530 ms, the caller heard ${heardMs.toFixed(0)} ms of it`);

@@ -339,9 +339,9 @@ describe('OutboundQueue', () => {
     for (const end = clock + 20; clock <= end; clock += 5) q.service(clock);
     expect(ws.audio()).toHaveLength(3);
     expect(ws.audio()[2]!.equals(Buffer.concat([Buffer.alloc(100, 9), Buffer.alloc(220, 10)]))).toBe(true);
-    // The bridge held up (its loop ran late, or a DSP worker answered late): the hold-up delayed the bot's
-    // next audio on its way too, so the pause counts from the hold-up, an idle time more; a mark in
-    // between does not bring it forward, and audio 90 ms after the hold-up still joins the partial.
+    // The bridge held up (its loop ran late, or a DSP worker took long to answer): the hold-up delayed
+    // the bot's next audio on its way too, so the pause counts from the hold-up, an idle time more; a
+    // mark in between does not bring it forward, and audio 90 ms after the hold-up still joins the partial.
     q.push(Buffer.alloc(100, 11));
     const audioAt = clock;
     clock += 100 + 80; // the look comes 80 ms late
@@ -388,6 +388,19 @@ describe('OutboundQueue', () => {
     expect(ws.audio()).toHaveLength(5);
     q.service(clock);
     expect(ws.audio()).toHaveLength(6);
+    // A hold-up older than the bot's last audio holds nothing off: padded at the second look. A mark
+    // serviced between the two looks does not bring the second one forward.
+    clock += 50;
+    heldUp.lastAt = clock;
+    clock += 1;
+    q.push(Buffer.alloc(100, 15));
+    clock += 100;
+    q.service(clock);
+    q.mark('m3');
+    expect(ws.audio()).toHaveLength(6);
+    clock += 1;
+    q.service(clock);
+    expect(ws.audio()).toHaveLength(7);
     expect(watching).toBe(1);
     q.close();
     expect(watching).toBe(0);
