@@ -6,7 +6,7 @@
  */
 import { performance } from 'node:perf_hooks';
 import WebSocket from 'ws';
-import { runDelayMs } from './schedstat.js';
+import { type Moment, runDelayMs, stoppedMs } from './schedstat.js';
 
 export interface Arrival {
   readonly at: number;
@@ -68,9 +68,7 @@ function parseText(text: string): Record<string, unknown> {
   return { text };
 }
 
-/** Gaps between arrivals, less the receiver's own time off the CPU within each (ms). */
-export function ownGaps(arrivals: readonly Pick<Arrival, 'at' | 'runDelay'>[]): number[] {
-  return arrivals
-    .slice(1)
-    .map((g, i) => g.at - arrivals[i]!.at - ((g.runDelay ?? 0) - (arrivals[i]!.runDelay ?? 0)));
+/** Gaps between arrivals, less the time this process was stopped within each (ms; see schedstat.ts). */
+export function ownGaps(arrivals: readonly Moment[]): number[] {
+  return arrivals.slice(1).map((g, i) => g.at - arrivals[i]!.at - stoppedMs(arrivals[i]!, g));
 }

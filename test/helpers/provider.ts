@@ -5,7 +5,7 @@
 import { performance } from 'node:perf_hooks';
 import WebSocket from 'ws';
 import { pace } from '../../src/emulator/paced-caller.js';
-import { runDelayMs } from './schedstat.js';
+import { runDelayMs, stoppedMs } from './schedstat.js';
 import { waitFor } from './wait.js';
 
 export interface AudioArrival {
@@ -134,9 +134,9 @@ export class TestProvider {
 }
 
 /**
- * Gaps between consecutive audio arrivals: `raw`, and `own` less the time this process sat runnable but
- * off the CPU within each gap (other tenants of a shared machine; see schedstat.ts). `own` equals `raw`
- * on a quiet machine, or when run delay was not sampled.
+ * Gaps between consecutive audio arrivals: `raw`, and `own` less the time this process was stopped within
+ * each gap (off the CPU while runnable, or collecting garbage; see schedstat.ts). `own` equals `raw` on a
+ * quiet machine with no collection in the way.
  */
 export function interArrival(audio: readonly AudioArrival[]): { raw: number[]; own: number[] } {
   const raw: number[] = [];
@@ -145,9 +145,8 @@ export function interArrival(audio: readonly AudioArrival[]): { raw: number[]; o
     const a = audio[i]!;
     const prev = audio[i - 1]!;
     const gap = a.at - prev.at;
-    const waited = a.runDelay !== undefined && prev.runDelay !== undefined ? a.runDelay - prev.runDelay : 0;
     raw.push(gap);
-    own.push(gap - waited);
+    own.push(gap - stoppedMs(prev, a));
   }
   return { raw, own };
 }

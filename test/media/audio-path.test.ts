@@ -71,8 +71,9 @@ describe('audio path', () => {
     for (const a of p.audio) expect(a.data.length).toBe(320);
     // Playout spans the first chunk's arrival to the last chunk's end (arrival + 20 ms).
     const span = p.audio[149]!.at - p.audio[0]!.at + 20;
-    // `own`: the gaps less the time this process sat runnable but off the CPU (other tenants of a shared
-    // machine; see test/helpers/schedstat.ts). Equal to the raw gaps on a quiet machine.
+    // `own`: the gaps less the time this process was stopped (off the CPU while runnable: other tenants of
+    // a shared machine; or collecting garbage; see test/helpers/schedstat.ts). Equal to the raw gaps on a
+    // quiet machine with no collection in the way.
     const { raw: gaps, own } = interArrival(p.audio);
     const p99 = quantile(gaps, 0.99);
     const p99Own = quantile(own, 0.99);

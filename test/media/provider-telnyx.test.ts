@@ -11,7 +11,7 @@ import { pace } from '../../src/emulator/paced-caller.js';
 import { tonePcm16 } from '../helpers/audio.js';
 import { TestBot } from '../helpers/bot.js';
 import { startBridge, type TestBridge } from '../helpers/bridge.js';
-import { PlatformSocket } from '../helpers/platform-socket.js';
+import { ownGaps, PlatformSocket } from '../helpers/platform-socket.js';
 import { waitFor } from '../helpers/wait.js';
 
 const TOKEN = 'telnyx-stream-token-for-tests';
@@ -192,11 +192,8 @@ describe('Telnyx media streaming in front', () => {
     conn.ws.send(tonePcm16(440, 16000, 32000));
     await waitFor(() => tx.of('media').length >= before + 100, 5_000, '2 s of bot audio');
     const burst = tx.of('media').slice(before, before + 100);
-    // Less the time this process sat runnable but off the CPU within each gap (as provider-twilio does).
-    const gaps = burst
-      .slice(1)
-      .map((g, i) => g.at - burst[i]!.at - ((g.runDelay ?? 0) - (burst[i]!.runDelay ?? 0)))
-      .sort((a, b) => a - b);
+    // Less the time this process was stopped within each gap (as provider-twilio does).
+    const gaps = ownGaps(burst).sort((a, b) => a - b);
     const span = burst[99]!.at - burst[0]!.at + 20;
     const p99 = gaps[Math.floor(gaps.length * 0.99)]!;
     console.log(`telnyx: 2 s burst paced over ${span.toFixed(0)} ms, inter-arrival p99 ${p99.toFixed(1)} ms`);

@@ -12,6 +12,7 @@ import { SyntheticCall } from '../../src/emulator/caller.js';
 import { tonePcm16 } from '../helpers/audio.js';
 import { TestBot } from '../helpers/bot.js';
 import { startBridge, type TestBridge } from '../helpers/bridge.js';
+import { ownGaps } from '../helpers/platform-socket.js';
 import { runDelayMs } from '../helpers/schedstat.js';
 import { toneCallBothWays } from '../helpers/tone-call.js';
 import { waitFor } from '../helpers/wait.js';
@@ -203,10 +204,7 @@ describe('Vonage websocket endpoint in front', () => {
     await waitFor(() => v.frames.length >= 100, 5_000, '2 s of bot audio');
     expect(v.frames.every((f) => f.bytes.length === 640)).toBe(true);
     const burst = v.frames.slice(0, 100);
-    const gaps = burst
-      .slice(1)
-      .map((g, i) => g.at - burst[i]!.at - ((g.runDelay ?? 0) - (burst[i]!.runDelay ?? 0)))
-      .sort((a, b) => a - b);
+    const gaps = ownGaps(burst).sort((a, b) => a - b);
     const span = burst[99]!.at - burst[0]!.at + 20;
     const p99 = gaps[Math.floor(gaps.length * 0.99)]!;
     console.log(`vonage: 2 s burst paced over ${span.toFixed(0)} ms, inter-arrival p99 ${p99.toFixed(1)} ms`);
