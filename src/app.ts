@@ -136,6 +136,10 @@ export async function createBridge(config: Config, options: BridgeOptions = {}):
     // default), keepAliveTimeout an idle connection between requests, and an upgraded media socket has
     // the heartbeat (ws clears the socket timeout on upgrade). A third clock would only race those.
     connectionTimeout: 0,
+    // A `__proto__` key in a JSON body is dropped as it is parsed, so it can set no prototype, and the
+    // rest of the body is judged as usual (the default refuses the whole body as "not valid JSON", which
+    // names nothing: a webhook post with one in an event would lose its other events).
+    onProtoPoisoning: 'remove',
     // Past the 60 s idle timeout of common load balancers and proxies (a cloud balancer's default, nginx's
     // upstream keepalive_timeout), so the proxy closes an idle connection first: were the bridge first, a
     // request the proxy sends on it as it closes would fail with a 502. An idle socket outlives the

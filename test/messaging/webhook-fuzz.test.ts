@@ -117,7 +117,20 @@ describe('messaging webhooks: random posts', () => {
           if (!Array.isArray(c.value)) expect(r.body.rejected, text).toBe(1);
         },
       ),
-      { numRuns: 400 },
+      {
+        numRuns: 400,
+        // Found by a run: a `__proto__` key is dropped as the body is parsed, the event refused, not the post.
+        examples: [
+          [
+            {
+              kind: 'inside',
+              body: { object: 'chat', entry: [[JSON.parse('{"__proto__":null}')]] },
+              field: 'entry[0]',
+              value: [JSON.parse('{"__proto__":null}')],
+            },
+          ],
+        ],
+      },
     );
   });
 });
