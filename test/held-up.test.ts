@@ -56,15 +56,21 @@ it('sees a stalled event loop while watched, and nothing while not', async () =>
   expect(h.lastAt).toBe(seen);
 });
 
-it('the worker pool notes a worker that took long to answer', async () => {
+/** A one-worker pipeline telling `h` of its hold-ups, with a leg, started and answering. */
+async function answeringWorker() {
   const h = new HeldUp();
   const p = createPipeline({ workers: 1, heldUp: h });
   pipelines.push(p);
   const log = new LegLog();
   const leg = p.open({ from: { codec: 'pcmu', rate: 8000 }, to: { codec: 'slin', rate: 8000 } }, log);
-  // Started and answering (a fresh worker's first answer waits on its start-up).
+  // A fresh worker's first answer waits on its start-up.
   leg.push(new Uint8Array(160));
   await waitFor(() => log.chunks.length === 1, 10_000, 'the first chunk back');
+  return { h, p, log, leg };
+}
+
+it('the worker pool notes a worker that took long to answer', async () => {
+  const { h, p, log, leg } = await answeringWorker();
   p.injectWorkerFault(0, 'slow', 60);
   const slowed = performance.now();
   leg.push(new Uint8Array(160));
@@ -73,13 +79,7 @@ it('the worker pool notes a worker that took long to answer', async () => {
 });
 
 it('while watched, sees a worker that is still stuck, before it answers', async () => {
-  const h = new HeldUp();
-  const p = createPipeline({ workers: 1, heldUp: h });
-  pipelines.push(p);
-  const log = new LegLog();
-  const leg = p.open({ from: { codec: 'pcmu', rate: 8000 }, to: { codec: 'slin', rate: 8000 } }, log);
-  leg.push(new Uint8Array(160));
-  await waitFor(() => log.chunks.length === 1, 10_000, 'the first chunk back');
+  const { h, p, log, leg } = await answeringWorker();
   const unwatch = h.watch();
   p.injectWorkerFault(0, 'slow', 1_000);
   const slowed = performance.now();
