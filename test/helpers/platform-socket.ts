@@ -4,13 +4,10 @@
  * process's off-CPU time so far (schedstat: a pacing check subtracts what the receiver lost), and the
  * refusal status or close code. Each test's own class adds the platform's frames on top.
  */
-import { performance } from 'node:perf_hooks';
 import WebSocket from 'ws';
-import { type Moment, runDelayMs, stoppedMs } from './schedstat.js';
+import { describeGap, type Moment, moment, stoppedMs } from './schedstat.js';
 
-export interface Arrival {
-  readonly at: number;
-  readonly runDelay: number | undefined;
+export interface Arrival extends Moment {
   readonly msg: Record<string, unknown>;
 }
 
@@ -24,7 +21,7 @@ export class PlatformSocket {
   readonly opened: Promise<void>;
 
   /** Binary frames, with arrival time and off-CPU time as for text ones. */
-  readonly binary: { at: number; runDelay: number | undefined; bytes: Buffer }[] = [];
+  readonly binary: (Moment & { bytes: Buffer })[] = [];
 
   constructor(
     url: string,
@@ -44,8 +41,8 @@ export class PlatformSocket {
     });
     this.opened.catch(() => {});
     this.ws.on('message', (d: Buffer, isBinary: boolean) => {
-      if (isBinary) this.binary.push({ at: performance.now(), runDelay: runDelayMs(), bytes: d });
-      else this.got.push({ at: performance.now(), runDelay: runDelayMs(), msg: parseText(d.toString()) });
+      if (isBinary) this.binary.push({ ...moment(), bytes: d });
+      else this.got.push({ ...moment(), msg: parseText(d.toString()) });
     });
     this.ws.on('close', (code) => {
       this.closeCode = code;
@@ -71,4 +68,25 @@ function parseText(text: string): Record<string, unknown> {
 /** Gaps between arrivals, less the time this process was stopped within each (ms; see schedstat.ts). */
 export function ownGaps(arrivals: readonly Moment[]): number[] {
   return arrivals.slice(1).map((g, i) => g.at - arrivals[i]!.at - stoppedMs(arrivals[i]!, g));
+}
+
+/** A burst of paced chunks as the pacing checks judge it. */
+export interface BurstPacing {
+  /** From the first chunk's arrival to the end of the last one's playout (ms). */
+  readonly span: number;
+  /** The inter-arrival p99 (nearest rank), less the time this process was stopped (ms). */
+  readonly p99: number;
+  /** Where the largest gap falls and where its time went (see describeGap), for the log. */
+  readonly worst: string;
+}
+
+export function burstPacing(burst: readonly Moment[], chunkMs = 20): BurstPacing {
+  const own = ownGaps(burst);
+  const sorted = [...own].sort((a, b) => a - b);
+  const i = own.indexOf(sorted.at(-1)!);
+  return {
+    span: burst.at(-1)!.at - burst[0]!.at + chunkMs,
+    p99: sorted[Math.floor(sorted.length * 0.99)]!,
+    worst: `largest gap after chunk ${i}: ${describeGap(burst[i]!, burst[i + 1]!)}`,
+  };
 }

@@ -5,14 +5,12 @@
 import { performance } from 'node:perf_hooks';
 import WebSocket from 'ws';
 import { pace } from '../../src/emulator/paced-caller.js';
-import { runDelayMs, stoppedMs } from './schedstat.js';
+import { describeGap, type Moment, moment, stoppedMs } from './schedstat.js';
 import { waitFor } from './wait.js';
 
-export interface AudioArrival {
-  readonly at: number;
+/** An audio chunk as it arrived; with the main thread's CPU times then when sampled (see schedstat.ts). */
+export interface AudioArrival extends Moment {
   readonly data: Buffer;
-  /** The main thread's CPU run-queue wait so far (ms), when sampled (see schedstat.ts). */
-  readonly runDelay?: number | undefined;
 }
 
 export interface ProviderEventMsg {
@@ -57,7 +55,7 @@ export class TestProvider {
     this.ws.on('message', (data: Buffer, isBinary: boolean) => {
       const at = performance.now();
       if (isBinary) {
-        this.audio.push({ at, data, runDelay: sample ? runDelayMs() : undefined });
+        this.audio.push(sample ? { ...moment(), data } : { at, data });
         this.order.push({ kind: 'audio', bytes: data.length });
       } else {
         const ev = JSON.parse(data.toString('utf8')) as { event: string };
@@ -138,15 +136,22 @@ export class TestProvider {
  * each gap (off the CPU while runnable, or collecting garbage; see schedstat.ts). `own` equals `raw` on a
  * quiet machine with no collection in the way.
  */
-export function interArrival(audio: readonly AudioArrival[]): { raw: number[]; own: number[] } {
+export function interArrival(audio: readonly AudioArrival[]): {
+  raw: number[];
+  own: number[];
+  worst: string;
+} {
   const raw: number[] = [];
   const own: number[] = [];
+  let worst = 0;
   for (let i = 1; i < audio.length; i++) {
     const a = audio[i]!;
     const prev = audio[i - 1]!;
     const gap = a.at - prev.at;
     raw.push(gap);
     own.push(gap - stoppedMs(prev, a));
+    if (own[i - 1]! > own[worst]!) worst = i - 1;
   }
-  return { raw, own };
+  const where = audio.length < 2 ? 'no gaps' : describeGap(audio[worst]!, audio[worst + 1]!);
+  return { raw, own, worst: `largest gap after chunk ${worst}: ${where}` };
 }
