@@ -74,7 +74,12 @@ export function ownGaps(arrivals: readonly Moment[]): number[] {
 export interface BurstPacing {
   /** From the first chunk's arrival to the end of the last one's playout (ms). */
   readonly span: number;
-  /** The inter-arrival p99 (nearest rank), less the time this process was stopped (ms). */
+  /**
+   * The inter-arrival p99 (nearest rank), less the time this process was stopped (ms). Over 99 gaps or
+   * fewer that is the largest gap, not a p99: the burst checks send 4 s (199 gaps), so one late wake-up
+   * of an idle test process (seen once at 37.6 ms, asleep, neither off the CPU nor collecting garbage) is
+   * allowed, as the audio-path check's 149 gaps already allowed, and two are not.
+   */
   readonly p99: number;
   /** Where the largest gap falls and where its time went (see describeGap), for the log. */
   readonly worst: string;
@@ -87,6 +92,12 @@ export function burstPacing(burst: readonly Moment[], chunkMs = 20): BurstPacing
   return {
     span: burst.at(-1)!.at - burst[0]!.at + chunkMs,
     p99: sorted[Math.floor(sorted.length * 0.99)]!,
-    worst: `largest gap after chunk ${i}: ${describeGap(burst[i]!, burst[i + 1]!)}`,
+    worst: `largest gap after chunk ${i}: ${describeGap(burst[i]!, burst[i + 1]!)}${nextGap(own, i)}`,
   };
+}
+
+/** The gap after the largest: a short one says the pacer caught up (it was late), not that it drifted. */
+export function nextGap(gaps: readonly number[], i: number): string {
+  const next = gaps[i + 1];
+  return next === undefined ? '' : `; the next gap ${next.toFixed(1)} ms`;
 }

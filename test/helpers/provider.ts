@@ -5,6 +5,7 @@
 import { performance } from 'node:perf_hooks';
 import WebSocket from 'ws';
 import { pace } from '../../src/emulator/paced-caller.js';
+import { nextGap } from './platform-socket.js';
 import { describeGap, type Moment, moment, stoppedMs } from './schedstat.js';
 import { waitFor } from './wait.js';
 
@@ -153,5 +154,5 @@ export function interArrival(audio: readonly AudioArrival[]): {
     if (own[i - 1]! > own[worst]!) worst = i - 1;
   }
   const where = audio.length < 2 ? 'no gaps' : describeGap(audio[worst]!, audio[worst + 1]!);
-  return { raw, own, worst: `largest gap after chunk ${worst}: ${where}` };
+  return { raw, own, worst: `largest gap after chunk ${worst}: ${where}${nextGap(own, worst)}` };
 }

@@ -182,23 +182,23 @@ describe('jambonz listen in front', () => {
     ).json()) as { dialect: string }[];
     expect(list.map((s) => s.dialect)).toEqual(['jambonz']);
 
-    // 2 s of bot audio at once: 100 binary messages of 640 bytes (20 ms at 16 kHz), paced.
-    conn.ws.send(tonePcm16(440, 16000, 32000));
+    // 4 s of bot audio at once: 200 binary messages of 640 bytes (20 ms at 16 kHz), paced.
+    conn.ws.send(tonePcm16(440, 16000, 64000));
     conn.send({ event: 'mark', name: 'm1' });
-    await waitFor(() => j.binary.length >= 100, 5_000, '2 s of bot audio');
+    await waitFor(() => j.binary.length >= 200, 7_000, '4 s of bot audio');
     expect(j.binary.every((f) => f.bytes.length === 640)).toBe(true);
-    const burst = j.binary.slice(0, 100);
+    const burst = j.binary.slice(0, 200);
     const { span, p99, worst } = burstPacing(burst);
     console.log(
-      `jambonz: 2 s burst paced over ${span.toFixed(0)} ms, inter-arrival p99 ${p99.toFixed(1)} ms; ${worst}`,
+      `jambonz: 4 s burst paced over ${span.toFixed(0)} ms, inter-arrival p99 ${p99.toFixed(1)} ms; ${worst}`,
     );
-    expect(span).toBeGreaterThan(1900);
+    expect(span).toBeGreaterThan(3900);
     expect(p99).toBeLessThanOrEqual(25);
     // The mark follows its audio; jambonz's playout ack reaches the bot as the mark.
     await waitFor(() => j.types('mark').length === 1, 2_000, 'the mark at jambonz');
     expect(j.types('mark')[0]).toEqual({ type: 'mark', data: { name: 'm1' } });
     const markAt = j.got.findIndex((g) => g.msg.type === 'mark');
-    expect(j.got[markAt]!.at).toBeGreaterThanOrEqual(burst[99]!.at);
+    expect(j.got[markAt]!.at).toBeGreaterThanOrEqual(burst[199]!.at);
     expect(conn.events.some((e) => e.event === 'mark')).toBe(false);
     j.json({ type: 'mark', data: { name: 'm1', event: 'playout' } });
     await conn.waitEvent('mark', 2_000, (e) => e.name === 'm1');
@@ -206,7 +206,7 @@ describe('jambonz listen in front', () => {
     // Barge-in: the bot's clear is killAudio; jambonz reports the mark it held as cleared.
     conn.ws.send(tonePcm16(440, 16000, 16000));
     conn.send({ event: 'mark', name: 'm2' });
-    await waitFor(() => j.binary.length > 105, 2_000, 'more audio');
+    await waitFor(() => j.binary.length > 205, 2_000, 'more audio');
     conn.send({ event: 'clear' });
     await waitFor(() => j.types('killAudio').length === 1, 2_000, 'killAudio at jambonz');
     expect(j.types('killAudio')[0]).toEqual({ type: 'killAudio' });

@@ -197,17 +197,17 @@ describe('Vonage websocket endpoint in front', () => {
     ).json()) as { dialect: string }[];
     expect(list.map((s) => s.dialect)).toEqual(['vonage']);
 
-    // 2 s of bot audio at once leaves as 100 binary messages of exactly 640 bytes, 20 ms apart.
-    conn.ws.send(tonePcm16(440, 16000, 32000));
+    // 4 s of bot audio at once leaves as 200 binary messages of exactly 640 bytes, 20 ms apart.
+    conn.ws.send(tonePcm16(440, 16000, 64000));
     conn.send({ event: 'mark', name: 'm1' });
-    await waitFor(() => v.frames.length >= 100, 5_000, '2 s of bot audio');
+    await waitFor(() => v.frames.length >= 200, 7_000, '4 s of bot audio');
     expect(v.frames.every((f) => f.bytes.length === 640)).toBe(true);
-    const burst = v.frames.slice(0, 100);
+    const burst = v.frames.slice(0, 200);
     const { span, p99, worst } = burstPacing(burst);
     console.log(
-      `vonage: 2 s burst paced over ${span.toFixed(0)} ms, inter-arrival p99 ${p99.toFixed(1)} ms; ${worst}`,
+      `vonage: 4 s burst paced over ${span.toFixed(0)} ms, inter-arrival p99 ${p99.toFixed(1)} ms; ${worst}`,
     );
-    expect(span).toBeGreaterThan(1900);
+    expect(span).toBeGreaterThan(3900);
     expect(p99).toBeLessThanOrEqual(25);
     // The mark follows its audio as a notify; Vonage's websocket:notify reaches the bot as the mark.
     await waitFor(() => v.actions('notify').length === 1, 2_000, 'the notify at Vonage');
@@ -220,7 +220,7 @@ describe('Vonage websocket endpoint in front', () => {
 
     // The bot's clear becomes Vonage's clear.
     conn.ws.send(tonePcm16(440, 16000, 16000));
-    await waitFor(() => v.frames.length > 100, 2_000, 'more audio');
+    await waitFor(() => v.frames.length > 200, 2_000, 'more audio');
     conn.send({ event: 'clear' });
     await waitFor(() => v.actions('clear').length === 1, 2_000, 'the clear at Vonage');
     expect(v.actions('clear')[0]).toEqual({ action: 'clear' });
