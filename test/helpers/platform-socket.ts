@@ -4,6 +4,7 @@
  * process's off-CPU time so far (schedstat: a pacing check subtracts what the receiver lost), and the
  * refusal status or close code. Each test's own class adds the platform's frames on top.
  */
+import { expect } from 'vitest';
 import WebSocket from 'ws';
 import { describeGap, type Moment, moment, stoppedMs } from './schedstat.js';
 
@@ -100,4 +101,18 @@ export function burstPacing(burst: readonly Moment[], chunkMs = 20): BurstPacing
 export function nextGap(gaps: readonly number[], i: number): string {
   const next = gaps[i + 1];
   return next === undefined ? '' : `; the next gap ${next.toFixed(1)} ms`;
+}
+
+/**
+ * A 4 s burst of 20 ms chunks checked as paced at real time: spread over more than 3.9 s, inter-arrival
+ * p99 within 25 ms. Its figures are printed first, so a failing run shows them.
+ */
+export function expectPacedBurst(label: string, burst: readonly Moment[]): void {
+  const { span, p99, worst } = burstPacing(burst);
+  console.log(
+    `${label}: 4 s burst paced over ${span.toFixed(0)} ms, inter-arrival p99 ${p99.toFixed(1)} ms; ${worst}`,
+  );
+  expect(burst).toHaveLength(200);
+  expect(span).toBeGreaterThan(3900);
+  expect(p99).toBeLessThanOrEqual(25);
 }
