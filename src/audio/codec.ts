@@ -65,7 +65,7 @@ export function bytesFor(codec: Codec, samples: number): number {
  * aligns to 8), else a copy into `scratch` (which must hold the samples). Odd byte counts throw.
  */
 export function pcm16View(bytes: Uint8Array, scratch?: Int16Array): Int16Array {
-  const n = samplesIn('slin', bytes.byteLength);
+  const n = samplesIn('slin', bytes.length);
   if (LITTLE_ENDIAN && (bytes.byteOffset & 1) === 0) return new Int16Array(bytes.buffer, bytes.byteOffset, n);
   const out = scratch !== undefined && scratch.length >= n ? scratch.subarray(0, n) : new Int16Array(n);
   for (let i = 0, j = 0; i < n; i++, j += 2) out[i] = ((bytes[j]! | (bytes[j + 1]! << 8)) << 16) >> 16;
@@ -77,7 +77,7 @@ export function pcm16View(bytes: Uint8Array, scratch?: Int16Array): Int16Array {
  * Returns the sample count.
  */
 export function decodeInto(codec: Codec, src: Uint8Array, out: Int16Array): number {
-  const n = samplesIn(codec, src.byteLength);
+  const n = samplesIn(codec, src.length);
   if (out.length < n) throw new RangeError(`decode output holds ${out.length} samples, needs ${n}`);
   if (codec === 'slin') {
     if (LITTLE_ENDIAN) {
@@ -99,8 +99,8 @@ export function decodeInto(codec: Codec, src: Uint8Array, out: Int16Array): numb
  */
 export function encodeInto(codec: Codec, src: Int16Array, out: Uint8Array, n = src.length, at = 0): number {
   const bytes = bytesFor(codec, n);
-  if (out.byteLength - at < bytes)
-    throw new RangeError(`encode output holds ${out.byteLength - at} bytes, needs ${bytes}`);
+  if (out.length - at < bytes)
+    throw new RangeError(`encode output holds ${out.length - at} bytes, needs ${bytes}`);
   if (codec === 'slin') {
     if (LITTLE_ENDIAN && n === src.length && at === 0) {
       out.set(new Uint8Array(src.buffer, src.byteOffset, bytes));
@@ -130,7 +130,7 @@ export function fromBase64(text: string): Uint8Array {
   if ((len & 3) !== 0) throw badBase64();
   const pad = len === 0 ? 0 : text.charCodeAt(len - 1) !== 61 ? 0 : text.charCodeAt(len - 2) !== 61 ? 1 : 2;
   const bytes = Buffer.from(text, 'base64');
-  if (bytes.byteLength !== (len >> 2) * 3 - pad) throw badBase64();
+  if (bytes.length !== (len >> 2) * 3 - pad) throw badBase64();
   return bytes;
 }
 
@@ -140,5 +140,5 @@ function badBase64(): BridgeError {
 
 /** Bytes to base64 through a Buffer view over the same memory (no copy). */
 export function toBase64(bytes: Uint8Array): string {
-  return Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength).toString('base64');
+  return Buffer.from(bytes.buffer, bytes.byteOffset, bytes.length).toString('base64');
 }

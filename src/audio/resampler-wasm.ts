@@ -412,7 +412,7 @@ class WasmResampler implements Resampler {
 
   processBytes(input: Uint8Array): Uint8Array {
     const rt = this.runtime();
-    const bytes = input.byteLength;
+    const bytes = input.length;
     if ((bytes & 1) !== 0) throw new RangeError(`PCM16 input must be whole samples, got ${bytes} bytes`);
     const samples = bytes >> 1;
     if (samples <= this.ownIn) {
@@ -422,7 +422,7 @@ class WasmResampler implements Resampler {
     }
     // Longer than one kernel call takes: the pieces' output gathered in a buffer of this instance.
     const max = 2 * this.maxOutput(samples);
-    if (this.long.byteLength < max) {
+    if (this.long.length < max) {
       this.long = new Uint8Array(max);
       this.longViews.clear();
     }
@@ -455,7 +455,7 @@ class WasmResampler implements Resampler {
       this.ownViews.clear();
       this.ownLast = new Uint8Array(0);
     }
-    if (this.ownLast.byteLength === bytes && bytes > 0) return this.ownLast;
+    if (this.ownLast.length === bytes && bytes > 0) return this.ownLast;
     let v = this.ownViews.get(bytes);
     if (v === undefined) {
       // A bot sending chunks of every length must not grow this without bound.

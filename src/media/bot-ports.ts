@@ -50,7 +50,7 @@ export class ToCaller implements CallerPort {
 
   audio(pcm: Uint8Array): void {
     this.#frames.add();
-    this.#bytes.add(pcm.byteLength);
+    this.#bytes.add(pcm.length);
     this.#leg.push(pcm);
   }
 

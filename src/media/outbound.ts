@@ -226,20 +226,20 @@ export class OutboundQueue implements Paced, LegSink {
   push(encoded: Uint8Array): void {
     const now = this.#now();
     const chunks = this.#chunks;
-    if (encoded.byteLength > 0) {
+    if (encoded.length > 0) {
       this.#audioSinceClear = true;
       this.#audioAt = now;
     }
     if (
       chunks.size === 0 &&
-      encoded.byteLength === chunks.chunkBytes &&
+      encoded.length === chunks.chunkBytes &&
       !this.#paused &&
       this.#ws.readyState === SOCKET_OPEN &&
       this.#clock.isDue(now)
     ) {
       // The usual case with live audio: a whole chunk into an empty queue, its time come. It leaves
       // from here, copied once into the frame it is sent from rather than through the queue's ring.
-      chunks.passThrough(encoded.byteLength);
+      chunks.passThrough(encoded.length);
       this.#readyAt = now;
       this.#sendChunk(now, encoded);
       // Nothing is left queued and the marks behind it have gone: only a drain waits on more.

@@ -171,7 +171,7 @@ export class MediaSession {
       switch (f.kind) {
         case 'audio':
           this.#framesIn.add();
-          this.#bytesIn.add(f.audio.byteLength);
+          this.#bytesIn.add(f.audio.length);
           if (this.taps.active) this.taps.caller(f.audio);
           this.#callerLeg.push(f.audio);
           return;

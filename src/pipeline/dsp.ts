@@ -73,7 +73,7 @@ export class LegDsp {
     if (this.#pcmBytes) {
       const view = this.runView(data);
       out.set(view, at);
-      return view.byteLength;
+      return view.length;
     }
     const n = this.#take(data);
     if (!this.#resamples) return this.#emit(this.#decoded, this.#decodedViews, n, out, at);
@@ -94,7 +94,7 @@ export class LegDsp {
    * memory). Throws odd_length for half a PCM16 sample.
    */
   runView(data: Uint8Array): Uint8Array {
-    samplesIn('slin', data.byteLength);
+    samplesIn('slin', data.length);
     return this.#r().processBytes(data);
   }
 
@@ -133,8 +133,8 @@ export class LegDsp {
    */
   #emit(pcm: Int16Array, views: Map<number, Uint8Array>, w: number, out: Uint8Array, at: number): number {
     if (this.#to !== 'slin' || !LITTLE_ENDIAN) return encodeInto(this.#to, pcm, out, w, at);
-    if (out.byteLength - at < w * 2)
-      throw new RangeError(`output holds ${out.byteLength - at} bytes, needs ${w * 2}`);
+    if (out.length - at < w * 2)
+      throw new RangeError(`output holds ${out.length - at} bytes, needs ${w * 2}`);
     let view = views.get(w);
     if (view === undefined) {
       view = new Uint8Array(pcm.buffer, 0, w * 2);
@@ -146,7 +146,7 @@ export class LegDsp {
 
   /** Decodes (or copies, for PCM16) `data` into the scratch; returns the sample count. */
   #take(data: Uint8Array): number {
-    const n = samplesIn(this.#from, data.byteLength);
+    const n = samplesIn(this.#from, data.length);
     if (this.#decoded.length < n) {
       this.#decoded = new Int16Array(Math.max(n, this.#decoded.length * 2));
       this.#decodedBytes = new Uint8Array(this.#decoded.buffer);

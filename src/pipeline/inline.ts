@@ -48,10 +48,10 @@ class InlineLeg implements Leg {
       const t0 = timed ? performance.now() : 0;
       const view = dsp.runView(data);
       if (timed) owner.account(performance.now() - t0);
-      if (view.byteLength > 0) this.#deliver(view);
+      if (view.length > 0) this.#deliver(view);
       return;
     }
-    const out = owner.output(dsp.bytesFor(data.byteLength));
+    const out = owner.output(dsp.bytesFor(data.length));
     try {
       // Two clock reads a chunk cost about what the DSP's bookkeeping does: only a sample is timed.
       const timed = this.#timed();
@@ -135,7 +135,7 @@ export class InlinePipeline implements DspPipeline {
   /** @internal Room for `bytes` of output. */
   output(bytes: number): Uint8Array {
     if (this.#scratchBusy) return new Uint8Array(bytes);
-    if (this.#scratch.byteLength < bytes) {
+    if (this.#scratch.length < bytes) {
       this.#scratch = new Uint8Array(bytes);
       this.#views.clear();
       this.#lastView = new Uint8Array(0);
@@ -147,7 +147,7 @@ export class InlinePipeline implements DspPipeline {
   /** @internal The first `n` bytes of `out`. */
   view(out: Uint8Array, n: number): Uint8Array {
     if (out !== this.#scratch) return out.subarray(0, n);
-    if (this.#lastView.byteLength === n) return this.#lastView;
+    if (this.#lastView.length === n) return this.#lastView;
     let v = this.#views.get(n);
     if (v === undefined) {
       if (this.#views.size >= 64) this.#views.clear();

@@ -18,8 +18,8 @@ export class PassLeg implements Leg {
 
   push(audio: Uint8Array): void {
     if (this.#closed) return;
-    samplesIn(this.spec.from.codec, audio.byteLength); // half a PCM16 sample throws here, as a DSP leg does
-    if (audio.byteLength === 0) return;
+    samplesIn(this.spec.from.codec, audio.length); // half a PCM16 sample throws here, as a DSP leg does
+    if (audio.length === 0) return;
     this.#hadAudio = true;
     try {
       this.sink.audio(audio);

@@ -113,8 +113,8 @@ class WorkerLeg implements Leg {
 
   push(data: Uint8Array): void {
     if (this.closed) return;
-    samplesIn(this.spec.from.codec, data.byteLength); // half a PCM16 sample throws here, as inline does
-    if (data.byteLength === 0) return;
+    samplesIn(this.spec.from.codec, data.length); // half a PCM16 sample throws here, as inline does
+    if (data.length === 0) return;
     this.hadAudio = true;
     this.owner.submit(this, data);
   }

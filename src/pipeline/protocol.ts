@@ -133,10 +133,10 @@ export class BatchWriter {
 
   /** One whole audio record from bytes; false when full. */
   put(legId: number, kind: number, data: Uint8Array, generation = 0): boolean {
-    const at = this.begin(legId, kind, data.byteLength, false, generation);
+    const at = this.begin(legId, kind, data.length, false, generation);
     if (at < 0) return false;
     this.u8.set(data, at);
-    this.end(at, data.byteLength);
+    this.end(at, data.length);
     return true;
   }
 

@@ -64,10 +64,10 @@ export class BridgeBot extends WsLink {
 
   protected received(data: Buffer, isBinary: boolean): void {
     if (isBinary) {
-      if ((data.byteLength & 1) !== 0)
+      if ((data.length & 1) !== 0)
         throw new BridgeError(
           'odd_length',
-          `bot audio must be PCM16 (an even byte count), got ${data.byteLength}`,
+          `bot audio must be PCM16 (an even byte count), got ${data.length}`,
         );
       this.port.audio(data);
       return;

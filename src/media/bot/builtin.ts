@@ -123,7 +123,7 @@ export class EchoBot implements BotLeg {
   readonly delayMs: number;
 
   audio(pcm: Uint8Array): void {
-    const n = pcm.byteLength;
+    const n = pcm.length;
     if (this.#ended || n === 0) return;
     if (n > ECHO_SLOT_MAX_BYTES) {
       // Where a frame ends does not matter to audio: the pieces are handed on in order, due together.
@@ -188,7 +188,7 @@ export class EchoBot implements BotLeg {
     for (let k = 0; k < this.#frames; k++) {
       const j = (this.#head + k) % old.length;
       const n = this.#len[j]!;
-      slots[k]!.set(n === old[j]!.byteLength ? old[j]! : old[j]!.subarray(0, n));
+      slots[k]!.set(n === old[j]!.length ? old[j]! : old[j]!.subarray(0, n));
       len[k] = n;
     }
     this.#slots = slots;

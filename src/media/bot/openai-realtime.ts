@@ -104,12 +104,12 @@ export class OpenAIRealtimeBot extends WsLink {
       return;
     }
     let at = 0;
-    while (at < data.byteLength) {
-      const n = Math.min(data.byteLength - at, this.#batch.byteLength - this.#batched);
+    while (at < data.length) {
+      const n = Math.min(data.length - at, this.#batch.length - this.#batched);
       this.#batch.set(data.subarray(at, at + n), this.#batched);
       this.#batched += n;
       at += n;
-      if (this.#batched === this.#batch.byteLength) this.#flush();
+      if (this.#batched === this.#batch.length) this.#flush();
     }
   }
 
@@ -210,9 +210,9 @@ export class OpenAIRealtimeBot extends WsLink {
       throw new BridgeError('bad_base64', 'response.output_audio.delta carries a delta that is not base64');
     }
     const pcm = this.#o.format.codec === 'slin';
-    if (pcm && (audio.byteLength & 1) !== 0)
-      throw new BridgeError('odd_length', `PCM16 audio must be an even byte count, got ${audio.byteLength}`);
-    if (audio.byteLength === 0) return;
+    if (pcm && (audio.length & 1) !== 0)
+      throw new BridgeError('odd_length', `PCM16 audio must be an even byte count, got ${audio.length}`);
+    if (audio.length === 0) return;
     let item = this.#items.find((i) => i.id === ev.item_id);
     if (item === undefined) {
       item = {
@@ -231,7 +231,7 @@ export class OpenAIRealtimeBot extends WsLink {
     }
     if (item.cut) return;
     this.port.audio(audio);
-    item.sentMs += audio.byteLength / this.#bytesPerMs;
+    item.sentMs += audio.length / this.#bytesPerMs;
     this.#placeMark(item, Math.floor(item.sentMs));
   }
 

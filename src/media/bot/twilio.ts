@@ -60,16 +60,16 @@ export class TwilioBot extends WsLink {
   }
 
   audio(ulaw: Uint8Array): void {
-    if (ulaw.byteLength === 0) return;
+    if (ulaw.length === 0) return;
     if (!this.connected) {
       this.hold(ulaw);
       return;
     }
     const timestamp = Math.floor(this.#samples / 8);
-    this.#samples += ulaw.byteLength;
+    this.#samples += ulaw.length;
     this.#chunk++;
     this.sendAudio(
-      `{"event":"media","sequenceNumber":"${this.#next()}","streamSid":"${this.#streamSid}","media":{"track":"inbound","chunk":"${this.#chunk}","timestamp":"${timestamp}","payload":"${Buffer.from(ulaw.buffer, ulaw.byteOffset, ulaw.byteLength).toString('base64')}"}}`,
+      `{"event":"media","sequenceNumber":"${this.#next()}","streamSid":"${this.#streamSid}","media":{"track":"inbound","chunk":"${this.#chunk}","timestamp":"${timestamp}","payload":"${Buffer.from(ulaw.buffer, ulaw.byteOffset, ulaw.length).toString('base64')}"}}`,
     );
   }
 
@@ -141,7 +141,7 @@ export class TwilioBot extends WsLink {
             field: 'media.payload',
           });
         const audio = Buffer.from(payload, 'base64');
-        if (audio.byteLength > 0) this.port.audio(audio);
+        if (audio.length > 0) this.port.audio(audio);
         return;
       }
       case 'mark': {

@@ -156,7 +156,7 @@ export abstract class WsLink implements BotLeg {
     }
     ws.send(data);
     this.#framesOut.add();
-    this.#bytesOut.add(typeof data === 'string' ? data.length : data.byteLength);
+    this.#bytesOut.add(data.length);
   }
 
   protected sendText(text: string): void {

@@ -60,7 +60,7 @@ export class DefaultWire implements ProviderWire {
           { field: 'encoding' },
         );
       }
-      if (f.codec === 'slin' && (data.byteLength & 1) !== 0) throw oddLength(data.byteLength);
+      if (f.codec === 'slin' && (data.length & 1) !== 0) throw oddLength(data.length);
       this.#audio.audio = data;
       return this.#audio;
     }
@@ -68,7 +68,7 @@ export class DefaultWire implements ProviderWire {
     switch (ev.event) {
       case 'media': {
         const audio = fromBase64(ev.payload);
-        if (f.codec === 'slin' && (audio.byteLength & 1) !== 0) throw oddLength(audio.byteLength);
+        if (f.codec === 'slin' && (audio.length & 1) !== 0) throw oddLength(audio.length);
         if (f.encoding !== 'base64') {
           throw new BridgeError(
             'invalid_field',

@@ -111,10 +111,10 @@ class PlivoWire implements ProviderWire {
         const media = objField(o, 'media');
         if (media.track !== undefined && media.track !== 'inbound') return { kind: 'none' };
         const audio = fromBase64(strField(media, 'payload', 'media.payload'));
-        if (this.#codec === 'slin' && (audio.byteLength & 1) !== 0)
+        if (this.#codec === 'slin' && (audio.length & 1) !== 0)
           throw new BridgeError(
             'odd_length',
-            `L16 audio must be whole 16-bit samples, got ${audio.byteLength} bytes`,
+            `L16 audio must be whole 16-bit samples, got ${audio.length} bytes`,
           );
         return { kind: 'audio', audio };
       }

@@ -104,10 +104,10 @@ export function digitField(v: unknown, field: string): string {
 
 /** Whole 16-bit samples, or an error naming the count. */
 export function evenL16(bytes: Uint8Array): Uint8Array {
-  if ((bytes.byteLength & 1) !== 0)
+  if ((bytes.length & 1) !== 0)
     throw new BridgeError(
       'odd_length',
-      `L16 audio must be whole 16-bit samples (an even byte count), got ${bytes.byteLength} bytes`,
+      `L16 audio must be whole 16-bit samples (an even byte count), got ${bytes.length} bytes`,
     );
   return bytes;
 }
