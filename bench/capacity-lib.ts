@@ -316,13 +316,19 @@ export async function runRung(
   }
 }
 
-/** The capacity rule: nothing failed or lost, >= 98 % audio back, p99 <= low-load p50 + 20 ms. */
-export function passes(r: LoadReport, lowP50: number): boolean {
+/**
+ * The capacity rule: nothing failed or lost, >= 98 % audio back, p99 <= low-load p50 + 20 ms. A rung
+ * (or a low-load run) with no round trip measured has nothing to pass with.
+ */
+export function passes(r: LoadReport, lowP50: number | null): boolean {
+  const p99 = r.roundTripMs.p99;
   return (
     r.failed === 0 &&
     r.dropped === 0 &&
     r.markers.lost === 0 &&
     r.audioReturnedPct >= 98 &&
-    r.roundTripMs.p99 <= lowP50 + 20
+    p99 !== null &&
+    lowP50 !== null &&
+    p99 <= lowP50 + 20
   );
 }

@@ -63,7 +63,7 @@ const say = (line: string) => {
 
 interface Ladder {
   target: string;
-  lowP50: number;
+  lowP50: number | null;
   low: LoadReport;
   capacity: number;
   rungs: (RungReport & { pass: boolean })[];

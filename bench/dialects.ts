@@ -59,7 +59,7 @@ const rows = dialects.map((d) => {
     lost: sum((r) => r.failed + r.dropped + r.markers.lost),
     breaches: sum((r) => r.breaches),
     backPct: Math.min(...rs.map((r) => r.audioReturnedPct)),
-    interArrivalP99Ms: median(rs.map((r) => r.interArrivalMs.p99)),
+    interArrivalP99Ms: median(rs.flatMap((r) => r.interArrivalMs.p99 ?? [])),
     cpuMsPerCallSecond: cpuOf(d),
     vsDefault: cpuOf(d) / base,
   };

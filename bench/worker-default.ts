@@ -46,8 +46,8 @@ interface Row {
   main: number | undefined;
   dspWorkers: number | undefined;
   other: number | undefined;
-  p50: number;
-  p99: number;
+  p50: number | null;
+  p99: number | null;
   lost: number;
   report: RungReport;
 }
@@ -97,7 +97,7 @@ for (const calls of callsList) {
       median(mine.map((r) => r[k]).filter((v): v is number => v !== undefined));
     lines.push(
       `${calls} | ${workers} | ${mine.map((r) => f(r.main)).join(', ')}; ${f(col('main'))} | ${f(col('dspWorkers'))} | ` +
-        `${f(col('other'))} | ${f(col('total'))} | ${median(mine.map((r) => r.p99)).toFixed(1)}`,
+        `${f(col('other'))} | ${f(col('total'))} | ${median(mine.flatMap((r) => r.p99 ?? [])).toFixed(1)}`,
     );
   }
 }

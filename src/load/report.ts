@@ -25,12 +25,14 @@ export interface LoadReport {
   breaches: number;
   /** Caller chunks not sent because the socket was backed up (the target stopped reading). */
   chunksShed: number;
-  roundTripMs: { p50: number; p95: number; p99: number; max: number; n: number };
+  /** Percentiles are null when nothing was measured (no marker came back). */
+  roundTripMs: { p50: Ms; p95: Ms; p99: Ms; max: Ms; n: number };
   markers: { sent: number; returned: number; lost: number; unmatched: number };
   audioReturnedPct: number;
-  interArrivalMs: { p50: number; p99: number; max: number };
-  /** p99 of how far chunk inter-arrival strays from the chunk duration. */
-  jitterP99Ms: number;
+  /** Null when fewer than two chunks came back. */
+  interArrivalMs: { p50: Ms; p99: Ms; max: Ms };
+  /** p99 of how far chunk inter-arrival strays from the chunk duration (null as above). */
+  jitterP99Ms: Ms;
   generator: { cpuPctOfCore: number; cpuMsPerCallSecond: number };
   server: {
     cpuPctOfCore: number;
@@ -52,7 +54,10 @@ export interface ThreadsReport {
   counts: { main: number; worker: number; other: number };
 }
 
-const nz = (v: number) => (Number.isFinite(v) ? round(v) : null) as number;
+/** A measured figure in ms, or null where there was nothing to measure. */
+export type Ms = number | null;
+
+const nz = (v: number): Ms => (Number.isFinite(v) ? round(v) : null);
 
 export function buildReport(target: string, o: RunOptions, r: OrchestratedResult): LoadReport {
   const res = r.result;
