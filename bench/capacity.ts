@@ -10,7 +10,9 @@
  *
  * Targets: `bridge` (its defaults), `bridge-wN` (DSP_WORKERS=N), `echo-delayed` (the bare echo holding
  * every frame ECHO_DELAY_MS, default 200, on the bridge's pacing loop: the transport's cost of holding
- * audio, apart from the bridge's own work) and `echo`.
+ * audio, apart from the bridge's own work) and `echo`. Every target runs with the bridge's V8 flags
+ * (src/cli/node-flags.ts), so all are measured on the same runtime settings, but `echo-delayed-v8`
+ * (echo-delayed on V8's defaults).
  *
  * `--pin` puts the server under test on one core (`taskset -c 1`, so all its threads) and this process
  * with its load generators on the other (`taskset -a -p -c 0`); each rung reads every thread's affinity
@@ -24,6 +26,7 @@
  */
 import { writeFile } from 'node:fs/promises';
 import { cpus } from 'node:os';
+import { BRIDGE_NODE_FLAGS } from '../src/cli/node-flags.js';
 import { pinProcess } from '../src/load/pin.js';
 import type { LoadReport } from '../src/load/report.js';
 import { parseCapacityArgs } from './capacity-args.js';
@@ -52,6 +55,8 @@ const results = {
   seconds: args.seconds,
   procs: args.procs,
   echoDelayMs: ctx.echoDelayMs,
+  /** The V8 flags every target ran with (echo-delayed-v8: none). */
+  nodeFlags: BRIDGE_NODE_FLAGS,
   runs: [] as unknown[],
   goals: [] as unknown[],
 };

@@ -20,10 +20,11 @@ const CHILD = fileURLToPath(new URL(`./child${here.endsWith('.ts') ? '.ts' : '.j
 
 /**
  * Forks the child entry; from TypeScript sources it runs through tsx. With a `prefix` (e.g. `taskset -c
- * 1`) the child is started through it: `prefix… node [flags] child`.
+ * 1`) the child is started through it: `prefix… node [flags] child`. `nodeFlags` go to its node (an echo
+ * target runs with the bridge's V8 flags, so the two are compared on the same runtime settings).
  */
-export function forkChild(prefix: readonly string[] = []): ChildProcess {
-  const flags = here.endsWith('.ts') ? ['--import', 'tsx'] : [];
+export function forkChild(prefix: readonly string[] = [], nodeFlags: readonly string[] = []): ChildProcess {
+  const flags = [...nodeFlags, ...(here.endsWith('.ts') ? ['--import', 'tsx'] : [])];
   return fork(CHILD, [], {
     ...(prefix.length > 0 && { execPath: prefix[0] }),
     execArgv: prefix.length > 0 ? [...prefix.slice(1), process.execPath, ...flags] : flags,

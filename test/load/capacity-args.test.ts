@@ -28,7 +28,9 @@ describe('bench:capacity arguments', () => {
     ]);
     expect(parseTarget('bridge-w0')).toEqual({ kind: 'bridge', workers: 0 });
     expect(parseTarget('bridge')).toEqual({ kind: 'bridge', workers: undefined });
-    expect(parseTarget('echo-delayed')).toEqual({ kind: 'echo', delayed: true });
+    expect(parseTarget('echo-delayed')).toEqual({ kind: 'echo', delayed: true, v8Defaults: false });
+    expect(parseTarget('echo-delayed-v8')).toEqual({ kind: 'echo', delayed: true, v8Defaults: true });
+    expect(parseTarget('echo')).toEqual({ kind: 'echo', delayed: false, v8Defaults: false });
     expect(() => parseCapacityArgs(['--targets', 'bridge,nginx'], 2)).toThrow(
       /--targets takes bridge, bridge-wN .* got "nginx"/,
     );
