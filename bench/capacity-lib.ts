@@ -160,7 +160,7 @@ async function startBridge(
 
 /**
  * The echo targets run with the bridge's V8 flags, so the two are compared on the same runtime settings:
- * the 4 MB young generation costs echo-delayed ~8 % more CPU than V8's default (it keeps every frame it
+ * the 4 MB young generation costs echo-delayed ~9 % more CPU than V8's default (it keeps every frame it
  * holds as the Buffer it arrived in, and each scavenge copies those) and the bridge about nothing
  * (bench/README.md). `v8Defaults` runs one on V8's own settings instead, to measure that.
  */
