@@ -4,6 +4,7 @@
  * N concurrent synthetic calls paced at real time; reports round-trip latency through the bot, lost
  * markers, audio returned, chunk jitter, and the CPU of the generator and of the target.
  */
+import { existsSync } from 'node:fs';
 import { writeFile } from 'node:fs/promises';
 import { parseArgs } from 'node:util';
 import { type Codec, parseCodec, parseEncoding, parseTelephonyRate } from '../audio/format.js';
@@ -30,6 +31,8 @@ const USAGE = `usage: npm run load -- --url ws://127.0.0.1:8080/v1/media --calls
   [--ramp R] [--rate 8000|16000] [--encoding binary|base64] [--codec slin|pcmu|pcma]
   [--token T | --secret S] [--tenant T] [--audio tone:<hz>|wav:<path>|speech:<text>|silence]
   [--procs P] [--marker-every-ms 1000] [--json FILE|-] [--against-echo [--echo-delay-ms MS]]
+  [--server-pid PID]   (the target runs on this machine: its CPU and RSS read from /proc, by thread,
+                        instead of scraping its /metrics every second, which costs it CPU)
 With --dialect, --url is the bridge's path for it (/v1/media/<dialect>, tcp://host:port for
 audiosocket); --encoding is the default dialect's only. Only loopback targets are accepted unless
 --allow-remote is given.`;
@@ -74,6 +77,7 @@ async function main(): Promise<void> {
       'against-echo': { type: 'boolean', default: false },
       'echo-delay-ms': { type: 'string' },
       'allow-remote': { type: 'boolean', default: false },
+      'server-pid': { type: 'string' },
       help: { type: 'boolean', default: false },
     },
   });
@@ -140,6 +144,14 @@ async function main(): Promise<void> {
   if (values['echo-delay-ms'] !== undefined && !values['against-echo'])
     fail('--echo-delay-ms sets the bare echo of --against-echo; give --against-echo too');
   const echoDelayMs = positiveInt('echo-delay-ms', values['echo-delay-ms'], 0, 0, 10_000);
+  const serverPid =
+    values['server-pid'] === undefined
+      ? undefined
+      : positiveInt('server-pid', values['server-pid'], 0, 1, 2 ** 22);
+  if (serverPid !== undefined && values['against-echo'])
+    fail('--server-pid names the --url target; it cannot be given with --against-echo');
+  if (serverPid !== undefined && !existsSync(`/proc/${serverPid}/stat`))
+    fail(`--server-pid must be a running process on this machine, got ${serverPid}`);
   const secret = values.secret ?? process.env.MEDIA_SECRET ?? DEV_MEDIA_SECRET;
   const token =
     values.token ??
@@ -177,7 +189,7 @@ async function main(): Promise<void> {
   };
 
   const reports: LoadReport[] = [];
-  const runOne = async (target: string, url: string, heldMs = 0) => {
+  const runOne = async (target: string, url: string, heldMs = 0, pid?: number) => {
     const options: RunOptions = {
       ...base,
       url,
@@ -185,17 +197,22 @@ async function main(): Promise<void> {
       markerTimeoutMs: base.markerTimeoutMs + heldMs,
     };
     const tty = process.stderr.isTTY;
-    const result = await orchestrate(options, procs, (p) => {
-      const line = progressText(target, p, calls);
-      process.stderr.write(tty ? `\r\u001b[2K${line}` : `${line}\n`);
-    });
+    const result = await orchestrate(
+      options,
+      procs,
+      (p) => {
+        const line = progressText(target, p, calls);
+        process.stderr.write(tty ? `\r\u001b[2K${line}` : `${line}\n`);
+      },
+      pid === undefined ? {} : { serverPid: pid },
+    );
     if (tty) process.stderr.write('\n');
     const report = buildReport(target, options, result);
     reports.push(report);
     process.stdout.write(`${summaryText(report)}\n`);
   };
 
-  if (values.url !== undefined) await runOne('bridge', values.url);
+  if (values.url !== undefined) await runOne('bridge', values.url, 0, serverPid);
   if (values['against-echo']) {
     const echo = forkChild();
     const url = await new Promise<string>((resolve, reject) => {

@@ -24,7 +24,7 @@ import type { Paced, PacingLoop } from './pacing-loop.js';
 import { DefaultWire } from './providers/default.js';
 import type { ProviderWire, WireFrame } from './providers/types.js';
 import type { SessionTaps } from './taps.js';
-import { type ProviderSocket, SOCKET_OPEN } from './transport.js';
+import { type FramedBinary, framedBinary, type ProviderSocket, SOCKET_OPEN } from './transport.js';
 
 export interface OutboundOptions {
   readonly format: SessionFormat;
@@ -105,8 +105,15 @@ export class OutboundQueue implements Paced, LegSink {
   readonly #marks: PendingMark[] = [];
   /** Base64 mode encodes from here. */
   readonly #scratch: Buffer;
-  /** Binary mode sends from here, and replaces it when the socket keeps it (see #sendDue). */
+  /** Binary audio framed in place by the transport (a `ws` socket's), else undefined: see #frame. */
+  readonly #framed: FramedBinary | undefined;
+  /**
+   * Binary mode sends from here, and replaces it when the socket keeps it (see #sendChunk): the whole
+   * message with `#framed` (the transport's header, then the payload), else the payload alone.
+   */
   #frame: Buffer;
+  /** Where a chunk's audio goes in `#frame` (the whole of it without `#framed`). */
+  #payload: Buffer;
   readonly #framesOut;
   readonly #bytesOut;
   readonly #shedFull;
@@ -154,7 +161,13 @@ export class OutboundQueue implements Paced, LegSink {
     this.#chunks = new Rechunker(o.format.chunkBytes, maxChunks);
     this.#clock = new PaceClock(o.format.chunkMs, o.leadMs, Math.max(o.format.chunkMs, o.catchUpMs ?? 0));
     this.#scratch = Buffer.alloc(o.format.chunkBytes);
-    this.#frame = Buffer.allocUnsafeSlow(o.format.chunkBytes);
+    // A dialect that frames its own binary audio (AudioSocket) is sent as it frames it.
+    this.#framed =
+      this.#wire.textAudio || this.#wire.audioFrame !== undefined
+        ? undefined
+        : framedBinary(ws, o.format.chunkBytes);
+    this.#frame = this.#payload = this.#scratch;
+    this.#newFrame();
     // Labelled children once per session, not a label lookup per chunk.
     this.#framesOut = o.metrics.hot.framesOutCaller;
     this.#bytesOut = o.metrics.hot.bytesOutCaller;
@@ -412,20 +425,33 @@ export class OutboundQueue implements Paced, LegSink {
       this.#shedBackpressure.inc();
     } else {
       const binary = !this.#wire.textAudio;
-      const buf = binary ? this.#frame : this.#scratch;
+      const buf = binary ? this.#payload : this.#scratch;
       if (direct === undefined) chunks.take(buf);
       else buf.set(direct);
       if (this.#taps?.active === true) this.#taps.bot(buf);
       if (binary) {
-        ws.send(this.#wire.audioFrame?.(buf) ?? buf);
+        const framed = this.#framed;
+        if (framed !== undefined) framed.send(this.#frame);
+        else ws.send(this.#wire.audioFrame?.(buf) ?? buf);
         // Written through at once (the usual case), the socket holds no reference to the frame and the
         // next chunk may use it; otherwise it is the socket's until sent, and the next chunk gets its own.
-        if (ws.bufferedAmount > 0) this.#frame = Buffer.allocUnsafeSlow(chunks.chunkBytes);
+        if (ws.bufferedAmount > 0) this.#newFrame();
       } else ws.send(this.#wire.audioText(buf));
       this.#framesOut.add();
       this.#bytesOut.add(buf.length);
     }
     if (this.#marks.length > 0) this.#deliverMarks();
+  }
+
+  /** A buffer of its own for the next binary chunk (the socket keeps the last one until it is sent). */
+  #newFrame(): void {
+    const framed = this.#framed;
+    if (framed === undefined) {
+      this.#frame = this.#payload = Buffer.allocUnsafeSlow(this.#chunks.chunkBytes);
+      return;
+    }
+    this.#frame = framed.frame();
+    this.#payload = this.#frame.subarray(framed.headerBytes);
   }
 
   /** Sends what is due now, and has the loop wake for the next chunk. */
