@@ -80,6 +80,9 @@ export type OutboundWire = Pick<
   | 'idleFlushMs'
 >;
 
+/** The monotonic clock: one function for every queue (a closure each would be one more object per chunk). */
+const systemNow = (): number => performance.now();
+
 /** How long a bot-initiated hang-up may wait for queued audio to play out, by default. */
 const HANGUP_PLAYOUT_MAX_MS = 60_000;
 
@@ -125,6 +128,8 @@ export class OutboundQueue implements Paced, LegSink {
   readonly #loop: Pick<PacingLoop, 'wakeBy'> | undefined;
   readonly #o: OutboundOptions;
   readonly #wire: OutboundWire;
+  /** Audio goes as binary messages (the wire's `textAudio`, fixed once the call's format is known). */
+  readonly #binary: boolean;
   readonly #taps: SessionTaps | undefined;
   #onDrained: (() => void) | undefined;
   /** Marks the platform cannot carry, sent and waiting out the pacing lead (see onMarkPlayed). */
@@ -152,10 +157,11 @@ export class OutboundQueue implements Paced, LegSink {
     this.#ws = ws;
     this.#format = o.format;
     this.#highWater = o.highWaterBytes;
-    this.#now = o.now ?? (() => performance.now());
+    this.#now = o.now ?? systemNow;
     this.#loop = o.loop;
     this.#o = o;
     this.#wire = o.wire ?? DefaultWire.of(o.format);
+    this.#binary = !this.#wire.textAudio;
     this.#taps = o.taps;
     const maxChunks = Math.max(1, Math.ceil(o.bufferMs / o.format.chunkMs));
     this.#chunks = new Rechunker(o.format.chunkBytes, maxChunks);
@@ -163,7 +169,7 @@ export class OutboundQueue implements Paced, LegSink {
     this.#scratch = Buffer.alloc(o.format.chunkBytes);
     // A dialect that frames its own binary audio (AudioSocket) is sent as it frames it.
     this.#framed =
-      this.#wire.textAudio || this.#wire.audioFrame !== undefined
+      !this.#binary || this.#wire.audioFrame !== undefined
         ? undefined
         : framedBinary(ws, o.format.chunkBytes);
     this.#frame = this.#payload = this.#scratch;
@@ -424,7 +430,7 @@ export class OutboundQueue implements Paced, LegSink {
       if (direct === undefined) chunks.take(this.#scratch);
       this.#shedBackpressure.inc();
     } else {
-      const binary = !this.#wire.textAudio;
+      const binary = this.#binary;
       const buf = binary ? this.#payload : this.#scratch;
       if (direct === undefined) chunks.take(buf);
       else buf.set(direct);

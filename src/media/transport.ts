@@ -63,24 +63,39 @@ export function framedBinary(ws: ProviderSocket, payloadBytes: number): FramedBi
   const socket = inner._socket;
   if (inner._isServer !== true || ws.extensions !== '' || socket === undefined) return undefined;
   if (typeof socket.write !== 'function' || !(payloadBytes > 0)) return undefined;
-  const headerBytes = payloadBytes < 126 ? 2 : payloadBytes < 65_536 ? 4 : 10;
-  return {
-    headerBytes,
-    frame() {
-      const buf = Buffer.allocUnsafeSlow(headerBytes + payloadBytes);
-      buf[0] = 0x82; // FIN, binary
-      if (headerBytes === 2) buf[1] = payloadBytes;
-      else if (headerBytes === 4) {
-        buf[1] = 126;
-        buf.writeUInt16BE(payloadBytes, 2);
-      } else {
-        buf[1] = 127;
-        buf.writeBigUInt64BE(BigInt(payloadBytes), 2);
-      }
-      return buf;
-    },
-    send(frame) {
-      if (ws.readyState === SOCKET_OPEN) socket.write(frame);
-    },
-  };
+  return new WsFramedBinary(ws, socket, payloadBytes);
+}
+
+/** One object per call (no closures): it is read for every chunk sent. */
+class WsFramedBinary implements FramedBinary {
+  readonly headerBytes: number;
+  readonly #ws: WebSocket;
+  readonly #socket: Socket;
+  readonly #payloadBytes: number;
+
+  constructor(ws: WebSocket, socket: Socket, payloadBytes: number) {
+    this.#ws = ws;
+    this.#socket = socket;
+    this.#payloadBytes = payloadBytes;
+    this.headerBytes = payloadBytes < 126 ? 2 : payloadBytes < 65_536 ? 4 : 10;
+  }
+
+  frame(): Buffer {
+    const n = this.#payloadBytes;
+    const buf = Buffer.allocUnsafeSlow(this.headerBytes + n);
+    buf[0] = 0x82; // FIN, binary
+    if (this.headerBytes === 2) buf[1] = n;
+    else if (this.headerBytes === 4) {
+      buf[1] = 126;
+      buf.writeUInt16BE(n, 2);
+    } else {
+      buf[1] = 127;
+      buf.writeBigUInt64BE(BigInt(n), 2);
+    }
+    return buf;
+  }
+
+  send(frame: Buffer): void {
+    if (this.#ws.readyState === SOCKET_OPEN) this.#socket.write(frame);
+  }
 }

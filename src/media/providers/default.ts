@@ -23,6 +23,12 @@ function oddLength(bytes: number): BridgeError {
 export class DefaultWire implements ProviderWire {
   #media: MediaOverrides | undefined;
   #format: SessionFormat | undefined;
+  /**
+   * What a binary frame needs of the format, read once it is known: binary audio is accepted, and it
+   * must be whole samples (slin). The per-chunk check then reads this object only.
+   */
+  #binaryAudio = false;
+  #slin = false;
   /** The audio frame handed back, refilled each time: no object per chunk on the hot path. */
   readonly #audio: { kind: 'audio'; audio: Uint8Array } = { kind: 'audio', audio: new Uint8Array(0) };
 
@@ -40,6 +46,7 @@ export class DefaultWire implements ProviderWire {
 
   format(stored: MediaStreamConfig | undefined): SessionFormat {
     this.#format = resolveFormat(this.#media, stored);
+    this.#known(this.#format);
     return this.#format;
   }
 
@@ -47,23 +54,29 @@ export class DefaultWire implements ProviderWire {
   static of(format: SessionFormat): DefaultWire {
     const w = new DefaultWire();
     w.#format = format;
+    w.#known(format);
     return w;
   }
 
+  #known(format: SessionFormat): void {
+    this.#binaryAudio = format.encoding === 'binary';
+    this.#slin = format.codec === 'slin';
+  }
+
   frame(data: Buffer, isBinary: boolean): CallFrame {
-    const f = this.#format!;
     if (isBinary) {
-      if (f.encoding !== 'binary') {
+      if (!this.#binaryAudio) {
         throw new BridgeError(
           'invalid_field',
-          `this session's encoding is ${f.encoding}: audio comes as media events, not binary frames`,
+          `this session's encoding is ${this.#format!.encoding}: audio comes as media events, not binary frames`,
           { field: 'encoding' },
         );
       }
-      if (f.codec === 'slin' && (data.length & 1) !== 0) throw oddLength(data.length);
+      if (this.#slin && (data.length & 1) !== 0) throw oddLength(data.length);
       this.#audio.audio = data;
       return this.#audio;
     }
+    const f = this.#format!;
     const ev = parseProviderEvent(data.toString('utf8'));
     switch (ev.event) {
       case 'media': {
