@@ -22,9 +22,9 @@ import type { SessionFormat } from './format.js';
 import type { CallerEvent, Markers } from './markers.js';
 import type { Paced, PacingLoop } from './pacing-loop.js';
 import { DefaultWire } from './providers/default.js';
-import type { ProviderWire, WireFrame } from './providers/types.js';
+import type { AudioTextAround, ProviderWire, WireFrame } from './providers/types.js';
 import type { SessionTaps } from './taps.js';
-import { type FramedBinary, framedBinary, type ProviderSocket, SOCKET_OPEN } from './transport.js';
+import { type FramedMessages, framedMessages, type ProviderSocket, SOCKET_OPEN } from './transport.js';
 
 export interface OutboundOptions {
   readonly format: SessionFormat;
@@ -72,6 +72,7 @@ export type OutboundWire = Pick<
   ProviderWire,
   | 'textAudio'
   | 'audioText'
+  | 'audioTextAround'
   | 'audioFrame'
   | 'markFrame'
   | 'clearFrame'
@@ -82,6 +83,14 @@ export type OutboundWire = Pick<
 
 /** The monotonic clock: one function for every queue (a closure each would be one more object per chunk). */
 const systemNow = (): number => performance.now();
+
+/** Text a dialect puts around its base64 audio, written as Latin-1 bytes: printable ASCII only. */
+const PRINTABLE_ASCII = /^[\x20-\x7e]*$/;
+
+/** Characters of padded base64 for `bytes` bytes. */
+function base64Length(bytes: number): number {
+  return 4 * Math.ceil(bytes / 3);
+}
 
 /** How long a bot-initiated hang-up may wait for queued audio to play out, by default. */
 const HANGUP_PLAYOUT_MAX_MS = 60_000;
@@ -106,17 +115,25 @@ export class OutboundQueue implements Paced, LegSink {
   readonly #chunks: Rechunker;
   readonly #clock: PaceClock;
   readonly #marks: PendingMark[] = [];
-  /** Base64 mode encodes from here. */
+  /** Text audio is encoded from here. */
   readonly #scratch: Buffer;
-  /** Binary audio framed in place by the transport (a `ws` socket's), else undefined: see #frame. */
-  readonly #framed: FramedBinary | undefined;
   /**
-   * Binary mode sends from here, and replaces it when the socket keeps it (see #sendChunk): the whole
-   * message with `#framed` (the transport's header, then the payload), else the payload alone.
+   * Audio messages framed in place by the transport (a `ws` socket's), else undefined: see #frame.
+   * Binary audio, or text audio whose dialect says what surrounds its base64 (`#around`).
+   */
+  readonly #framed: FramedMessages | undefined;
+  /** The dialect's text around the base64 of each chunk, when text audio is framed in place. */
+  readonly #around: AudioTextAround | undefined;
+  /**
+   * Audio leaves from here, which is replaced when the socket keeps it (see #sendChunk): the whole
+   * message with `#framed` (the transport's header, then the payload), else binary audio's payload
+   * alone (text audio without `#framed` goes as the dialect's string).
    */
   #frame: Buffer;
-  /** Where a chunk's audio goes in `#frame` (the whole of it without `#framed`). */
+  /** Where a binary chunk goes in `#frame` (the whole of it without `#framed`); text: `#scratch`. */
   #payload: Buffer;
+  /** Text framed in place: where the base64 starts in `#frame`. */
+  #textAt = 0;
   readonly #framesOut;
   readonly #bytesOut;
   readonly #shedFull;
@@ -167,11 +184,24 @@ export class OutboundQueue implements Paced, LegSink {
     this.#chunks = new Rechunker(o.format.chunkBytes, maxChunks);
     this.#clock = new PaceClock(o.format.chunkMs, o.leadMs, Math.max(o.format.chunkMs, o.catchUpMs ?? 0));
     this.#scratch = Buffer.alloc(o.format.chunkBytes);
-    // A dialect that frames its own binary audio (AudioSocket) is sent as it frames it.
-    this.#framed =
-      !this.#binary || this.#wire.audioFrame !== undefined
+    const around = this.#binary ? undefined : this.#wire.audioTextAround?.();
+    this.#around =
+      around !== undefined && PRINTABLE_ASCII.test(around.head) && PRINTABLE_ASCII.test(around.tail)
+        ? around
+        : undefined;
+    // A dialect that frames its own binary audio (AudioSocket) is sent as it frames it; text audio is
+    // framed in place only where the dialect says what surrounds the base64.
+    this.#framed = this.#binary
+      ? this.#wire.audioFrame === undefined
+        ? framedMessages(ws, o.format.chunkBytes, 'binary')
+        : undefined
+      : this.#around === undefined
         ? undefined
-        : framedBinary(ws, o.format.chunkBytes);
+        : framedMessages(
+            ws,
+            this.#around.head.length + base64Length(o.format.chunkBytes) + this.#around.tail.length,
+            'text',
+          );
     this.#frame = this.#payload = this.#scratch;
     this.#newFrame();
     // Labelled children once per session, not a label lookup per chunk.
@@ -435,10 +465,14 @@ export class OutboundQueue implements Paced, LegSink {
       if (direct === undefined) chunks.take(buf);
       else buf.set(direct);
       if (this.#taps?.active === true) this.#taps.bot(buf);
-      if (binary) {
-        const framed = this.#framed;
-        if (framed !== undefined) framed.send(this.#frame);
-        else ws.send(this.#wire.audioFrame?.(buf) ?? buf);
+      const framed = this.#framed;
+      if (framed !== undefined || binary) {
+        if (framed === undefined) ws.send(this.#wire.audioFrame?.(buf) ?? buf);
+        else {
+          // Base64 is ASCII: written as Latin-1, each character is its byte.
+          if (!binary) this.#frame.write(buf.toString('base64'), this.#textAt, 'latin1');
+          framed.send(this.#frame);
+        }
         // Written through at once (the usual case), the socket holds no reference to the frame and the
         // next chunk may use it; otherwise it is the socket's until sent, and the next chunk gets its own.
         if (ws.bufferedAmount > 0) this.#newFrame();
@@ -449,15 +483,23 @@ export class OutboundQueue implements Paced, LegSink {
     if (this.#marks.length > 0) this.#deliverMarks();
   }
 
-  /** A buffer of its own for the next binary chunk (the socket keeps the last one until it is sent). */
+  /** A buffer of its own for the next chunk's message (the socket keeps the last one until it is sent). */
   #newFrame(): void {
     const framed = this.#framed;
     if (framed === undefined) {
-      this.#frame = this.#payload = Buffer.allocUnsafeSlow(this.#chunks.chunkBytes);
+      if (this.#binary) this.#frame = this.#payload = Buffer.allocUnsafeSlow(this.#chunks.chunkBytes);
       return;
     }
-    this.#frame = framed.frame();
-    this.#payload = this.#frame.subarray(framed.headerBytes);
+    const frame = framed.frame();
+    this.#frame = frame;
+    if (this.#binary) {
+      this.#payload = frame.subarray(framed.headerBytes);
+      return;
+    }
+    const { head, tail } = this.#around!;
+    frame.write(head, framed.headerBytes, 'latin1');
+    this.#textAt = framed.headerBytes + head.length;
+    frame.write(tail, this.#textAt + base64Length(this.#chunks.chunkBytes), 'latin1');
   }
 
   /** Sends what is due now, and has the loop wake for the next chunk. */

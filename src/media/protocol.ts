@@ -178,6 +178,56 @@ export function parseProviderEvent(text: string): ProviderEvent {
   }
 }
 
+/** The start of a `media` event as providers write it, its payload next (see compactMediaPayload). */
+export const COMPACT_MEDIA_HEAD = Buffer.from('{"event":"media","payload":"', 'latin1');
+const COMPACT_SEQ = Buffer.from(',"seq":', 'latin1');
+const COMPACT_TIMESTAMP = Buffer.from(',"timestamp":', 'latin1');
+/** `"`, `}`, `0`, `9`. */
+const QUOTE = 0x22;
+const CLOSE = 0x7d;
+const ZERO = 0x30;
+const NINE = 0x39;
+
+/**
+ * Where the payload of a `media` event ends, for the compact form a provider writes: exactly
+ * `{"event":"media","payload":"<base64>"}`, or with `,"seq":<n>,"timestamp":<n>` before the `}` (whole
+ * numbers written plainly, at most 15 digits). The payload starts at COMPACT_MEDIA_HEAD.length, holds no
+ * `"` and is whole base64 quads; whether its characters decode is the decoder's to say. -1 for any other
+ * text, which parseProviderEvent then reads: the compact form is valid JSON that it reads as a media
+ * event with this payload, so a caller may decode the span instead of parsing (and must fall back to the
+ * parser when the span does not decode whole, where an escape may stand for a character).
+ */
+export function compactMediaPayload(data: Uint8Array): number {
+  const n = data.length;
+  const head = COMPACT_MEDIA_HEAD;
+  if (n < head.length + 2) return -1;
+  for (let i = 0; i < head.length; i++) if (data[i] !== head[i]) return -1;
+  const end = data.indexOf(QUOTE, head.length);
+  if (end < 0 || ((end - head.length) & 3) !== 0) return -1;
+  let i = end + 1;
+  if (i === n - 1 && data[i] === CLOSE) return end;
+  i = afterNumber(data, afterBytes(data, i, COMPACT_SEQ));
+  i = afterNumber(data, afterBytes(data, i, COMPACT_TIMESTAMP));
+  return i === n - 1 && data[i] === CLOSE ? end : -1;
+}
+
+/** The index after `bytes` found at `at` in `data`, or -1. */
+function afterBytes(data: Uint8Array, at: number, bytes: Uint8Array): number {
+  if (at < 0 || at + bytes.length > data.length) return -1;
+  for (let k = 0; k < bytes.length; k++) if (data[at + k] !== bytes[k]) return -1;
+  return at + bytes.length;
+}
+
+/** The index after a JSON whole number of 1-15 digits (no sign, no leading zero) at `at`, or -1. */
+function afterNumber(data: Uint8Array, at: number): number {
+  if (at < 0) return -1;
+  let i = at;
+  while (i < data.length && data[i]! >= ZERO && data[i]! <= NINE) i++;
+  const digits = i - at;
+  if (digits === 0 || digits > 15 || (digits > 1 && data[at] === ZERO)) return -1;
+  return i;
+}
+
 /**
  * The first frame of a provider socket: it must be a valid `session_start`. Any failure (including a
  * binary frame, handled by the caller) is `bad_session_start`, which closes the socket with 4400.

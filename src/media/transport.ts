@@ -34,14 +34,15 @@ export const SOCKET_OPEN = 1;
 export const SOCKET_CONNECTING = 0;
 
 /**
- * Binary messages of one size framed in place: a buffer per message with room for the transport's own
+ * Messages of one size and kind framed in place: a buffer per message with room for the transport's own
  * header before the payload, so a chunk leaves as one write of header and payload. `ws` frames each
  * message it sends with a header buffer of its own and writes the two through a corked socket (a
- * vectored write, an options object and a header allocation per message); a server's binary frame of a
- * known size has a fixed header (RFC 6455 §5.2: FIN and opcode 2, the length, no mask), written once
- * per buffer here. Measured in bench/README.md ("Binary frames written whole").
+ * vectored write, an options object and a header allocation per message; for text, the string encoded
+ * into a buffer of its own first); a server's frame of a known size and kind has a fixed header
+ * (RFC 6455 §5.2: FIN and the opcode, the length, no mask), written once per buffer here. Measured in
+ * bench/README.md ("Audio frames written whole").
  */
-export interface FramedBinary {
+export interface FramedMessages {
   /** Bytes of header before each payload. */
   readonly headerBytes: number;
   /** A new buffer for one message, its header written; the payload goes at `headerBytes`. */
@@ -50,40 +51,50 @@ export interface FramedBinary {
   send(frame: Buffer): void;
 }
 
+/** What a framed message holds: binary data, or text (the payload must then be UTF-8, as RFC 6455 says). */
+export type MessageKind = 'binary' | 'text';
+
 /**
- * In-place framing for `payloadBytes`-byte binary messages on `ws`, or undefined where it cannot be
+ * In-place framing for `payloadBytes`-byte messages of `kind` on `ws`, or undefined where it cannot be
  * done safely (the caller then sends with `ws.send`): only a `ws` server-side socket with no extension
  * negotiated (nothing to compress or mask) and its TCP socket at hand. Every other message on that
  * socket still goes through `ws.send`, which writes at once (no compression, no blobs here), so the
  * order of messages is the order of the calls.
  */
-export function framedBinary(ws: ProviderSocket, payloadBytes: number): FramedBinary | undefined {
+export function framedMessages(
+  ws: ProviderSocket,
+  payloadBytes: number,
+  kind: MessageKind,
+): FramedMessages | undefined {
   if (!(ws instanceof WebSocket)) return undefined;
   const inner = ws as unknown as { _isServer?: boolean; _socket?: Socket };
   const socket = inner._socket;
   if (inner._isServer !== true || ws.extensions !== '' || socket === undefined) return undefined;
   if (typeof socket.write !== 'function' || !(payloadBytes > 0)) return undefined;
-  return new WsFramedBinary(ws, socket, payloadBytes);
+  return new WsFramedMessages(ws, socket, payloadBytes, kind === 'binary' ? 0x82 : 0x81);
 }
 
 /** One object per call (no closures): it is read for every chunk sent. */
-class WsFramedBinary implements FramedBinary {
+class WsFramedMessages implements FramedMessages {
   readonly headerBytes: number;
   readonly #ws: WebSocket;
   readonly #socket: Socket;
   readonly #payloadBytes: number;
+  /** The header's first byte: FIN and the opcode (0x82 binary, 0x81 text). */
+  readonly #first: number;
 
-  constructor(ws: WebSocket, socket: Socket, payloadBytes: number) {
+  constructor(ws: WebSocket, socket: Socket, payloadBytes: number, first: number) {
     this.#ws = ws;
     this.#socket = socket;
     this.#payloadBytes = payloadBytes;
+    this.#first = first;
     this.headerBytes = payloadBytes < 126 ? 2 : payloadBytes < 65_536 ? 4 : 10;
   }
 
   frame(): Buffer {
     const n = this.#payloadBytes;
     const buf = Buffer.allocUnsafeSlow(this.headerBytes + n);
-    buf[0] = 0x82; // FIN, binary
+    buf[0] = this.#first;
     if (this.headerBytes === 2) buf[1] = n;
     else if (this.headerBytes === 4) {
       buf[1] = 126;

@@ -10,8 +10,18 @@ import { DEFAULT_TENANT, verifyMediaToken } from '../../auth/jwt.js';
 import { BridgeError } from '../../errors.js';
 import type { MediaStreamConfig } from '../../state/types.js';
 import { resolveFormat, type SessionFormat } from '../format.js';
-import { errorFrame, type MediaOverrides, parseProviderEvent, parseSessionStart } from '../protocol.js';
-import type { CallFrame, CallStart, ProviderDialect, ProviderWire } from './types.js';
+import {
+  COMPACT_MEDIA_HEAD,
+  compactMediaPayload,
+  errorFrame,
+  type MediaOverrides,
+  parseProviderEvent,
+  parseSessionStart,
+} from '../protocol.js';
+import type { AudioTextAround, CallFrame, CallStart, ProviderDialect, ProviderWire } from './types.js';
+
+/** Our `media` event to the provider, around its base64 payload. */
+const MEDIA_AROUND: AudioTextAround = { head: '{"event":"media","payload":"', tail: '"}' };
 
 function oddLength(bytes: number): BridgeError {
   return new BridgeError(
@@ -28,7 +38,12 @@ export class DefaultWire implements ProviderWire {
    * must be whole samples (slin). The per-chunk check then reads this object only.
    */
   #binaryAudio = false;
+  #base64Audio = false;
   #slin = false;
+  /** Audio of base64 media events decoded here, reused chunk after chunk (see #compactAudio). */
+  #decoded = Buffer.alloc(0);
+  /** The last view of `#decoded` handed out: the same chunk size over and over makes no new one. */
+  #decodedView = new Uint8Array(0);
   /** The audio frame handed back, refilled each time: no object per chunk on the hot path. */
   readonly #audio: { kind: 'audio'; audio: Uint8Array } = { kind: 'audio', audio: new Uint8Array(0) };
 
@@ -60,6 +75,7 @@ export class DefaultWire implements ProviderWire {
 
   #known(format: SessionFormat): void {
     this.#binaryAudio = format.encoding === 'binary';
+    this.#base64Audio = format.encoding === 'base64';
     this.#slin = format.codec === 'slin';
   }
 
@@ -75,6 +91,13 @@ export class DefaultWire implements ProviderWire {
       if (this.#slin && (data.length & 1) !== 0) throw oddLength(data.length);
       this.#audio.audio = data;
       return this.#audio;
+    }
+    if (this.#base64Audio) {
+      const audio = this.#compactAudio(data);
+      if (audio !== undefined) {
+        this.#audio.audio = audio;
+        return this.#audio;
+      }
     }
     const f = this.#format!;
     const ev = parseProviderEvent(data.toString('utf8'));
@@ -105,12 +128,40 @@ export class DefaultWire implements ProviderWire {
     }
   }
 
+  /**
+   * The audio of a media event in the compact form providers write (compactMediaPayload), decoded
+   * straight from the frame's bytes into a buffer of this wire's: no string of the whole frame, no JSON
+   * parse, no buffer per chunk. Undefined for anything else, and for a payload that does not decode
+   * whole or is half a sample: the full parse then reads the frame and reports what is wrong.
+   */
+  #compactAudio(data: Buffer): Uint8Array | undefined {
+    const end = compactMediaPayload(data);
+    if (end < 0) return undefined;
+    const start = COMPACT_MEDIA_HEAD.length;
+    const chars = end - start;
+    const pad = chars === 0 ? 0 : data[end - 1] !== 0x3d ? 0 : data[end - 2] !== 0x3d ? 1 : 2;
+    const bytes = (chars >> 2) * 3 - pad;
+    if (this.#slin && (bytes & 1) !== 0) return undefined;
+    if (this.#decoded.length < bytes) {
+      this.#decoded = Buffer.alloc(Math.max(bytes, 2 * this.#decoded.length));
+      this.#decodedView = new Uint8Array(0);
+    }
+    const written = this.#decoded.write(data.toString('latin1', start, end), 0, 'base64');
+    if (written !== bytes) return undefined;
+    if (this.#decodedView.length !== bytes) this.#decodedView = this.#decoded.subarray(0, bytes);
+    return this.#decodedView;
+  }
+
   get textAudio(): boolean {
     return this.#format?.encoding === 'base64';
   }
 
   audioText(chunk: Buffer): string {
-    return `{"event":"media","payload":"${chunk.toString('base64')}"}`;
+    return `${MEDIA_AROUND.head}${chunk.toString('base64')}${MEDIA_AROUND.tail}`;
+  }
+
+  audioTextAround(): AudioTextAround {
+    return MEDIA_AROUND;
   }
 
   markFrame(name: string): string {

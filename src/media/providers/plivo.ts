@@ -22,7 +22,7 @@ import type { Codec, TelephonyRate } from '../../audio/format.js';
 import { BridgeError, describe } from '../../errors.js';
 import { resolveFormat, type SessionFormat } from '../format.js';
 import { noCredential, providerCredential } from './provider-auth.js';
-import type { CallFrame, CallStart, ProviderDialect, ProviderWire } from './types.js';
+import type { AudioTextAround, CallFrame, CallStart, ProviderDialect, ProviderWire } from './types.js';
 import {
   badStart,
   callStart,
@@ -146,6 +146,10 @@ class PlivoWire implements ProviderWire {
 
   audioText(chunk: Buffer): string {
     return `${this.#head}${chunk.toString('base64')}"}}`;
+  }
+
+  audioTextAround(): AudioTextAround {
+    return { head: this.#head, tail: '"}}' };
   }
 
   markFrame(name: string): string {

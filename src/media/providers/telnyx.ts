@@ -24,7 +24,7 @@ import type { Codec, TelephonyRate } from '../../audio/format.js';
 import { BridgeError, describe } from '../../errors.js';
 import { resolveFormat, type SessionFormat } from '../format.js';
 import { noCredential, providerCredential } from './provider-auth.js';
-import type { CallFrame, CallStart, ProviderDialect, ProviderWire } from './types.js';
+import type { AudioTextAround, CallFrame, CallStart, ProviderDialect, ProviderWire } from './types.js';
 import {
   badStart,
   callStart,
@@ -42,6 +42,9 @@ import {
 export const REORDER_WINDOW = 5;
 
 const ENCODINGS: Readonly<Record<string, Codec>> = { PCMU: 'pcmu', PCMA: 'pcma', L16: 'slin' };
+
+/** Telnyx's `media` message, around its base64 payload. */
+const TELNYX_AROUND: AudioTextAround = { head: '{"event":"media","media":{"payload":"', tail: '"}}' };
 
 class TelnyxWire implements ProviderWire {
   #codec: Codec = 'pcmu';
@@ -138,7 +141,12 @@ class TelnyxWire implements ProviderWire {
       chunk.copy(out);
       out.swap16();
     }
-    return `{"event":"media","media":{"payload":"${out.toString('base64')}"}}`;
+    return `${TELNYX_AROUND.head}${out.toString('base64')}${TELNYX_AROUND.tail}`;
+  }
+
+  /** G.711 goes as it is; L16 is byte-swapped per chunk (big-endian on the wire), so it has none. */
+  audioTextAround(): AudioTextAround | undefined {
+    return this.#codec === 'slin' ? undefined : TELNYX_AROUND;
   }
 
   markFrame(name: string): string {

@@ -19,7 +19,7 @@ import { fromBase64 } from '../../audio/codec.js';
 import { BridgeError, describe } from '../../errors.js';
 import { resolveFormat, type SessionFormat } from '../format.js';
 import { noCredential, providerCredential } from './provider-auth.js';
-import type { CallFrame, CallStart, ProviderDialect, ProviderWire } from './types.js';
+import type { AudioTextAround, CallFrame, CallStart, ProviderDialect, ProviderWire } from './types.js';
 import {
   badStart,
   callStart,
@@ -36,8 +36,18 @@ export function twilioFormat(): SessionFormat {
   return resolveFormat({ codec: 'pcmu', sample_rate: 8000, encoding: 'base64', chunk_bytes: 160 }, undefined);
 }
 
+/** Twilio's `media` message to a stream, around its base64 payload. */
+function mediaAround(streamSid: string): AudioTextAround {
+  return {
+    head: `{"event":"media","streamSid":${JSON.stringify(streamSid)},"media":{"payload":"`,
+    tail: '"}}',
+  };
+}
+
 class TwilioWire implements ProviderWire {
   #streamSid = '';
+  /** The `media` message around its payload, for this stream. */
+  #around: AudioTextAround = mediaAround('');
 
   start(data: Buffer, isBinary: boolean): CallStart | undefined {
     return readStart('Twilio', () => {
@@ -47,6 +57,7 @@ class TwilioWire implements ProviderWire {
         throw badStart(`the stream must begin with connected and start, got ${describe(o.event)}`);
       const start = objField(o, 'start');
       this.#streamSid = strField(start, 'streamSid', 'start.streamSid');
+      this.#around = mediaAround(this.#streamSid);
       const callSid = strField(start, 'callSid', 'start.callSid');
       const format = start.mediaFormat as Obj | undefined;
       if (format !== undefined && (format.encoding !== 'audio/x-mulaw' || format.sampleRate !== 8000))
@@ -73,7 +84,11 @@ class TwilioWire implements ProviderWire {
   readonly textAudio = true;
 
   audioText(chunk: Buffer): string {
-    return `{"event":"media","streamSid":"${this.#streamSid}","media":{"payload":"${chunk.toString('base64')}"}}`;
+    return `${this.#around.head}${chunk.toString('base64')}${this.#around.tail}`;
+  }
+
+  audioTextAround(): AudioTextAround {
+    return this.#around;
   }
 
   markFrame(name: string): string {

@@ -70,6 +70,12 @@ export type CallFrame =
   /** Nothing for the call (a keep-alive, an event the bridge has no use for). */
   | { readonly kind: 'none' };
 
+/** The fixed text before and after the base64 audio of a dialect's media message (see `audioTextAround`). */
+export interface AudioTextAround {
+  readonly head: string;
+  readonly tail: string;
+}
+
 /** One connection's view of its dialect: parsing what comes in, framing what goes out. */
 export interface ProviderWire {
   /**
@@ -81,7 +87,8 @@ export interface ProviderWire {
   format(stored: MediaStreamConfig | undefined): SessionFormat;
   /**
    * A frame of the live call; a bad one throws a BridgeError (reported where the dialect can, skipped).
-   * The result is read before the next call (a dialect may hand back one object, refilled, for audio).
+   * The result is read before the next call: a dialect may hand back one object, refilled, for audio,
+   * and its audio bytes may be a buffer it reuses (what keeps them copies them, as a leg's sink does).
    */
   frame(data: Buffer, isBinary: boolean): CallFrame;
   /**
@@ -101,6 +108,13 @@ export interface ProviderWire {
   readonly idleFlushMs?: number;
   /** A chunk of audio as a text frame (when `textAudio`). */
   audioText(chunk: Buffer): string;
+  /**
+   * Where every chunk's `audioText` is `head + base64(chunk) + tail` with both the same for the whole
+   * call (ASCII): the two, so the outbound queue can write them into each message's buffer once and only
+   * the base64 per chunk. Read once the format is known. Absent, or undefined: each chunk's text comes
+   * from `audioText` (a dialect that numbers or transforms its chunks).
+   */
+  audioTextAround?(): AudioTextAround | undefined;
   /**
    * Binary audio in the dialect's own message framing (AudioSocket's type-length header). Absent: the
    * chunk is the binary message itself.

@@ -1,13 +1,14 @@
 /**
- * Binary frames written whole (src/media/transport.ts `framedBinary`): what a real `ws` client reads
- * from them, in order with the messages `ws.send` sends on the same socket, at each of RFC 6455's three
- * length encodings; and where the framing is refused (the caller then sends through `ws`).
+ * Audio frames written whole (src/media/transport.ts `framedMessages`): what a real `ws` client reads
+ * from them, binary and text, in order with the messages `ws.send` sends on the same socket, at each of
+ * RFC 6455's three length encodings; and where the framing is refused (the caller then sends through
+ * `ws`).
  */
 import { once } from 'node:events';
 import type { AddressInfo } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
 import { WebSocket, WebSocketServer } from 'ws';
-import { framedBinary } from '../../src/media/transport.js';
+import { framedMessages } from '../../src/media/transport.js';
 import { waitFor } from '../helpers/wait.js';
 
 interface Pair {
@@ -54,7 +55,7 @@ function payload(n: number, seed: number): Buffer {
   return b;
 }
 
-describe('binary frames written whole', () => {
+describe('audio frames written whole', () => {
   for (const [size, headerBytes] of [
     [125, 2],
     [320, 4],
@@ -63,7 +64,7 @@ describe('binary frames written whole', () => {
   ] as const) {
     it(`a ${size}-byte payload: a ${headerBytes}-byte header, read by ws as sent, in order with ws.send`, async () => {
       const { server, received } = await pair();
-      const framed = framedBinary(server, size);
+      const framed = framedMessages(server, size, 'binary');
       expect(framed?.headerBytes).toBe(headerBytes);
       const sent: { binary: boolean; data: Buffer }[] = [];
       for (let k = 0; k < 6; k++) {
@@ -84,9 +85,37 @@ describe('binary frames written whole', () => {
     });
   }
 
+  it('text frames: a media event per chunk, base64 written into the same buffer, read by ws as text', async () => {
+    const { server, received } = await pair();
+    const head = '{"event":"media","payload":"';
+    const tail = '"}';
+    const b64 = 4 * Math.ceil(320 / 3);
+    const framed = framedMessages(server, head.length + b64 + tail.length, 'text')!;
+    const frame = framed.frame();
+    frame.write(head, framed.headerBytes, 'latin1');
+    frame.write(tail, framed.headerBytes + head.length + b64, 'latin1');
+    for (let k = 0; k < 20; k++) {
+      frame.write(payload(320, k).toString('base64'), framed.headerBytes + head.length, 'latin1');
+      framed.send(frame);
+      server.send(JSON.stringify({ event: 'mark', name: `m${k}` }));
+    }
+    await waitFor(() => received.length === 40, 5_000, '40 messages at the client');
+    for (let k = 0; k < 20; k++) {
+      const media = received[2 * k]!;
+      expect(media.binary).toBe(false);
+      const event = JSON.parse(media.data.toString('utf8')) as { event: string; payload: string };
+      expect(event.event).toBe('media');
+      expect(Buffer.from(event.payload, 'base64').equals(payload(320, k))).toBe(true);
+      expect(JSON.parse(received[2 * k + 1]!.data.toString('utf8'))).toEqual({
+        event: 'mark',
+        name: `m${k}`,
+      });
+    }
+  });
+
   it('one frame buffer reused for message after message carries each payload', async () => {
     const { server, received } = await pair();
-    const framed = framedBinary(server, 320)!;
+    const framed = framedMessages(server, 320, 'binary')!;
     let frame = framed.frame();
     for (let k = 0; k < 50; k++) {
       payload(320, k).copy(frame, framed.headerBytes);
@@ -100,7 +129,7 @@ describe('binary frames written whole', () => {
 
   it('sends nothing once the socket is closing: the close frame is the last thing written', async () => {
     const { server, client, received } = await pair();
-    const framed = framedBinary(server, 320)!;
+    const framed = framedMessages(server, 320, 'binary')!;
     const errors: Error[] = [];
     client.on('error', (err) => errors.push(err));
     const closed = once(client, 'close');
@@ -114,13 +143,13 @@ describe('binary frames written whole', () => {
 
   it('is refused on a client socket (its frames must be masked)', async () => {
     const { client } = await pair();
-    expect(framedBinary(client, 320)).toBeUndefined();
+    expect(framedMessages(client, 320, 'binary')).toBeUndefined();
   });
 
   it('is refused where an extension was negotiated (permessage-deflate owns the frame bits)', async () => {
     const { server } = await pair(true);
     expect(server.extensions).not.toBe('');
-    expect(framedBinary(server, 320)).toBeUndefined();
+    expect(framedMessages(server, 320, 'binary')).toBeUndefined();
   });
 
   it('is refused on a socket that is not a ws WebSocket, and for an empty payload', async () => {
@@ -136,7 +165,7 @@ describe('binary frames written whole', () => {
         return this;
       },
     };
-    expect(framedBinary(tcpLike, 320)).toBeUndefined();
-    expect(framedBinary(server, 0)).toBeUndefined();
+    expect(framedMessages(tcpLike, 320, 'binary')).toBeUndefined();
+    expect(framedMessages(server, 0, 'binary')).toBeUndefined();
   });
 });
