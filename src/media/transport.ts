@@ -58,8 +58,10 @@ export type MessageKind = 'binary' | 'text';
  * In-place framing for `payloadBytes`-byte messages of `kind` on `ws`, or undefined where it cannot be
  * done safely (the caller then sends with `ws.send`): only a `ws` server-side socket with no extension
  * negotiated (nothing to compress or mask) and its TCP socket at hand. Every other message on that
- * socket still goes through `ws.send`, which writes at once (no compression, no blobs here), so the
- * order of messages is the order of the calls.
+ * socket still goes through `ws.send`, which writes at once (no compression, no blobs, no fragments
+ * here), so the order of messages is the order of the calls. It reads two of `ws`'s own fields
+ * (`_isServer`, `_socket`): `ws` is pinned to an exact version in package.json, and
+ * test/media/framed-messages.test.ts reads what is written with a real `ws` client.
  */
 export function framedMessages(
   ws: ProviderSocket,

@@ -45,26 +45,35 @@ async function closedPort(): Promise<number> {
 }
 
 describe('bot leg', () => {
-  it('holds the caller audio that comes before the bot picks up, and hands it over in order once it does', async () => {
-    bot = await TestBot.start({ echo: false, holdUpgrades: true });
-    bridge = await startBridge({ BOT_URL: bot.url, BOT_SAMPLE_RATE: '8000' });
-    const p = await connect();
-    await p.start('slow-bot-1');
-    await waitFor(() => bot!.upgradesWaiting === 1, 5_000, 'the bridge dialling the bot');
-    // 50 chunks of 20 ms (1 s), each sample its own index: order and completeness show byte for byte.
-    const sent = Buffer.alloc(50 * 320);
-    for (let i = 0; i < sent.length / 2; i++) sent.writeInt16LE((i * 7) % 30_000, i * 2);
-    for (let k = 0; k < 50; k++) p.sendRaw(sent.subarray(k * 320, (k + 1) * 320));
-    const framesIn = async () =>
-      (await bridge!.bridge.ctx.metrics.framesIn.get()).values.find((v) => v.labels.leg === 'caller')
-        ?.value ?? 0;
-    await waitFor(async () => (await framesIn()) >= 50, 5_000, 'the caller audio at the bridge');
-    expect(bot.connections).toHaveLength(0);
-    bot.answer();
-    const conn = await bot.waitConnection();
-    await waitFor(() => conn.audioBytesSoFar >= sent.length, 5_000, 'the held audio at the bot');
-    expect(Buffer.compare(conn.audioBytes(), sent)).toBe(0);
-  });
+  // Base64 too: the wire decodes each media event into a buffer it refills, and what is held must be a
+  // copy of each chunk, not a view of that buffer.
+  it.each(['binary', 'base64'] as const)(
+    'holds the caller audio that comes before the bot picks up, and hands it over in order once it does (%s)',
+    async (encoding) => {
+      bot = await TestBot.start({ echo: false, holdUpgrades: true });
+      bridge = await startBridge({ BOT_URL: bot.url, BOT_SAMPLE_RATE: '8000' });
+      const p = await connect();
+      await p.start('slow-bot-1', { media: { encoding } });
+      await waitFor(() => bot!.upgradesWaiting === 1, 5_000, 'the bridge dialling the bot');
+      // 50 chunks of 20 ms (1 s), each sample its own index: order and completeness show byte for byte.
+      const sent = Buffer.alloc(50 * 320);
+      for (let i = 0; i < sent.length / 2; i++) sent.writeInt16LE((i * 7) % 30_000, i * 2);
+      for (let k = 0; k < 50; k++) {
+        const chunk = sent.subarray(k * 320, (k + 1) * 320);
+        if (encoding === 'binary') p.sendRaw(chunk);
+        else p.send({ event: 'media', payload: chunk.toString('base64') });
+      }
+      const framesIn = async () =>
+        (await bridge!.bridge.ctx.metrics.framesIn.get()).values.find((v) => v.labels.leg === 'caller')
+          ?.value ?? 0;
+      await waitFor(async () => (await framesIn()) >= 50, 5_000, 'the caller audio at the bridge');
+      expect(bot.connections).toHaveLength(0);
+      bot.answer();
+      const conn = await bot.waitConnection();
+      await waitFor(() => conn.audioBytesSoFar >= sent.length, 5_000, 'the held audio at the bot');
+      expect(Buffer.compare(conn.audioBytes(), sent)).toBe(0);
+    },
+  );
 
   it("dials the bot with session_start in the bot's format and streams caller audio at the bot's rate", async () => {
     bot = await TestBot.start({ echo: false });

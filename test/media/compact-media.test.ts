@@ -156,13 +156,18 @@ describe('compact base64 media events', () => {
     expect(viaWire(wireFor('slin'), escaped)).toEqual({ audio: [...bytes] });
   });
 
-  it('hands back one buffer, refilled: a later chunk does not change what an earlier call returned to copy', () => {
+  it('hands back one buffer, refilled chunk after chunk: no buffer per chunk (what keeps caller audio copies it)', () => {
     const wire = wireFor('slin');
     const a = Buffer.from([1, 0, 2, 0]);
     const b = Buffer.from([3, 0, 4, 0]);
     const first = wire.frame(Buffer.from(compact(a.toString('base64'))), false);
-    expect(first.kind === 'audio' && [...first.audio]).toEqual([...a]);
+    if (first.kind !== 'audio') expect.fail(`not audio: ${first.kind}`);
+    const firstAudio = first.audio;
+    expect([...firstAudio]).toEqual([...a]);
     const second = wire.frame(Buffer.from(compact(b.toString('base64'))), false);
-    expect(second.kind === 'audio' && [...second.audio]).toEqual([...b]);
+    if (second.kind !== 'audio') expect.fail(`not audio: ${second.kind}`);
+    expect([...second.audio]).toEqual([...b]);
+    expect(second.audio.buffer).toBe(firstAudio.buffer);
+    expect([...firstAudio]).toEqual([...b]);
   });
 });

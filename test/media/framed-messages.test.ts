@@ -58,8 +58,10 @@ function payload(n: number, seed: number): Buffer {
 describe('audio frames written whole', () => {
   for (const [size, headerBytes] of [
     [125, 2],
+    [126, 4],
     [320, 4],
     [65_535, 4],
+    [65_536, 10],
     [70_000, 10],
   ] as const) {
     it(`a ${size}-byte payload: a ${headerBytes}-byte header, read by ws as sent, in order with ws.send`, async () => {
@@ -133,8 +135,13 @@ describe('audio frames written whole', () => {
     const errors: Error[] = [];
     client.on('error', (err) => errors.push(err));
     const closed = once(client, 'close');
+    const socket = (server as unknown as { _socket: { bytesWritten: number } })._socket;
     server.close(1000, 'done');
+    // The close frame is written; a ws client would ignore bytes after it, so count what went out.
+    const afterClose = socket.bytesWritten;
+    expect(afterClose).toBeGreaterThan(0);
     framed.send(framed.frame());
+    expect(socket.bytesWritten).toBe(afterClose);
     const [code] = (await closed) as [number];
     expect(code).toBe(1000);
     expect(received).toEqual([]);

@@ -143,7 +143,9 @@ export abstract class WsLink implements BotLeg {
       this.#heldAudio.shift();
       this.#shed.inc();
     }
-    this.#heldAudio.push(data.slice());
+    // A copy of its own: the chunk may be a view of a buffer its giver refills (a Buffer's slice() would
+    // be another view of it, not a copy).
+    this.#heldAudio.push(new Uint8Array(data));
   }
 
   /** Audio to the bot: shed (and counted) while its socket is not reading, never queued without bound. */
