@@ -50,9 +50,28 @@ function chunk(bytes: number, k: number): Buffer {
   return b;
 }
 
+/** A queue on `server` that sheds nothing, on a clock the test moves (`push` sends each chunk at once). */
+function queueOn(server: WebSocket, format: SessionFormat, wire?: OutboundWire) {
+  const clock = { ms: 0 };
+  const q = new OutboundQueue(server, {
+    format,
+    leadMs: 0,
+    bufferMs: 60_000,
+    highWaterBytes: 1 << 30,
+    metrics: createMetrics(),
+    now: () => clock.ms,
+    ...(wire !== undefined && { wire }),
+  });
+  /** Chunk `k` into the queue, then the clock one chunk on. */
+  return (k: number): void => {
+    q.push(chunk(format.chunkBytes, k));
+    clock.ms += format.chunkMs;
+  };
+}
+
 /**
- * Sends chunks through a queue on `server` with the client not reading, until the socket has held back
- * at least `heldBytes` and `more` chunks after that; returns how many were sent.
+ * Sends chunks through a queue on `server` with the client not reading, until the socket holds back
+ * over 1 MB, then 200 more; returns how many were sent.
  */
 function sendHeldBack(
   server: WebSocket,
@@ -60,22 +79,12 @@ function sendHeldBack(
   format: SessionFormat,
   wire?: OutboundWire,
 ): number {
-  let clock = 0;
-  const q = new OutboundQueue(server, {
-    format,
-    leadMs: 0,
-    bufferMs: 60_000,
-    highWaterBytes: 1 << 30,
-    metrics: createMetrics(),
-    now: () => clock,
-    ...(wire !== undefined && { wire }),
-  });
+  const send = queueOn(server, format, wire);
   (client as unknown as { _socket: { pause(): void } })._socket.pause();
   let k = 0;
   let after = -1;
   while (k < 200_000 && after !== 0) {
-    q.push(chunk(format.chunkBytes, k++));
-    clock += format.chunkMs;
+    send(k++);
     if (after < 0 && server.bufferedAmount > 1_000_000) after = 200;
     else if (after > 0) after--;
   }
@@ -123,20 +132,8 @@ describe('outbound audio framed in place on a ws socket', () => {
       dtmfFrame: (d) => base.dtmfFrame(d),
       hangupFrame: (r) => base.hangupFrame(r),
     };
-    let clock = 0;
-    const q = new OutboundQueue(server, {
-      format,
-      leadMs: 0,
-      bufferMs: 60_000,
-      highWaterBytes: 1 << 30,
-      metrics: createMetrics(),
-      now: () => clock,
-      wire,
-    });
-    for (let k = 0; k < 5; k++) {
-      q.push(chunk(320, k));
-      clock += 20;
-    }
+    const send = queueOn(server, format, wire);
+    for (let k = 0; k < 5; k++) send(k);
     await waitFor(() => received.length === 5, 5_000, '5 chunks at the client');
     for (let k = 0; k < 5; k++) {
       const ev = JSON.parse(received[k]!.data.toString('utf8')) as { stream: string; payload: string };
