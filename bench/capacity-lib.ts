@@ -66,7 +66,7 @@ export interface BenchContext {
   readonly cpuProfDir?: string | undefined;
 }
 
-interface Target {
+export interface Target {
   readonly url: string;
   /** Where the target's process metrics are (the load generator samples them). */
   readonly metricsUrl?: string;
@@ -236,6 +236,14 @@ export interface RungExtra {
    * resolves to is called when the load has ended (listeners, event streams: bench/console-load.ts).
    */
   readonly during?: ((http: string) => Promise<() => Promise<void>>) | undefined;
+}
+
+/** Starts the target `name` (see parseTarget) on the server core when pinned; `stop()` ends it. */
+export async function startTarget(name: string, ctx: BenchContext, extra: RungExtra = {}): Promise<Target> {
+  const spec = parseTarget(name);
+  return spec.kind === 'bridge'
+    ? startBridge(spec.workers, ctx, undefined, extra)
+    : startEcho(spec.delayed ? ctx.echoDelayMs : 0, ctx, spec.v8Defaults);
 }
 
 /** One rung: a fresh target, `calls` calls for `secs` seconds, its report. */
