@@ -34,8 +34,7 @@ interface ConsoleHandle {
   readonly recordings: Map<string, Promise<Blob>>;
 }
 export type PageGlobal = { voicebridge: ConsoleHandle };
-const skip = browserSkipReason();
-if (skip !== undefined) console.warn(`console browser tests skipped: ${skip}`);
+const skip = browserSkipReason('console/browser.test.ts');
 
 let rig: InProcessRig;
 let tb: TestBrowser;

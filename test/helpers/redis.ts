@@ -1,11 +1,12 @@
 /**
  * Redis for tests: the one CI started (REDIS_URL), or a redis-server child of our own on a free
- * loopback port; undefined (and the tests skipped with the reason printed) only when there is no
- * redis-server binary at all.
+ * loopback port. Only where there is neither are the Redis tests skipped, with the reason printed; in CI
+ * they fail instead (needs.ts).
  */
 import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
 import { createServer } from 'node:net';
 import { redisServerArgs, waitForRedis } from '../../src/state/redis-server.js';
+import { skipUnlessCI } from './needs.js';
 
 export interface TestRedis {
   readonly url: string;
@@ -26,10 +27,22 @@ export function redisServerBinary(): string | undefined {
   }
 }
 
-/** Why Redis tests cannot run here, or undefined when they can. */
-export function redisSkipReason(): string | undefined {
+/**
+ * Why `file`'s Redis tests cannot run here (no REDIS_URL and no redis-server), or undefined when they
+ * can; in CI a missing Redis throws, failing the file.
+ */
+export function redisSkipReason(file: string): string | undefined {
   if (process.env.REDIS_URL || redisServerBinary() !== undefined) return undefined;
-  return 'no REDIS_URL and no redis-server binary (apt-get install redis-server): Redis tests skipped';
+  return skipUnlessCI(
+    file,
+    'no REDIS_URL and no redis-server binary (scripts/install-test-deps.sh installs it)',
+  );
+}
+
+/** As redisSkipReason, for tests that start and stop a redis-server of their own: the binary itself. */
+export function redisBinarySkipReason(file: string): string | undefined {
+  if (redisServerBinary() !== undefined) return undefined;
+  return skipUnlessCI(file, 'no redis-server binary (scripts/install-test-deps.sh installs it)');
 }
 
 export async function freePort(): Promise<number> {

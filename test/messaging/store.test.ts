@@ -30,8 +30,7 @@ import { RedisLink } from '../../src/state/redis-link.js';
 import { createStoreMetrics } from '../../src/state/store-metrics.js';
 import { redisSkipReason, type TestRedis, useRedis } from '../helpers/redis.js';
 
-const skip = redisSkipReason();
-if (skip !== undefined) console.warn(`messaging/store.test.ts: ${skip}`);
+const skip = redisSkipReason('messaging/store.test.ts');
 
 const HOUR = 3_600_000;
 /** A campaign recorded with nothing adopted at once and nothing skipped. */

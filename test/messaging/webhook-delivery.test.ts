@@ -345,8 +345,7 @@ describe('messaging webhooks: events to the call bot', () => {
   });
 });
 
-const skip = redisSkipReason();
-if (skip !== undefined) console.warn(`messaging/webhook-delivery.test.ts: ${skip}`);
+const skip = redisSkipReason('messaging/webhook-delivery.test.ts');
 
 describe.skipIf(skip !== undefined)('messaging webhooks with Redis', () => {
   let redis: TestRedis | undefined;

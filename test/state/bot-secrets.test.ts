@@ -15,8 +15,7 @@ import { tenantStores } from './tenant-stores.js';
 
 const API_KEY = 'sk-redis-Hv39QpLw0s8XeTn5Ra1d';
 
-const skip = redisSkipReason();
-if (skip !== undefined) console.warn(`state/bot-secrets.test.ts: ${skip}`);
+const skip = redisSkipReason('state/bot-secrets.test.ts');
 
 /** Every value under `prefix`, hashes field by field, as one string. */
 async function dump(client: Redis, prefix: string): Promise<string> {

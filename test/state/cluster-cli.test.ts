@@ -6,12 +6,11 @@ import { createServer } from 'node:net';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import { pingRedis } from '../../src/state/redis-server.js';
-import { freePort, redisServerBinary } from '../helpers/redis.js';
+import { freePort, redisBinarySkipReason } from '../helpers/redis.js';
 import { waitFor } from '../helpers/wait.js';
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
-const hasBinary = redisServerBinary() !== undefined;
-if (!hasBinary) console.warn('state/cluster-cli.test.ts: no redis-server binary: skipped');
+const skip = redisBinarySkipReason('state/cluster-cli.test.ts');
 
 function portFree(port: number): Promise<boolean> {
   return new Promise((resolve) => {
@@ -37,7 +36,7 @@ async function ok(url: string): Promise<boolean> {
   }
 }
 
-describe.skipIf(!hasBinary)('npm run cluster', () => {
+describe.skipIf(skip !== undefined)('npm run cluster', () => {
   it('starts Redis and 2 instances on consecutive ports sharing it, and stops them all on SIGINT', async () => {
     const port = await twoFreePorts();
     const redisPort = await freePort();

@@ -11,8 +11,7 @@ import type { MediaStreamConfig } from '../../src/state/types.js';
 import { redisSkipReason, type TestRedis, useRedis } from '../helpers/redis.js';
 import { tenantStores } from './tenant-stores.js';
 
-const skip = redisSkipReason();
-if (skip !== undefined) console.warn(`state/provider-auth-store.test.ts: ${skip}`);
+const skip = redisSkipReason('state/provider-auth-store.test.ts');
 
 const CONFIG: MediaStreamConfig = {
   tenant: 'acme',

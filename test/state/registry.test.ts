@@ -13,8 +13,7 @@ import type { SessionInfo } from '../../src/state/types.js';
 import { redisSkipReason, type TestRedis, useRedis } from '../helpers/redis.js';
 import { waitFor } from '../helpers/wait.js';
 
-const skip = redisSkipReason();
-if (skip !== undefined) console.warn(`state/registry.test.ts: ${skip}`);
+const skip = redisSkipReason('state/registry.test.ts');
 
 const session = (id: string, phone = '15550100'): SessionInfo => ({
   session_id: id,

@@ -78,8 +78,7 @@ describe('SecretBox', () => {
   });
 });
 
-const skip = redisSkipReason();
-if (skip !== undefined) console.warn(`state/secrets.test.ts: ${skip}`);
+const skip = redisSkipReason('state/secrets.test.ts');
 
 describe.skipIf(skip !== undefined)('media secret in Redis', () => {
   let redis: TestRedis | undefined;

@@ -5,13 +5,12 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { startBridge, type TestBridge } from '../helpers/bridge.js';
 import { TestProvider } from '../helpers/provider.js';
-import { redisServerBinary, type TestRedis, useRedis } from '../helpers/redis.js';
+import { redisBinarySkipReason, type TestRedis, useRedis } from '../helpers/redis.js';
 import { waitFor } from '../helpers/wait.js';
 
-const hasBinary = redisServerBinary() !== undefined;
-if (!hasBinary) console.warn('state/startup.test.ts: no redis-server binary: skipped');
+const skip = redisBinarySkipReason('state/startup.test.ts');
 
-describe.skipIf(!hasBinary)('start-up without Redis', () => {
+describe.skipIf(skip !== undefined)('start-up without Redis', () => {
   let redis: TestRedis | undefined;
   let bridge: TestBridge | undefined;
   const providers: TestProvider[] = [];

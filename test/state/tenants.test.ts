@@ -15,8 +15,7 @@ import { redisSkipReason, type TestRedis, useRedis } from '../helpers/redis.js';
 import { quietFor } from '../helpers/wait.js';
 import { tenantStores } from './tenant-stores.js';
 
-const skip = redisSkipReason();
-if (skip !== undefined) console.warn(`state/tenants.test.ts: ${skip}`);
+const skip = redisSkipReason('state/tenants.test.ts');
 
 describe.skipIf(skip !== undefined)('Redis tenant store', () => {
   let redis: TestRedis | undefined;
