@@ -188,13 +188,19 @@ describe('createResampler', () => {
   });
 
   it('rejects a rate it does not know with invalid_field', () => {
-    expect(() => createResampler(11025, 8000)).toThrowError(BridgeError);
-    try {
-      createResampler(8000, 12345);
-    } catch (err) {
-      expect(err).toBeInstanceOf(BridgeError);
-      expect((err as BridgeError).code).toBe('invalid_field');
-      expect((err as BridgeError).message).toContain('12345');
+    for (const [inRate, outRate, field, bad] of [
+      [11025, 8000, 'inRate', 11025],
+      [8000, 12345, 'outRate', 12345],
+    ] as const) {
+      let thrown: unknown;
+      try {
+        createResampler(inRate, outRate);
+      } catch (err) {
+        thrown = err;
+      }
+      expect(thrown, `${inRate}->${outRate}`).toBeInstanceOf(BridgeError);
+      expect(thrown).toMatchObject({ code: 'invalid_field', field });
+      expect((thrown as BridgeError).message).toContain(String(bad));
     }
   });
 
