@@ -118,7 +118,10 @@ describe('realtime stand-in with an OpenAI Agents SDK session', () => {
     const session = new RealtimeSession(agent, { transport, model: 'gpt-realtime' });
     sessions.push(session);
     session.on('error', () => {});
-    await expect(session.connect({ apiKey: 'sk-test-key' })).rejects.toBeDefined();
+    // The SDK rejects with the socket's error event; its message carries the handshake's status.
+    await expect(session.connect({ apiKey: 'sk-test-key' })).rejects.toMatchObject({
+      message: 'Unexpected server response: 401',
+    });
     expect(emulator.sessions()).toHaveLength(0);
   });
 });
