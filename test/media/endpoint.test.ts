@@ -17,7 +17,7 @@ function provider(options: ConstructorParameters<typeof TestProvider>[1] = {}, u
   return p;
 }
 
-/** A raw upgrade request, to see the HTTP answer of a refusal. */
+/** A raw upgrade request, to see the HTTP answer: a refusal's status and body, or 101 when it upgraded. */
 function rawUpgrade(
   url: string,
   headers: Record<string, string> = {},
@@ -39,7 +39,10 @@ function rawUpgrade(
       });
       res.on('end', () => resolve({ status: res.statusCode ?? 0, body }));
     });
-    req.on('upgrade', () => reject(new Error('upgraded')));
+    req.on('upgrade', (res, socket) => {
+      socket.destroy();
+      resolve({ status: res.statusCode ?? 0, body: '' });
+    });
     req.on('error', reject);
     req.end();
   });
@@ -71,12 +74,32 @@ describe('media endpoint: auth before the upgrade', () => {
     expect(t.bridge.bridge.media.connections).toBe(0);
   });
 
-  it('accepts the token as a Bearer header or as ?token=', async () => {
+  it('accepts the token as a Bearer header or as ?token=, each verified where it is', async () => {
     t.bridge = await startBridge();
-    const a = provider({ token: await t.bridge.mediaToken() });
-    const b = provider({ token: await t.bridge.mediaToken(), header: false });
-    await a.opened;
-    await b.opened;
+    const url = t.bridge.mediaUrl;
+    const good = await t.bridge.mediaToken();
+    const forged = await t.bridge.mediaToken({ secret: 'not-the-secret' });
+    // Each place alone: the header with no query, the query with no header.
+    expect((await rawUpgrade(url, { authorization: `Bearer ${good}` })).status).toBe(101);
+    expect((await rawUpgrade(`${url}?token=${good}`)).status).toBe(101);
+    // A forged token in either place is refused: what was accepted was the token, checked there.
+    const forgedHeader = await rawUpgrade(url, { authorization: `Bearer ${forged}` });
+    expect(forgedHeader.status).toBe(401);
+    expect(JSON.parse(forgedHeader.body).message).toMatch(/bad signature/);
+    const forgedQuery = await rawUpgrade(`${url}?token=${forged}`);
+    expect(forgedQuery.status).toBe(401);
+    expect(JSON.parse(forgedQuery.body).message).toMatch(/bad signature/);
+    // And a call runs on each.
+    await provider({ token: good }).start('header-token');
+    await provider({ token: good, header: false }).start('query-token');
+    const sessions = t.bridge.bridge.ctx.sessions;
+    await waitFor(
+      async () =>
+        (await sessions.get('default', 'header-token')) !== undefined &&
+        (await sessions.get('default', 'query-token')) !== undefined,
+      2_000,
+      'a session on each socket',
+    );
   });
 
   it('with MEDIA_AUTH=none accepts a socket without a token', async () => {
