@@ -2,6 +2,7 @@ import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import type { Codec } from '../../src/audio/format.js';
 import { createMetrics } from '../../src/metrics.js';
 import { createPipeline, type DspPipeline } from '../../src/pipeline/index.js';
+import { captureLog } from '../helpers/log-capture.js';
 import { quietFor, waitFor } from '../helpers/wait.js';
 import {
   asBytes,
@@ -203,28 +204,44 @@ describe.each([0, 2])('pipeline with %i workers', (workers) => {
     expect(() => openCall(p, spec('slin', 8000, 'slin', 8000, 12345), new Collector())).toThrow(/to.rate/);
   });
 
-  it('refuses half a PCM16 sample synchronously', () => {
+  it('refuses half a PCM16 sample synchronously', async () => {
     const p = sharedPipeline();
-    const s = openCall(p, spec('slin', 8000, 'pcmu', 8000, 16000), new Collector());
+    const sink = new Collector();
+    const s = openCall(p, spec('slin', 8000, 'pcmu', 8000, 16000), sink);
     expect(() => s.fromCaller(new Uint8Array(321))).toThrow(/even byte count/);
     expect(() => s.fromBot(new Uint8Array(3))).toThrow(/even byte count/);
+    // The leg goes on: the next whole chunk is taken, and only it comes out (20 ms at 16 kHz).
     s.fromCaller(new Uint8Array(320));
+    await waitFor(() => sink.bot.length === 1, 10_000, 'the whole chunk at the bot');
+    expect(sink.bot[0]!.byteLength).toBe(640);
   });
 
   it('keeps going for other sessions when a sink throws', async () => {
-    const p = sharedPipeline();
+    const logged = captureLog();
+    const p = createPipeline({ workers, log: logged.log });
+    open.push(p);
+    let threw = 0;
     const bad = new Collector();
     bad.up.audio = () => {
+      threw++;
       throw new Error('sink bug');
     };
     const good = new Collector();
-    const a = openCall(p, spec('slin', 8000, 'slin', 8000, 16000), bad);
-    const b = openCall(p, spec('slin', 8000, 'slin', 8000, 16000), good);
-    for (let i = 0; i < 3; i++) {
-      a.fromCaller(new Uint8Array(320));
-      b.fromCaller(new Uint8Array(320));
+    const s = spec('slin', 8000, 'slin', 8000, 16000);
+    const a = openCall(p, s, bad);
+    const b = openCall(p, s, good);
+    // A tone each, sent interleaved so the throws fall among the other session's audio.
+    const parts = chunks(tone(440, 8000, 480, 9000), [160]).map(asBytes);
+    for (const part of parts) {
+      a.fromCaller(part);
+      b.fromCaller(part);
     }
-    await waitFor(() => good.bot.length === 3, 10_000, 'good.bot.length === 3');
+    await waitFor(() => good.bot.length === 3 && threw >= 1, 10_000, 'three chunks at the good sink');
+    // The bad sink was called and threw; each throw was logged, not thrown back at the pusher.
+    expect(logged.find(/^pipeline sink threw$/)).toHaveLength(threw);
+    expect(logged.find(/^pipeline sink threw$/)[0]).toMatchObject({ err: { message: 'sink bug' } });
+    // The other session's audio is whole and the same as a session of its own would give.
+    expect(Buffer.from(concat(good.bot)).equals(Buffer.from(reference(s, parts, []).bot))).toBe(true);
   });
 
   it('counts DSP time into metrics, and refuses sessions once closed', async () => {
