@@ -5,7 +5,7 @@
  */
 import { join } from 'node:path';
 import type { Page } from 'playwright-core';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import wavefile from 'wavefile';
 import { fitTone } from '../../src/audio/tone.js';
 import { TestBot } from '../helpers/bot.js';
@@ -56,9 +56,15 @@ afterAll(async () => {
   await rig?.close();
 });
 
+/** Uncaught errors in any page the test opened: each fails the test (afterEach), never only logged. */
+const pageErrors: string[] = [];
+afterEach(() => {
+  expect(pageErrors.splice(0), 'uncaught errors in the console page').toEqual([]);
+});
+
 async function openConsole(scopes: string[], tenant?: string): Promise<Page> {
   const page = await tb.browser.newPage();
-  page.on('pageerror', (err) => console.error('page error:', err.message));
+  page.on('pageerror', (err) => pageErrors.push(`${err.message}\n${err.stack ?? ''}`));
   await page.goto(`${rig.http}/console#token=${await rig.restToken(scopes, tenant)}`);
   return page;
 }
