@@ -1,7 +1,7 @@
 /**
  * The `twilio` dialect: the bridge plays Twilio Media Streams (bidirectional) toward a bot's WebSocket
  * server, so a bot written for Twilio (Pipecat's TwilioFrameSerializer, the OpenAI Agents SDK's
- * TwilioRealtimeTransportLayer, Vocode) takes calls from any provider with nothing changed on its side.
+ * TwilioRealtimeTransportLayer, Vocode's TwilioPhoneConversation) takes calls from any provider.
  *
  *   to the bot:   text `connected`, then `start` (streamSid, callSid, accountSid, tracks, customParameters,
  *                 mediaFormat audio/x-mulaw 8000 1), then `media` (base64 µ-law 8 kHz, track inbound,
