@@ -97,17 +97,27 @@ export class Rechunker {
    * changing nothing, when no whole chunk is held.
    */
   take(out: Uint8Array): boolean {
+    const view = this.peek();
+    if (view === undefined) return false;
+    out.set(view, 0);
+    this.#drop(this.chunkBytes);
+    return true;
+  }
+
+  /**
+   * The oldest whole chunk, as a view of the ring (made once per slot: no allocation), or undefined when
+   * no whole chunk is held. Valid until the next change to the ring; `shed(1)` then removes it.
+   */
+  peek(): Uint8Array | undefined {
     const n = this.chunkBytes;
-    if (this.#size < n) return false;
+    if (this.#size < n) return undefined;
     const slot = this.#head / n;
     let view = this.#slots[slot];
     if (view === undefined) {
       view = this.#buf.subarray(this.#head, this.#head + n);
       this.#slots[slot] = view;
     }
-    out.set(view, 0);
-    this.#drop(n);
-    return true;
+    return view;
   }
 
   /** Drops up to `count` of the oldest whole chunks; returns how many were dropped. */
