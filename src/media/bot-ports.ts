@@ -2,12 +2,13 @@
  * Where the call's two legs meet its bot.
  *
  *   caller -> bot:  session -> caller leg -> ToBot (the leg's sink) -> bot leg
- *   bot -> caller:  bot leg -> ToCaller -> bot leg of the pipeline -> outbound queue (the leg's sink)
+ *   bot -> caller:  bot leg -> ToCaller -> bot leg of the pipeline -> outbound writer (the leg's sink)
  *
  * Events that must keep their place behind audio ride the legs as markers: ToCaller puts the bot's marks,
- * digits and hang-up in the bot -> caller leg (the outbound queue applies them), and the session puts the
+ * digits and hang-up in the bot -> caller leg (the outbound writer applies them), and the session puts the
  * caller's digits and the end of the call in the caller -> bot leg (ToBot applies them). The bot's clear
- * is the leg's reset, which clears the outbound queue before it returns.
+ * is the leg's reset, which clears the outbound writer before it returns. A bot's failure goes to the
+ * provider through the writer too, framed by the provider's own wire (nothing where it has no such message).
  */
 import type { BridgeError } from '../errors.js';
 import type { Logger } from '../log.js';
@@ -15,8 +16,7 @@ import type { Metrics } from '../metrics.js';
 import type { Leg, LegSink } from '../pipeline/types.js';
 import type { BotLeg, CallerPort } from './bot/types.js';
 import type { BotBoundEvent, CallerEvent, Markers } from './markers.js';
-import type { OutboundQueue } from './outbound.js';
-import { errorFrame } from './protocol.js';
+import type { OutboundWriter } from './outbound.js';
 
 /** Tells the call's live events (src/media/call-events.ts) what happened: an event name and its fields. */
 export type CallReport = (event: string, fields: Record<string, unknown>) => void;
@@ -25,7 +25,7 @@ export type CallReport = (event: string, fields: Record<string, unknown>) => voi
 export class ToCaller implements CallerPort {
   readonly #leg: Leg;
   readonly #marks: Markers<CallerEvent>;
-  readonly #out: OutboundQueue;
+  readonly #out: OutboundWriter;
   readonly #log: Logger;
   readonly #frames;
   readonly #bytes;
@@ -34,7 +34,7 @@ export class ToCaller implements CallerPort {
   constructor(
     leg: Leg,
     marks: Markers<CallerEvent>,
-    out: OutboundQueue,
+    out: OutboundWriter,
     metrics: Metrics,
     log: Logger,
     report?: CallReport,
@@ -75,7 +75,7 @@ export class ToCaller implements CallerPort {
   failed(err: BridgeError): void {
     this.#log.warn({ code: err.code, msg: err.message }, 'bot failure');
     this.#report?.('error', { source: 'bot', code: err.code, message: err.message });
-    this.#out.report(errorFrame(err));
+    this.#out.error(err);
   }
 
   #ordered(event: CallerEvent): void {

@@ -35,6 +35,17 @@ export class Markers<E> {
     return this.#next;
   }
 
+  /** Takes every held event that `match`es, in the order they were put; their tokens are then not held. */
+  takeWhere(match: (event: E) => boolean): E[] {
+    const taken: E[] = [];
+    for (const [token, event] of this.#held) {
+      if (!match(event)) continue;
+      taken.push(event);
+      this.#held.delete(token);
+    }
+    return taken;
+  }
+
   /** The event of `token`, once; undefined for a token not held. */
   take(token: number): E | undefined {
     const event = this.#held.get(token);

@@ -1,10 +1,12 @@
 /**
- * One timer for every session. Members (outbound queues, built-in bots) say when they next have
- * something due; the loop keeps those times in a min-heap, arms its one timer for the earliest, and on
- * each wake-up reads the monotonic clock once and services only the members that are due. A member's
- * `service` sends what its own schedule says is due (see src/audio/pacer.ts) and returns when it next
- * has something due, which goes back into the heap. The wake-ups only bound how late a chunk leaves;
- * they never set the rate, so they cannot drift.
+ * One timer for every session, and the one clock of a call's timers. Members (outbound writers, built-in
+ * bots) say when they next have something due; the loop keeps those times in a min-heap, arms its one
+ * timer for the earliest, and on each wake-up reads the clock once and services only the members that
+ * are due. A member's `service` does what its own schedule says is due (the writer: the chunks its
+ * playout core has due, src/audio/playout.ts; the marks it reports by its own reckoning; a hang-up's
+ * wait) and returns when it next has something due, which goes back into the heap. The wake-ups only
+ * bound how late a chunk leaves; they never set the rate, so they cannot drift. Members read the time
+ * from `now()`, so a test that hands the loop a clock it drives (test/helpers/clock.ts) drives them all.
  *
  * Why not a fixed tick: with a 5 ms tick the send times of 20 ms chunks jitter by up to 5 ms, and the
  * inter-arrival p99 measured 24.7 ms, at the issue's 25 ms bound. Aimed wake-ups land within ~1 ms.
@@ -40,6 +42,11 @@ export class PacingLoop {
   constructor(minGapMs: number, clock: Clock = systemClock) {
     this.minGapMs = minGapMs;
     this.#clock = clock;
+  }
+
+  /** The loop's clock, ms (monotonic): the time its members schedule by. */
+  now(): number {
+    return this.#clock.now();
   }
 
   get size(): number {

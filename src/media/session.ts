@@ -3,11 +3,13 @@
  * between them (src/pipeline/types.ts):
  *
  *   caller -> bot:  provider frames -> this session -> caller leg -> ToBot -> bot leg
- *   bot -> caller:  bot leg -> ToCaller -> bot leg of the pipeline -> OutboundQueue -> provider socket
+ *   bot -> caller:  bot leg -> ToCaller -> bot leg of the pipeline -> OutboundWriter -> provider socket
  *
  * Frames arrive here already split into binary (audio) and text (events); every bad frame gets an `error`
- * event and a metric and is skipped, and the call goes on. The caller's digits and the provider's
- * session_end ride the caller leg as markers, so they reach the bot after the audio sent before them.
+ * event (where the dialect has one) and a metric and is skipped, and the call goes on. The caller's digits
+ * and the provider's session_end ride the caller leg as markers, so they reach the bot after the audio
+ * sent before them. The provider's reports of marks go to the outbound writer, which stands for the
+ * caller's playback: it reports each of the bot's marks once, by the mark rule of src/audio/playout.ts.
  */
 import type { BridgeContext } from '../context.js';
 import { type BridgeError, isBridgeError } from '../errors.js';
@@ -19,7 +21,7 @@ import type { BotLeg, BotNotice } from './bot/types.js';
 import { ToBot, ToCaller } from './bot-ports.js';
 import type { SessionFormat } from './format.js';
 import { type BotBoundEvent, type CallerEvent, Markers } from './markers.js';
-import { OutboundQueue } from './outbound.js';
+import { OutboundWriter } from './outbound.js';
 import type { PacingLoop } from './pacing-loop.js';
 import type { ProviderWire } from './providers/types.js';
 import { SessionTaps } from './taps.js';
@@ -61,7 +63,7 @@ export class MediaSession {
   readonly #botMarks = new Markers<BotBoundEvent>();
   /** Bot -> caller, ending in the outbound queue. */
   readonly #botLeg: Leg;
-  readonly #out: OutboundQueue;
+  readonly #out: OutboundWriter;
   readonly #bot: BotLeg;
   readonly #framesIn;
   readonly #bytesIn;
@@ -87,7 +89,7 @@ export class MediaSession {
     this.#bytesIn = ctx.metrics.hot.bytesInCaller;
     this.taps = new SessionTaps(format.codec, format.inputRate, format.outputRate, this.log);
     const callerMarks = new Markers<CallerEvent>();
-    this.#out = new OutboundQueue(ws, {
+    this.#out = new OutboundWriter(ws, {
       format,
       leadMs: ctx.config.paceLeadMs,
       catchUpMs: wire.catchUpMs ?? ctx.config.paceCatchUpMs,
@@ -98,10 +100,7 @@ export class MediaSession {
       marks: callerMarks,
       wire,
       onHangup: (reason) => this.end(1000, 'session ended', reason),
-      // A platform without marks (AudioSocket): played once sent and the pacing lead has passed.
-      onMarkPlayed: (name) => {
-        if (!this.#ended) this.#bot.mark(name);
-      },
+      onMarkPlayed: (name, cleared) => this.#markReported(name, cleared),
       log: this.log,
       taps: this.taps,
       heldUp: ctx.heldUp,
@@ -180,14 +179,10 @@ export class MediaSession {
           this.#toBot({ event: 'dtmf', digit: f.digit });
           return;
         case 'played':
-          this.#bot.mark(f.name);
-          this.#report('mark', { name: f.name });
+          this.#out.reported(f.name, false);
           return;
         case 'cleared':
-          for (const name of f.names) {
-            this.#bot.mark(name);
-            this.#report('mark', { name, cleared: true });
-          }
+          for (const name of f.names) this.#out.reported(name, true);
           return;
         case 'flow':
           this.#out.pause(f.paused);
@@ -230,9 +225,15 @@ export class MediaSession {
   #reject(err: BridgeError): void {
     this.#deps.ctx.metrics.badFrames.labels(err.code).inc();
     this.log.debug({ code: err.code }, 'bad frame skipped');
-    const text = this.#wire.errorFrame(err);
-    if (text !== undefined) this.#out.report(text);
+    this.#out.error(err);
     this.#report('error', { source: 'provider', code: err.code, message: err.message });
+  }
+
+  /** A mark of the bot's is reported (played, or cleared): the bot hears of it, and the live events. */
+  #markReported(name: string, cleared: boolean): void {
+    if (this.#ended) return;
+    this.#bot.mark(name, cleared);
+    this.#report('mark', cleared ? { name, cleared: true } : { name });
   }
 
   /** An event of this call for its tenant's live-event listeners (none: nothing is built). */

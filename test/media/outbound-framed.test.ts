@@ -1,5 +1,5 @@
 /**
- * The outbound queue on a real `ws` server socket, where it frames audio messages in place
+ * The outbound writer on a real `ws` server socket, where it frames audio messages in place
  * (src/media/transport.ts `framedMessages`): binary chunks, and base64 media events whose text around the
  * payload the dialect gives (`audioTextAround`). The client stops reading while thousands of chunks are
  * sent, so the socket keeps frames it has not written yet: every chunk must still arrive as it was,
@@ -11,7 +11,7 @@ import type { AddressInfo } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
 import { WebSocket, WebSocketServer } from 'ws';
 import { resolveFormat, type SessionFormat } from '../../src/media/format.js';
-import { OutboundQueue, type OutboundWire } from '../../src/media/outbound.js';
+import { type OutboundWire, OutboundWriter } from '../../src/media/outbound.js';
 import { DefaultWire } from '../../src/media/providers/default.js';
 import { createMetrics } from '../../src/metrics.js';
 import { waitFor } from '../helpers/wait.js';
@@ -50,16 +50,19 @@ function chunk(bytes: number, k: number): Buffer {
   return b;
 }
 
-/** A queue on `server` that sheds nothing, on a clock the test moves (`push` sends each chunk at once). */
+/**
+ * A writer on `server` that sheds nothing, on a clock the test moves (`push` sends each chunk at once;
+ * nothing is left for a loop to do, so it never wakes one).
+ */
 function queueOn(server: WebSocket, format: SessionFormat, wire?: OutboundWire) {
   const clock = { ms: 0 };
-  const q = new OutboundQueue(server, {
+  const q = new OutboundWriter(server, {
     format,
     leadMs: 0,
     bufferMs: 60_000,
     highWaterBytes: 1 << 30,
     metrics: createMetrics(),
-    now: () => clock.ms,
+    loop: { now: () => clock.ms, wakeBy: () => {} },
     ...(wire !== undefined && { wire }),
   });
   /** Chunk `k` into the queue, then the clock one chunk on. */
@@ -130,6 +133,7 @@ describe('outbound audio framed in place on a ws socket', () => {
       markFrame: (name) => base.markFrame(name),
       clearFrame: () => base.clearFrame(),
       dtmfFrame: (d) => base.dtmfFrame(d),
+      errorFrame: (e) => base.errorFrame(e),
       hangupFrame: (r) => base.hangupFrame(r),
     };
     const send = queueOn(server, format, wire);

@@ -5,8 +5,12 @@
 import { describe, expect, it } from 'vitest';
 import WebSocket from 'ws';
 import { resolveFormat } from '../../src/media/format.js';
-import { OutboundQueue, type OutboundWire } from '../../src/media/outbound.js';
+import { type CallerEvent, Markers } from '../../src/media/markers.js';
+import { type OutboundWire, OutboundWriter } from '../../src/media/outbound.js';
+import { PacingLoop } from '../../src/media/pacing-loop.js';
+import { DefaultWire } from '../../src/media/providers/default.js';
 import { createMetrics, type Metrics } from '../../src/metrics.js';
+import { ManualClock } from '../helpers/clock.js';
 
 class FakeSocket {
   readyState: number = WebSocket.OPEN;
@@ -27,19 +31,24 @@ class FakeSocket {
 const format = resolveFormat({ codec: 'slin', sample_rate: 8000 }, undefined); // 320-byte, 20 ms chunks
 
 let clock = 0;
-const now = () => clock;
+/** A loop that never wakes: these tests service the writer by hand, at the times they choose. */
+const byHand = { now: () => clock, wakeBy: () => {} };
 
 function queue(metrics: Metrics, bufferMs = 60_000, highWaterBytes = 64 * 1024) {
   const ws = new FakeSocket();
-  const q = new OutboundQueue(ws as unknown as WebSocket, {
+  const marks = new Markers<CallerEvent>();
+  const hungUp: string[] = [];
+  const q = new OutboundWriter(ws as unknown as WebSocket, {
     format,
     leadMs: 40,
     bufferMs,
     highWaterBytes,
     metrics,
-    now,
+    loop: byHand,
+    marks,
+    onHangup: (reason) => hungUp.push(reason),
   });
-  return { ws, q };
+  return { ws, q, marks, hungUp };
 }
 
 async function counter(metrics: Metrics, name: string, label: string): Promise<number> {
@@ -47,7 +56,7 @@ async function counter(metrics: Metrics, name: string, label: string): Promise<n
   return m.values.filter((v) => Object.values(v.labels).includes(label)).reduce((s, v) => s + v.value, 0);
 }
 
-describe('OutboundQueue', () => {
+describe('OutboundWriter', () => {
   it('holds at most bufferMs of audio and counts what it sheds', async () => {
     clock = 0;
     const metrics = createMetrics();
@@ -163,7 +172,7 @@ describe('OutboundQueue', () => {
 
   it('several marks within one chunk insert no silence; only the end of the audio is padded', () => {
     clock = 0;
-    const { ws, q } = queue(createMetrics());
+    const { ws, q, marks, hungUp } = queue(createMetrics());
     // A bot that marks every word: four 100-byte words, a mark after each of the first three.
     for (const name of ['w1', 'w2', 'w3']) {
       q.push(Buffer.alloc(100, 7));
@@ -174,15 +183,12 @@ describe('OutboundQueue', () => {
     expect(ws.audio()).toHaveLength(1);
     expect(ws.audio()[0]!.every((b) => b === 7)).toBe(true);
     expect(ws.texts()).toEqual(['w1', 'w2', 'w3'].map((n) => `{"event":"mark","name":"${n}"}`));
-    // The last 80 bytes wait for more audio; the end of the bot's audio (drain) pads them.
+    // The last 80 bytes wait for more audio; the end of the bot's audio (its hang-up) pads them.
     for (clock = 0; clock <= 200; clock += 5) q.service(clock);
     expect(ws.audio()).toHaveLength(1);
-    let drained = false;
-    q.drain(() => {
-      drained = true;
-    });
-    for (; clock <= 400 && !drained; clock += 5) q.service(clock);
-    expect(drained).toBe(true);
+    q.marker(marks.put({ event: 'session_end', reason: 'bye' }));
+    for (; clock <= 400 && hungUp.length === 0; clock += 5) q.service(clock);
+    expect(hungUp).toEqual(['bye']);
     const audio = Buffer.concat(ws.audio());
     expect(audio.length).toBe(640); // 400 bytes sent, rounded up to whole chunks only at the end
     expect(audio.subarray(0, 400).every((b) => b === 7)).toBe(true);
@@ -267,12 +273,13 @@ describe('OutboundQueue', () => {
   it('sends base64 media events in base64 encoding', () => {
     const ws = new FakeSocket();
     const f = resolveFormat({ codec: 'pcmu', encoding: 'base64' }, undefined);
-    const q = new OutboundQueue(ws as unknown as WebSocket, {
+    const q = new OutboundWriter(ws as unknown as WebSocket, {
       format: f,
       leadMs: 0,
       bufferMs: 1000,
       highWaterBytes: 65536,
       metrics: createMetrics(),
+      loop: byHand,
     });
     q.push(Buffer.alloc(200, 0x55));
     const [text] = ws.texts();
@@ -290,6 +297,7 @@ describe('OutboundQueue', () => {
       markFrame: (n) => `mark:${n}`,
       clearFrame: () => 'clear',
       dtmfFrame: () => undefined,
+      errorFrame: () => undefined,
       hangupFrame: () => undefined,
     };
     // When the bridge was last held up, set by hand (src/held-up.ts watches the real event loop).
@@ -303,13 +311,13 @@ describe('OutboundQueue', () => {
         };
       },
     };
-    const q = new OutboundQueue(ws as unknown as WebSocket, {
+    const q = new OutboundWriter(ws as unknown as WebSocket, {
       format,
       leadMs: 40,
       bufferMs: 60_000,
       highWaterBytes: 65_536,
       metrics: createMetrics(),
-      now,
+      loop: byHand,
       wire: binary,
       heldUp,
     });
@@ -409,5 +417,190 @@ describe('OutboundQueue', () => {
     plain.q.push(Buffer.alloc(320 + 100, 7));
     for (; clock <= 2_000; clock += 5) plain.q.service(clock);
     expect(plain.ws.audio()).toHaveLength(1);
+  });
+});
+
+/**
+ * The writer as a member of a real pacing loop on a hand-driven clock: its timers (marks reported by the
+ * bridge's own reckoning, the hang-up's wait and bound, the idle flush) are the loop's, and nothing else
+ * runs them. Time passes only by `clock.advance`.
+ */
+describe('OutboundWriter on the pacing loop', () => {
+  /** µ-law 8 kHz, 160-byte 20 ms chunks, our own protocol's frames. */
+  const ulaw = resolveFormat({ codec: 'pcmu', sample_rate: 8000 }, undefined);
+
+  function onLoop(o: { wire?: OutboundWire; hangupMaxMs?: number } = {}) {
+    const manual = new ManualClock(0);
+    const loop = new PacingLoop(1, manual);
+    const ws = new FakeSocket();
+    const arrivals: { at: number; bytes: number }[] = [];
+    const send = ws.send.bind(ws);
+    ws.send = (data: Buffer | string) => {
+      if (typeof data !== 'string') arrivals.push({ at: manual.now(), bytes: data.length });
+      send(data);
+    };
+    const marks = new Markers<CallerEvent>();
+    const reports: { at: number; name: string; cleared: boolean }[] = [];
+    const hungUp: { at: number; reason: string }[] = [];
+    const q = new OutboundWriter(ws as unknown as WebSocket, {
+      format: ulaw,
+      leadMs: 40,
+      catchUpMs: 1000,
+      bufferMs: 60_000,
+      highWaterBytes: 64 * 1024,
+      metrics: createMetrics(),
+      loop,
+      marks,
+      ...(o.wire !== undefined && { wire: o.wire }),
+      ...(o.hangupMaxMs !== undefined && { hangupMaxMs: o.hangupMaxMs }),
+      onMarkPlayed: (name, cleared) => reports.push({ at: manual.now(), name, cleared }),
+      onHangup: (reason) => {
+        hungUp.push({ at: manual.now(), reason });
+        loop.delete(q);
+      },
+    });
+    loop.add(q);
+    /** When a caller playing what arrives, in order at real time, has played `bytes` bytes. */
+    const playedAt = (bytes: number): number => {
+      let end = Number.NEGATIVE_INFINITY;
+      let pos = 0;
+      for (const a of arrivals) {
+        end = Math.max(end, a.at) + a.bytes / 8;
+        pos += a.bytes;
+        if (pos >= bytes) return end - (pos - bytes) / 8;
+      }
+      throw new Error(`${bytes} bytes never arrived`);
+    };
+    return { manual, loop, ws, q, marks, reports, hungUp, playedAt };
+  }
+
+  it("the issue's call: 1 s, m1, 0.5 s, m2 to a caller that never reports; each mark within 250 ms of its playout", () => {
+    const t = onLoop();
+    t.q.push(Buffer.alloc(8000, 0x55));
+    t.q.mark('m1');
+    t.q.push(Buffer.alloc(4000, 0x55));
+    t.q.mark('m2');
+    t.manual.advance(3_000);
+    expect(t.reports.map((r) => r.name)).toEqual(['m1', 'm2']);
+    for (const [i, bytes] of [8000, 12_000].entries()) {
+      const played = t.playedAt(bytes);
+      const at = t.reports[i]!.at;
+      expect(at).toBeGreaterThanOrEqual(played);
+      expect(at - played).toBeLessThanOrEqual(250);
+    }
+    // The provider got each mark's frame behind its audio, long before it played.
+    expect(t.ws.texts()).toEqual(['{"event":"mark","name":"m1"}', '{"event":"mark","name":"m2"}']);
+    t.loop.stop();
+  });
+
+  it("a caller that reports marks: its report is what the bot hears, at the caller's time", () => {
+    const t = onLoop();
+    t.q.push(Buffer.alloc(8000, 0x55));
+    t.q.mark('m1');
+    t.q.push(Buffer.alloc(4000, 0x55));
+    t.q.mark('m2');
+    // The caller reports m1 as it finishes playing it, and m2 300 ms after (its own buffer, say).
+    t.manual.advance(1_000);
+    t.q.reported('m1', false);
+    t.manual.advance(800);
+    expect(t.reports.map((r) => r.name)).toEqual(['m1']);
+    t.q.reported('m2', false);
+    expect(t.reports).toEqual([
+      { at: 1_000, name: 'm1', cleared: false },
+      { at: 1_800, name: 'm2', cleared: false },
+    ]);
+    t.manual.advance(5_000);
+    expect(t.reports).toHaveLength(2);
+    t.loop.stop();
+  });
+
+  it('a clear reports every pending mark cleared at once: awaiting its playout, queued, and still in the leg', () => {
+    const t = onLoop();
+    t.q.push(Buffer.alloc(1600, 0x55));
+    t.q.mark('sent');
+    t.q.push(Buffer.alloc(16_000, 0x55));
+    t.q.mark('queued');
+    // A mark still in the leg (a DSP worker's) when the clear comes: its token comes out later.
+    const inFlight = t.marks.put({ event: 'mark', name: 'in-flight' });
+    // 220 ms in: the first mark's audio has left and plays until 200 ms (its report is due at 250).
+    t.manual.advance(220);
+    expect(t.reports).toEqual([]);
+    t.q.clear();
+    expect(t.reports).toEqual([
+      { at: 220, name: 'sent', cleared: true },
+      { at: 220, name: 'queued', cleared: true },
+      { at: 220, name: 'in-flight', cleared: true },
+    ]);
+    expect(t.ws.texts()).toEqual([
+      '{"event":"mark","name":"sent"}',
+      '{"event":"clear"}',
+      '{"event":"mark","name":"queued"}',
+    ]);
+    t.q.marker(inFlight);
+    t.q.reported('sent', true);
+    t.q.reported('queued', true);
+    t.manual.advance(5_000);
+    expect(t.reports).toHaveLength(3);
+    t.loop.stop();
+  });
+
+  it("the bot's hang-up waits for its audio to play out, not just to be sent, then the provider is told", () => {
+    const t = onLoop();
+    t.q.push(Buffer.alloc(8000, 0x55));
+    t.q.marker(t.marks.put({ event: 'session_end', reason: 'goodbye' }));
+    t.manual.advance(960);
+    // Every chunk has left (the last at 940 ms, within the lead) but the caller plays until 1000 ms.
+    expect(t.ws.audio()).toHaveLength(50);
+    expect(t.hungUp).toEqual([]);
+    t.manual.advance(100);
+    expect(t.hungUp).toEqual([{ at: t.playedAt(8000), reason: 'goodbye' }]);
+    expect(t.ws.sent.at(-1)).toBe('{"event":"session_end","reason":"goodbye"}');
+  });
+
+  it("the hang-up's bound: audio that cannot leave (the provider paused it) holds the call up no longer than hangupMaxMs", () => {
+    const t = onLoop({ hangupMaxMs: 60_000 });
+    t.q.pause(true);
+    t.q.push(Buffer.alloc(8000, 0x55));
+    t.q.marker(t.marks.put({ event: 'session_end', reason: 'bye' }));
+    t.manual.advance(59_999);
+    expect(t.hungUp).toEqual([]);
+    t.manual.advance(1);
+    expect(t.hungUp).toEqual([{ at: 60_000, reason: 'bye' }]);
+    expect(t.ws.audio()).toHaveLength(0);
+  });
+
+  it("a dialect's idle flush: the partial chunk leaves padded once the bot's audio paused that long, on the loop's clock", () => {
+    const base = DefaultWire.of(ulaw);
+    const wire: OutboundWire = {
+      textAudio: false,
+      idleFlushMs: 250,
+      audioText: () => '',
+      markFrame: (n) => base.markFrame(n),
+      clearFrame: () => base.clearFrame(),
+      dtmfFrame: () => undefined,
+      errorFrame: () => undefined,
+      hangupFrame: () => undefined,
+    };
+    const t = onLoop({ wire });
+    t.q.push(Buffer.alloc(160 * 3 + 100, 0x55));
+    t.q.mark('end');
+    t.manual.advance(100);
+    expect(t.ws.audio()).toHaveLength(3);
+    // More audio 100 ms in: the pause counts from it.
+    t.q.push(Buffer.alloc(20, 0x55));
+    t.manual.advance(249);
+    expect(t.ws.audio()).toHaveLength(3);
+    // 250 ms after the last audio the flush comes due; it looks once more on the loop's next turn.
+    t.manual.advance(2);
+    expect(t.ws.audio()).toHaveLength(4);
+    expect(
+      t.ws
+        .audio()[3]!
+        .subarray(120)
+        .every((b) => b === 0xff),
+    ).toBe(true); // µ-law silence
+    t.manual.advance(1_000);
+    expect(t.reports.map((r) => r.name)).toEqual(['end']);
+    t.loop.stop();
   });
 });

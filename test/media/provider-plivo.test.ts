@@ -13,7 +13,7 @@ import { tonePcm16 } from '../helpers/audio.js';
 import { TestBot } from '../helpers/bot.js';
 import { startBridge, type TestBridge } from '../helpers/bridge.js';
 import { expectPacedBurst, PlatformSocket } from '../helpers/platform-socket.js';
-import { waitFor } from '../helpers/wait.js';
+import { quietFor, waitFor } from '../helpers/wait.js';
 
 const TOKEN = 'plivo-stream-token-for-tests';
 const CALL = 'e2b5b0a4-5a0b-4a4e-9c6e-3f1f0d6f0042';
@@ -207,18 +207,20 @@ describe('Plivo audio streams in front', () => {
     pl.send('playedStream', { name: 'm1' });
     await conn.waitEvent('mark', 2_000, (e) => e.name === 'm1');
 
-    // A checkpoint Plivo holds when the bot barges in: Plivo drops it without a word and answers the
-    // clearAudio with clearedAudio; the bot learns of its mark then, once.
+    // A checkpoint Plivo holds when the bot barges in: Plivo drops it without a word (and answers the
+    // clearAudio with clearedAudio). Plivo reports checkpoints on this call, so the bridge waits for its
+    // word on m2 until the clear, which reports m2 (cleared) at once; Plivo's answer changes nothing.
     conn.ws.send(tonePcm16(440, 16000, 3200)); // 100 ms
     conn.send({ event: 'mark', name: 'm2' });
     conn.ws.send(tonePcm16(440, 16000, 16000));
     await waitFor(() => pl.of('checkpoint').length === 2, 2_000, 'the second checkpoint');
+    await quietFor(300, 'm2 played by now, but Plivo has not said so');
     expect(conn.events.some((e) => e.event === 'mark' && e.name === 'm2')).toBe(false);
     conn.send({ event: 'clear' });
     await waitFor(() => pl.of('clearAudio').length === 1, 2_000, 'clearAudio');
     expect(pl.of('clearAudio')[0]!.msg).toEqual({ event: 'clearAudio', streamId: pl.streamId });
-    pl.send('clearedAudio');
     await conn.waitEvent('mark', 2_000, (e) => e.name === 'm2');
+    pl.send('clearedAudio');
     // A late playedStream for it (a clone that reports anyway) is not passed on twice.
     pl.send('playedStream', { name: 'm2' });
     conn.send({ event: 'mark', name: 'm3' });

@@ -148,7 +148,7 @@ export class EchoBot implements BotLeg {
     this.#frames++;
     this.#bytes += n;
     if (this.#line === undefined) this.release();
-    else this.#line.add(this, performance.now() + this.delayMs);
+    else this.#line.add(this, this.#line.loop.now() + this.delayMs);
   }
 
   /** Releases whatever of every echo bot on this loop is due at `now` (the loop does this by itself). */
@@ -217,7 +217,7 @@ export abstract class GeneratorBot implements BotLeg {
     this.#rate = rate;
     this.#frame = new Int16Array(rate / 50);
     loop.add(this);
-    loop.wakeBy(this, performance.now());
+    loop.wakeBy(this, loop.now());
   }
 
   /** Writes up to `out.length` samples starting at sample `offset`; returns how many (fewer at the end). */

@@ -15,9 +15,9 @@
  *   errors:      `error` events are logged with their type and code, and the call goes on
  *
  * What the caller heard: the dialect places its own marks (`vb:<n>:<ms>`) on the bot leg before an item's
- * first audio and after each delta. The provider reports each one when playback reaches it; from the last
- * one reported, playback runs on at real time, up to the next mark not yet reported (the audio past it may
- * not have been played) and never past what the server sent.
+ * first audio and after each delta. Each is reported when playback reaches it (the bridge's mark rule,
+ * src/audio/playout.ts); from the last one reported played, playback runs on at real time, up to the next
+ * mark not yet reported (the audio past it may not have been played) and never past what the server sent.
  */
 import type * as RT from 'openai/resources/realtime/realtime';
 import { fromBase64, toBase64 } from '../../audio/codec.js';
@@ -124,8 +124,9 @@ export class OpenAIRealtimeBot extends WsLink {
     if (mode === 'respond') this.#send({ type: 'response.create' });
   }
 
-  /** The provider reports playback reached one of our marks. */
-  mark(name: string): void {
+  /** One of our marks is reported played (a cleared one says nothing of what was heard). */
+  mark(name: string, cleared: boolean): void {
+    if (cleared) return;
     const m = /^vb:(\d+):(\d+)$/.exec(name);
     if (m === null) return;
     const item = this.#items.find((i) => i.n === Number(m[1]));

@@ -9,10 +9,11 @@
  *   from the bot: `media` (any size, queued and paced), `mark`, `clear`
  *
  * A bot's `mark` is echoed only once the audio before it has been played to the caller: the mark rides
- * the bot leg behind that audio to the provider, and comes back here when the provider reports playback
- * reached it. A bot's `clear` drops its audio still queued (in the bridge, the DSP and the provider) and
- * echoes every mark still pending at once; the provider's late reports of those marks are not echoed
- * again. An early echo makes agents truncate the model's reply at the wrong place.
+ * the bot leg behind that audio to the outbound writer, which reports it by the bridge's one mark rule
+ * (src/audio/playout.ts: the provider's report where it reports marks, the bridge's own reckoning of the
+ * caller's playout where it does not). A bot's `clear` drops its audio still queued (in the bridge, the
+ * DSP and the provider), and that rule reports every mark still pending at once, as Twilio does; each
+ * mark is echoed once. An early echo makes agents truncate the model's reply at the wrong place.
  */
 import { createHash } from 'node:crypto';
 import { BridgeError } from '../../errors.js';
@@ -47,7 +48,7 @@ export class TwilioBot extends WsLink {
   #chunk = 0;
   /** Caller audio sent, in samples (8 kHz): the next `timestamp` in ms is this / 8. */
   #samples = 0;
-  /** Mark names the bot placed, oldest first, not yet echoed. */
+  /** Mark names the bot placed, oldest first, not yet echoed (a bound on a flooding bot). */
   #pending: string[] = [];
 
   constructor(call: BotCall, port: CallerPort, o: TwilioBotOptions) {
@@ -84,7 +85,7 @@ export class TwilioBot extends WsLink {
     );
   }
 
-  /** The provider played up to a mark: echoed to the bot if it is still pending (not echoed by a clear). */
+  /** A mark is reported, played or cleared (Twilio echoes both alike): echoed if still pending. */
   mark(name: string): void {
     const i = this.#pending.indexOf(name);
     if (i < 0) return;
@@ -153,14 +154,10 @@ export class TwilioBot extends WsLink {
         this.port.mark(name);
         return;
       }
-      case 'clear': {
+      case 'clear':
+        // Every mark still pending is reported cleared within this call, and echoed (see mark).
         this.port.clear();
-        // Cleared, not played: the bot learns at once that its marks will not be reached by audio.
-        const pending = this.#pending;
-        this.#pending = [];
-        for (const name of pending) this.#echo(name);
         return;
-      }
       default:
         throw new BridgeError(
           'unknown_event',

@@ -12,7 +12,10 @@ import type { BridgeError } from '../../errors.js';
 export interface CallerPort {
   /** Bot audio in the bot leg's format, a whole number of samples; not kept after the call. */
   audio(pcm: Uint8Array): void;
-  /** A mark: the provider gets it once the audio before it has been sent. */
+  /**
+   * A mark: the provider gets it once the audio before it has been sent, and the bot hears of it once,
+   * played or cleared (the mark rule of src/audio/playout.ts).
+   */
   mark(name: string): void;
   /** A digit for the provider, behind the audio before it. */
   dtmf(digit: string): void;
@@ -20,7 +23,10 @@ export interface CallerPort {
   hangup(reason: string): void;
   /** Barge-in: the bot's audio not yet played is dropped, in the DSP and the outbound queue. */
   clear(): void;
-  /** The bot could not be reached or dropped; the call goes on (the provider gets an `error` event). */
+  /**
+   * The bot could not be reached or dropped; the call goes on. The provider is told in its dialect's
+   * error message where it has one (our own protocol's `error` event), and nothing where it has none.
+   */
   failed(err: BridgeError): void;
 }
 
@@ -37,8 +43,11 @@ export interface BotLeg {
   /** Caller audio in the bot's format; a view valid during the call only (copy what is kept). */
   audio(pcm: Uint8Array): void;
   dtmf(digit: string): void;
-  /** The provider reports playback reached a mark the bot sent. */
-  mark(name: string): void;
+  /**
+   * A mark the bot sent is reported: the caller has played the audio before it, or (`cleared`) a clear
+   * dropped that audio. Once per mark (src/audio/playout.ts).
+   */
+  mark(name: string, cleared: boolean): void;
   /** Tells the bot the call ended and lets go of it. Idempotent. */
   end(reason: string): void;
   /** Called by the shared heartbeat timer: a socket bot that missed the last ping is cut (and redialled). */

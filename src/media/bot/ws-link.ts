@@ -109,8 +109,8 @@ export abstract class WsLink implements BotLeg {
   /** Caller audio in the dialect's format (a view valid during the call only). */
   abstract audio(pcm: Uint8Array): void;
   abstract dtmf(digit: string): void;
-  /** The provider reports playback reached a mark the bot (or this dialect) placed. */
-  abstract mark(name: string): void;
+  /** A mark the bot (or this dialect) placed is reported: played, or (`cleared`) dropped by a clear. */
+  abstract mark(name: string, cleared: boolean): void;
   /** The socket is open: the dialect's handshake. */
   protected abstract opened(): void;
   /** A frame from the bot. A BridgeError thrown here skips the frame (logged, counted; the call goes on). */
