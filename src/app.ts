@@ -4,7 +4,7 @@
  */
 import Fastify, { type FastifyBaseLogger, type FastifyInstance, LogController } from 'fastify';
 import { createRestVerifier } from './auth/jwt.js';
-import type { Clock } from './clock.js';
+import { type Clock, systemClock } from './clock.js';
 import type { Config } from './config.js';
 import type { BridgeContext } from './context.js';
 import { registerCallRoutes } from './control/calls.js';
@@ -48,6 +48,8 @@ export interface BridgeOptions {
   readonly messaging?: MessagingClient;
   /** The clock of the rate limits (media admission, REST, failed authentications); the system's by default. */
   readonly limitClock?: Pick<Clock, 'now'>;
+  /** The clock of the calls' timers (BridgeContext.clock); the system's by default. */
+  readonly clock?: Clock;
 }
 
 export interface Bridge {
@@ -122,6 +124,7 @@ export async function createBridge(config: Config, options: BridgeOptions = {}):
       log,
       registry: metrics.registry,
     }),
+    clock: options.clock ?? systemClock,
     heldUp: new HeldUp(),
     draining: false,
   };

@@ -2,6 +2,7 @@
  * What the I/O shells of one bridge instance share.
  */
 import type { RestVerifier } from './auth/jwt.js';
+import type { Clock } from './clock.js';
 import type { Config } from './config.js';
 import type { HeldUp } from './held-up.js';
 import type { Logger } from './log.js';
@@ -33,6 +34,11 @@ export interface BridgeContext {
   readonly verifyRest: RestVerifier;
   /** Call recordings: which calls, the files, retention (src/recording/). */
   readonly recordings: Recordings;
+  /**
+   * The clock of the calls' timers: the pacing loops', and through them every timer of a call (a
+   * connection's session_start and token bounds, a bot's redials). The system's; tests drive their own.
+   */
+  readonly clock: Clock;
   /** When this bridge was last held up (its event loop or a DSP worker late): see src/held-up.ts. */
   readonly heldUp: HeldUp;
   /** Set once shutdown begins: readiness turns false and no new sessions are accepted. */

@@ -47,7 +47,7 @@ export function createAudioSocketListener(
 ): AudioSocketListener {
   const { config, log } = ctx;
   const allowed = o.allow.length === 0 ? () => false : proxyAddr.compile([...o.allow]);
-  const loop = new PacingLoop(config.paceMinGapMs);
+  const loop = new PacingLoop(config.paceMinGapMs, ctx.clock);
   const conns = new Set<ProviderConnection>();
   const sockets = new Set<Socket>();
   const admission = new Admission({

@@ -3,7 +3,12 @@
  * first frame must be a valid `session_start` (else 4400), whose `session_id` must not be live (else
  * 4409, the live one untouched) and whose optional `tenant` must be the token's (else 1008). Frames that
  * arrive while the session is being set up (an async registry) are held, in order, and replayed.
+ *
+ * Its two timers (the wait for session_start, and the media token's expiry) run on the calls' clock
+ * (BridgeContext.clock, the pacing loop's), so a test drives them by hand like the rest of a call.
  */
+
+import type { ClockTimer } from '../clock.js';
 import { resolveBot } from '../config/bot-settings.js';
 import type { BridgeContext } from '../context.js';
 import { BridgeError, isBridgeError } from '../errors.js';
@@ -44,9 +49,9 @@ export class ProviderConnection {
   #held: { data: Buffer; isBinary: boolean }[] = [];
   /** Frames dropped because MAX_HELD_FRAMES were already held. */
   #heldDropped = 0;
-  #expiry: NodeJS.Timeout | undefined;
+  #expiry: ClockTimer | undefined;
   /** Bounds the wait for session_start: a peer that never sends it must not hold a slot. */
-  #startTimer: NodeJS.Timeout | undefined;
+  #startTimer: ClockTimer | undefined;
   /** The tenant's own bot, once its config is read (for the set-up failure log); undefined: BOT_URL. */
   #botUrl: string | undefined;
 
@@ -61,14 +66,16 @@ export class ProviderConnection {
     });
     ws.on('error', (err) => deps.ctx.log.debug({ err: err.message }, 'provider socket error'));
     ws.on('close', (code: number) => this.#onClose(code));
+    const { clock } = deps.ctx;
     if (auth.exp !== undefined) {
-      // The token's lifetime bounds the call's: an expired token ends it with 1008.
+      // The token's lifetime bounds the call's: an expired token ends it with 1008. (`exp` is wall-clock
+      // time; what is left of it is counted on the calls' clock.)
       const ms = Math.min(MAX_TIMER_MS, Math.max(0, auth.exp * 1000 - Date.now()));
-      this.#expiry = setTimeout(() => this.#expired(), ms);
+      this.#expiry = clock.setTimeout(() => this.#expired(), ms);
       this.#expiry.unref();
     }
     const startMs = deps.ctx.config.sessionStartTimeoutMs;
-    this.#startTimer = setTimeout(() => this.#startTimedOut(startMs), startMs);
+    this.#startTimer = clock.setTimeout(() => this.#startTimedOut(startMs), startMs);
     this.#startTimer.unref();
   }
 
@@ -135,12 +142,12 @@ export class ProviderConnection {
         );
       }
     } catch (err) {
-      clearTimeout(this.#startTimer);
+      this.#stopStartTimer();
       if (!isBridgeError(err)) throw err;
       this.#fail(err);
       return;
     }
-    clearTimeout(this.#startTimer);
+    this.#stopStartTimer();
     this.#state = 'starting';
     // The frame that started the call also carries its first audio (AudioSocket): the session gets it.
     if (ev.replay === true) this.#held.push({ data, isBinary });
@@ -249,6 +256,11 @@ export class ProviderConnection {
     );
   }
 
+  #stopStartTimer(): void {
+    if (this.#startTimer !== undefined) this.#deps.ctx.clock.clearTimeout(this.#startTimer);
+    this.#startTimer = undefined;
+  }
+
   #startTimedOut(ms: number): void {
     if (this.#state !== 'awaiting_start') return;
     this.#fail(
@@ -292,8 +304,9 @@ export class ProviderConnection {
     if (this.#state === 'closed') return;
     this.#state = 'closed';
     this.#held = [];
-    if (this.#expiry !== undefined) clearTimeout(this.#expiry);
-    clearTimeout(this.#startTimer);
+    if (this.#expiry !== undefined) this.#deps.ctx.clock.clearTimeout(this.#expiry);
+    this.#expiry = undefined;
+    this.#stopStartTimer();
     this.#session?.end(
       code === 1000 ? 1000 : 1001,
       'closed',

@@ -79,7 +79,7 @@ export function attachMediaEndpoint(
       return offered.values().next().value ?? false;
     },
   });
-  const loop = new PacingLoop(config.paceMinGapMs);
+  const loop = new PacingLoop(config.paceMinGapMs, ctx.clock);
   const conns = new Set<ProviderConnection>();
   const trust = trustFn(config.trustProxy);
   const admission = new Admission({

@@ -107,6 +107,7 @@ export function createBotLeg(call: BotCall, port: CallerPort, format: Format, de
       highWaterBytes: config.socketHighWaterBytes,
       metrics,
       log: deps.log,
+      clock: deps.ctx.clock,
     };
     try {
       switch (settings.dialect) {

@@ -5,9 +5,13 @@
  * the provider gets one `error` event when the bot is lost
  * and one when the bridge gives up on it), pinged by the shared heartbeat, told the end of the call.
  * A dialect (bridge.ts, twilio.ts, openai-realtime.ts) says what goes over the socket.
+ *
+ * Its timers (the wait before a redial, the bound on a bot's close handshake) run on the calls' clock
+ * (`clock`: BridgeContext.clock), so a test drives them by hand.
  */
 import { randomFillSync } from 'node:crypto';
 import WebSocket from 'ws';
+import { type Clock, type ClockTimer, systemClock } from '../../clock.js';
 import { BridgeError, isBridgeError } from '../../errors.js';
 import { displayUrl, type Logger } from '../../log.js';
 import type { Metrics } from '../../metrics.js';
@@ -24,7 +28,12 @@ export interface WsLinkOptions {
   readonly log: Logger;
   /** Headers of the upgrade request (a bearer key, say); never logged. */
   readonly headers?: Readonly<Record<string, string>>;
+  /** The clock of the redial waits and the close bound; the system's by default. */
+  readonly clock?: Clock;
 }
+
+/** How long a bot may take to answer the close handshake before its socket is cut. */
+const CLOSE_WAIT_MS = 2_000;
 
 /** Longest wait between redials. */
 const RETRY_MAX_MS = 5_000;
@@ -77,7 +86,8 @@ export abstract class WsLink implements BotLeg {
   protected readonly name: string;
   #ws: WebSocket | undefined;
   #failures = 0;
-  #retryTimer: NodeJS.Timeout | undefined;
+  readonly #clock: Clock;
+  #retryTimer: ClockTimer | undefined;
   #ended = false;
   /** The bot hung up: its socket closing next is a hang-up, not a loss to redial. */
   protected hangingUp = false;
@@ -99,6 +109,7 @@ export abstract class WsLink implements BotLeg {
     this.#bytesOut = o.metrics.hot.bytesOutBot;
     this.#shed = o.metrics.shedChunks.labels('bot_backpressure');
     this.name = displayUrl(o.url);
+    this.#clock = o.clock ?? systemClock;
   }
 
   /** Dials; a subclass calls it at the end of its constructor, once its own fields are set. */
@@ -194,7 +205,8 @@ export abstract class WsLink implements BotLeg {
   end(reason: string): void {
     if (this.#ended) return;
     this.#ended = true;
-    if (this.#retryTimer !== undefined) clearTimeout(this.#retryTimer);
+    if (this.#retryTimer !== undefined) this.#clock.clearTimeout(this.#retryTimer);
+    this.#retryTimer = undefined;
     this.#heldNotices = [];
     this.#heldAudio = [];
     this.ended();
@@ -204,7 +216,7 @@ export abstract class WsLink implements BotLeg {
       this.farewell(reason);
       ws.close(1000, 'session ended');
       // A bot that never answers the close handshake is cut off rather than held on to.
-      setTimeout(() => ws.terminate(), 2_000).unref();
+      this.#clock.setTimeout(() => ws.terminate(), CLOSE_WAIT_MS).unref();
     } else ws.terminate();
   }
 
@@ -297,7 +309,7 @@ export abstract class WsLink implements BotLeg {
       );
     }
     const delay = Math.min(RETRY_MAX_MS, this.o.retryBaseMs * 2 ** (this.#failures - 1));
-    this.#retryTimer = setTimeout(() => {
+    this.#retryTimer = this.#clock.setTimeout(() => {
       this.#retryTimer = undefined;
       if (!this.#ended) this.#dial();
     }, delay);
