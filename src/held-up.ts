@@ -2,8 +2,13 @@
  * When this bridge was last held up: its event loop ran late (a stall, a long garbage collection, a core
  * shared with busier work) or a DSP worker took long to answer. A hold-up delays everything on its way
  * through the bridge, the bot's next audio among it (and, where the bot shares the machine, the bot
- * itself). Timing that reads a silence as the bot pausing (the outbound idle flush, src/media/outbound.ts)
- * asks whether the bridge was held up since, so that its own stall is not taken for the bot's pause.
+ * itself). Timing that reads a silence as the bot pausing (the idle flush of the playout core,
+ * src/audio/playout.ts, through the outbound writer) asks whether the bridge was held up since, so that
+ * its own stall is not taken for the bot's pause.
+ *
+ * It reads performance.now(), the system clock's timeline (the calls' clock in production): it measures
+ * the real event loop and workers, which a clock a test drives by hand cannot hold up, so it is not on
+ * the clock seam (src/clock.ts).
  *
  * While someone holds a watch (the queues with an idle flush: nothing else pays for it), an unref'd timer
  * every WATCH_MS sees how late it runs itself and asks each probe how long its work has been waiting (the

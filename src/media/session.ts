@@ -61,7 +61,7 @@ export class MediaSession {
   /** Caller -> bot, and what its markers stand for. */
   readonly #callerLeg: Leg;
   readonly #botMarks = new Markers<BotBoundEvent>();
-  /** Bot -> caller, ending in the outbound queue. */
+  /** Bot -> caller, ending in the outbound writer. */
   readonly #botLeg: Leg;
   readonly #out: OutboundWriter;
   readonly #bot: BotLeg;

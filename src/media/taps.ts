@@ -2,7 +2,7 @@
  * A call's audio for whoever asks (listen-in, recordings, level meters): `session.taps`.
  *
  *   caller:  the caller's audio as it arrived from the provider, before the caller leg
- *   bot:     the bot's audio as it leaves for the caller, chunk by chunk as the outbound queue sends it
+ *   bot:     the bot's audio as it leaves for the caller, chunk by chunk as the outbound writer sends it
  *            (after the bot leg, re-chunking and pacing; what was shed or cleared is never tapped)
  *
  * Two kinds of subscriber:
@@ -12,7 +12,7 @@
  * - `observe(raw)`: the bytes as they pass, in the call's codec, with no decode and no copy (a level
  *   meter sums squares in place), the bot's side at `outputRate`.
  *
- * Nothing is decoded or copied while nobody is subscribed: the session and the outbound queue test
+ * Nothing is decoded or copied while nobody is subscribed: the session and the outbound writer test
  * `active` (one branch per chunk) before tapping. Subscribing and unsubscribing are allowed at any time,
  * from inside a callback too. A subscriber that throws is unsubscribed and logged; the call goes on.
  */

@@ -1,9 +1,9 @@
 /**
- * The provider connection's transport: what a provider connection, its session and its outbound queue
+ * The provider connection's transport: what a provider connection, its session and its outbound writer
  * need of the socket under a call. A `ws` WebSocket is one as it is (every dialect on `/v1/media...`);
  * AudioSocket's TCP connection is another (src/media/audiosocket-listener.ts), whose messages are its
  * type-length frames. The dialect's wire (src/media/providers/) reads and frames the messages, so the
- * session, the legs and the outbound queue are the same whatever carries them.
+ * session, the legs and the outbound writer are the same whatever carries them.
  *
  *   readyState       WebSocket's numbers: 0 connecting, 1 open, 2 closing, 3 closed
  *   bufferedAmount   bytes written and not yet handed to the kernel (backpressure)

@@ -1,6 +1,6 @@
 /**
  * A dialect that says what surrounds its base64 audio (`audioTextAround`, src/media/providers/types.ts)
- * must say exactly what its `audioText` writes: the outbound queue frames that text in place, writing
+ * must say exactly what its `audioText` writes: the outbound writer frames that text in place, writing
  * only the base64 per chunk. Checked for every dialect that offers it, after its own start message, and
  * for the ones that must not (a per-chunk counter, a byte swap).
  */

@@ -122,7 +122,7 @@ describe('audio frames written whole', () => {
     for (let k = 0; k < 50; k++) {
       payload(320, k).copy(frame, framed.headerBytes);
       framed.send(frame);
-      // The outbound queue's rule: a frame the socket kept is not written into again.
+      // The outbound writer's rule: a frame the socket kept is not written into again.
       if (server.bufferedAmount > 0) frame = framed.frame();
     }
     await waitFor(() => received.length === 50, 5_000, '50 messages at the client');

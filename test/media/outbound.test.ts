@@ -1,6 +1,8 @@
 /**
- * The outbound queue against fake sockets and a hand-driven clock: bounds, backpressure, marks, clear.
- * (The same rules end to end, over real sockets and at real time, are in audio-path.test.ts.)
+ * The outbound writer against fake sockets and a hand-driven clock: bounds, backpressure, marks, clear,
+ * and, on a real pacing loop, the timers it keeps on the loop's clock (marks it reports by its own
+ * reckoning, the hang-up's wait and bound, the idle flush). (The same rules end to end, over real
+ * sockets and at real time, are in audio-path.test.ts and mark-rule.test.ts.)
  */
 import { describe, expect, it } from 'vitest';
 import WebSocket from 'ws';

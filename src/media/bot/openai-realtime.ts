@@ -6,7 +6,7 @@
  *                formats under session.audio: audio/pcmu or audio/pcma when the caller is G.711 8 kHz both
  *                ways, so the audio passes with no DSP at all; else audio/pcm at 24 kHz)
  *   caller:      `input_audio_buffer.append`, batched to APPEND_MS of audio per event
- *   model:       `response.output_audio.delta` to the caller, paced by the outbound queue
+ *   model:       `response.output_audio.delta` to the caller, paced by the outbound writer
  *   barge-in:    on `input_audio_buffer.speech_started`, the caller's playback is cleared (bridge queue,
  *                DSP, provider `clear`) and `conversation.item.truncate` sent with the `audio_end_ms` the
  *                caller actually heard of that item, clamped to what the server sent

@@ -21,7 +21,7 @@ export interface CallerPort {
   dtmf(digit: string): void;
   /** The bot hangs up: its audio plays out, then the provider is told and the call ends. */
   hangup(reason: string): void;
-  /** Barge-in: the bot's audio not yet played is dropped, in the DSP and the outbound queue. */
+  /** Barge-in: the bot's audio not yet played is dropped, in the DSP and the outbound writer. */
   clear(): void;
   /**
    * The bot could not be reached or dropped; the call goes on. The provider is told in its dialect's

@@ -65,7 +65,7 @@ export class DefaultWire implements ProviderWire {
     return this.#format;
   }
 
-  /** A wire for a call whose format is already known (tests of the outbound queue, benches). */
+  /** A wire for a call whose format is already known (tests of the outbound writer, benches). */
   static of(format: SessionFormat): DefaultWire {
     const w = new DefaultWire();
     w.#format = format;

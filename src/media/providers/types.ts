@@ -1,6 +1,6 @@
 /**
  * A provider dialect: how one telephony platform's media stream looks on the wire. One module each under
- * src/media/providers/, behind this interface; the session, the legs and the outbound queue are the same
+ * src/media/providers/, behind this interface; the session, the legs and the outbound writer are the same
  * for all of them.
  *
  *   upgrade       authenticate(req)            the platform's own credentials, checked before the upgrade
@@ -57,13 +57,13 @@ export type CallFrame =
   | { readonly kind: 'played'; readonly name: string }
   /**
    * Marks the provider dropped on a clear without reporting them (Plivo's `clearedAudio`, Vonage's
-   * `websocket:cleared`): no audio will reach them, and the bot learns of each, in order, as of a played
-   * mark, as Twilio does on `clear`.
+   * `websocket:cleared`): no audio will reach them. The clear reported them to the bot already (the
+   * mark rule of src/audio/playout.ts), so this only shows that the provider reports.
    */
   | { readonly kind: 'cleared'; readonly names: readonly string[] }
   | { readonly kind: 'end'; readonly reason: string | undefined }
   /**
-   * The provider's flow control (Asterisk's `MEDIA_XOFF`/`MEDIA_XON`): while paused the outbound queue
+   * The provider's flow control (Asterisk's `MEDIA_XOFF`/`MEDIA_XON`): while paused the outbound writer
    * sends nothing and keeps what it holds, in order; on resume it goes on, paced, from where it stopped.
    */
   | { readonly kind: 'flow'; readonly paused: boolean }
@@ -110,7 +110,7 @@ export interface ProviderWire {
   audioText(chunk: Buffer): string;
   /**
    * Where every chunk's `audioText` is `head + base64(chunk) + tail` with both the same for the whole
-   * call (ASCII): the two, so the outbound queue can write them into each message's buffer once and only
+   * call (ASCII): the two, so the outbound writer can write them into each message's buffer once and only
    * the base64 per chunk. Read once the format is known. Absent, or undefined: each chunk's text comes
    * from `audioText` (a dialect that numbers or transforms its chunks).
    */
@@ -121,9 +121,9 @@ export interface ProviderWire {
    */
   audioFrame?(chunk: Buffer): Buffer;
   /**
-   * A mark placed behind the audio before it; the provider reports it played. Undefined where the
-   * platform has no marks (AudioSocket): the mark counts as played once the audio before it was sent
-   * and the pacing lead has passed, and as cleared at once when a clear drops that audio.
+   * A mark placed behind the audio before it; the provider may report it played. Undefined where the
+   * platform has no marks (AudioSocket). Either way the bot hears of it by the mark rule of
+   * src/audio/playout.ts (the provider's report where it reports marks, else the bridge's reckoning).
    */
   markFrame(name: string): string | undefined;
   /**
@@ -134,7 +134,10 @@ export interface ProviderWire {
   clearFrame(): string | readonly string[] | undefined;
   /** A digit to play to the caller, or undefined where the dialect has none. */
   dtmfFrame(digit: string): string | undefined;
-  /** A bad frame reported back, or undefined where the dialect has no error event. */
+  /**
+   * A bad frame, or a bot that failed, told to the provider; undefined where the platform has no such
+   * message (every frame bound for the provider goes through the wire: a platform only gets its own).
+   */
   errorFrame(err: BridgeError): WireFrame | undefined;
   /** The bot hung up, or undefined where the dialect ends a call only by closing the socket. */
   hangupFrame(reason: string): WireFrame | undefined;
