@@ -245,8 +245,9 @@ export class OutboundWriter implements Paced, LegSink, PlayoutOut<WireFrame> {
    * reading: a flood of them must not pile up.
    */
   error(err: BridgeError): void {
+    if (this.#ws.bufferedAmount > this.#highWater) return;
     const frame = this.#wire.errorFrame(err);
-    if (frame !== undefined && this.#ws.bufferedAmount <= this.#highWater) this.#sendText(frame);
+    if (frame !== undefined) this.#sendText(frame);
   }
 
   /** The provider's report of a mark played, or cleared: see the mark rule in src/audio/playout.ts. */
