@@ -10,13 +10,14 @@ import { SyntheticCall } from '../../src/emulator/caller.js';
 import { pace } from '../../src/emulator/paced-caller.js';
 import { tonePcm16 } from '../helpers/audio.js';
 import { TestBot } from '../helpers/bot.js';
-import { startBridge, type TestBridge } from '../helpers/bridge.js';
+import { startBridge } from '../helpers/bridge.js';
 import { expectPacedBurst, PlatformSocket } from '../helpers/platform-socket.js';
+import { type Rig, startRig } from '../helpers/rig.js';
 import { waitFor } from '../helpers/wait.js';
 
 const TOKEN = 'telnyx-stream-token-for-tests';
 const CALL = 'v3:telnyx-call-control-id-0042';
-let bridge: TestBridge | undefined;
+let bridge: Rig | undefined;
 let bot: TestBot | undefined;
 const clients: PlatformSocket[] = [];
 
@@ -154,7 +155,8 @@ describe('Telnyx media streaming in front', () => {
 
   it('L16 both ways in network byte order, paced 20 ms per message, marks, clear, a bad frame skipped, the bot hanging up', async () => {
     bot = await TestBot.start({ echo: true });
-    bridge = await startBridge({ TELNYX_STREAM_AUTH_TOKEN: TOKEN, BOT_URL: bot.url });
+    // In a process of its own: the pacing check sees the bridge's pauses, not this process's.
+    bridge = await startRig({ process: true, env: { TELNYX_STREAM_AUTH_TOKEN: TOKEN, BOT_URL: bot.url } });
     const tx = new TelnyxSide(`${wsBase()}/v1/media/telnyx`, TOKEN);
     await tx.opened;
     tx.start();

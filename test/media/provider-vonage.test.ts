@@ -10,15 +10,16 @@ import { generateTone } from '../../src/audio/tone.js';
 import { SyntheticCall } from '../../src/emulator/caller.js';
 import { tonePcm16 } from '../helpers/audio.js';
 import { TestBot } from '../helpers/bot.js';
-import { startBridge, type TestBridge } from '../helpers/bridge.js';
+import { startBridge } from '../helpers/bridge.js';
 import { expectPacedBurst } from '../helpers/platform-socket.js';
+import { type Rig, startRig } from '../helpers/rig.js';
 import { type Moment, moment } from '../helpers/schedstat.js';
 import { toneCallBothWays } from '../helpers/tone-call.js';
 import { waitFor } from '../helpers/wait.js';
 
 const TOKEN = 'vonage-stream-token-for-tests';
 const UUID = 'aaaaaaaa-bbbb-4ccc-8ddd-eeeeeeeeeeee';
-let bridge: TestBridge | undefined;
+let bridge: Rig | undefined;
 let bot: TestBot | undefined;
 const clients: VonageSide[] = [];
 
@@ -178,7 +179,8 @@ describe('Vonage websocket endpoint in front', () => {
 
   it('paces the bot audio at exactly 20 ms per binary message, marks as notify, clear, bad frames skipped, and hang-up both ways', async () => {
     bot = await TestBot.start({ echo: false });
-    bridge = await startBridge({ VONAGE_STREAM_TOKEN: TOKEN, BOT_URL: bot.url });
+    // In a process of its own: the pacing check sees the bridge's pauses, not this process's.
+    bridge = await startRig({ process: true, env: { VONAGE_STREAM_TOKEN: TOKEN, BOT_URL: bot.url } });
     const v = new VonageSide(url(), `Bearer ${TOKEN}`);
     await v.opened;
     v.json({
