@@ -7,6 +7,7 @@
  */
 import { expect } from 'vitest';
 import WebSocket from 'ws';
+import type { BridgeWatch } from './bridge-process.js';
 import { describeGap, expectBridgeElsewhere, type Moment, moment, stoppedMs } from './schedstat.js';
 
 export interface Arrival extends Moment {
@@ -92,8 +93,11 @@ export interface BurstPacing {
   readonly worst: string;
 }
 
-/** Judges a burst received from a bridge in another process (throws otherwise: see expectBridgeElsewhere). */
-export function burstPacing(burst: readonly Moment[], chunkMs = 20): BurstPacing {
+/**
+ * Judges a burst received from a bridge in another process (throws otherwise: see expectBridgeElsewhere);
+ * with the bridge's `watch`, `worst` also says what the bridge itself went through.
+ */
+export function burstPacing(burst: readonly Moment[], chunkMs = 20, watch?: BridgeWatch): BurstPacing {
   expectBridgeElsewhere(burst);
   const own = ownGaps(burst);
   const sorted = [...own].sort((a, b) => a - b);
@@ -103,7 +107,11 @@ export function burstPacing(burst: readonly Moment[], chunkMs = 20): BurstPacing
     p99: sorted[Math.ceil(sorted.length * 0.99) - 1]!,
     p50: sorted[Math.ceil(sorted.length * 0.5) - 1]!,
     max: sorted.at(-1)!,
-    worst: `largest gap after chunk ${i}: ${describeGap(burst[i]!, burst[i + 1]!)}${nextGap(own, i)}`,
+    worst: `largest gap after chunk ${i}: ${describeGap(burst[i]!, burst[i + 1]!)}${nextGap(own, i)}${
+      watch === undefined
+        ? ''
+        : `; ${watch.describe(burst[0]!.at, burst.at(-1)!.at, [burst[i]!.at, burst[i + 1]!.at])}`
+    }`,
   };
 }
 
@@ -117,8 +125,8 @@ export function nextGap(gaps: readonly number[], i: number): string {
  * A 4 s burst of 20 ms chunks checked as paced at real time: spread over more than 3.9 s, inter-arrival
  * p99 within 25 ms. Its figures are printed first, so a failing run shows them.
  */
-export function expectPacedBurst(label: string, burst: readonly Moment[]): void {
-  const { span, p50, p99, max, worst } = burstPacing(burst);
+export function expectPacedBurst(label: string, burst: readonly Moment[], watch?: BridgeWatch): void {
+  const { span, p50, p99, max, worst } = burstPacing(burst, 20, watch);
   console.log(
     `${label}: 4 s burst paced over ${span.toFixed(0)} ms, inter-arrival p50 ${p50.toFixed(1)} p99 ${p99.toFixed(1)} max ${max.toFixed(1)} ms; ${worst}`,
   );

@@ -24,6 +24,7 @@ import type { RealtimeConnection } from '../../src/emulator/realtime/connection.
 import { createRealtimeEmulator, type RealtimeEmulator } from '../../src/emulator/realtime/server.js';
 import { replyToneHz } from '../../src/emulator/realtime/voice.js';
 import { tonePcm16 } from '../helpers/audio.js';
+import { type BridgeWatch, watchBridge } from '../helpers/bridge-process.js';
 import { interArrival, TestProvider } from '../helpers/provider.js';
 import { type ProcessRig, startRig } from '../helpers/rig.js';
 import { expectBridgeElsewhere } from '../helpers/schedstat.js';
@@ -94,6 +95,8 @@ async function agentServer(modelUrl: string, instructions: string): Promise<stri
 
 interface Call {
   readonly p: TestProvider;
+  /** The bridge's own collections and CPU times from the call's start. */
+  readonly watch: BridgeWatch;
   readonly conn: RealtimeConnection;
   /** Bytes per ms of what the caller receives. */
   readonly bytesPerMs: number;
@@ -132,6 +135,7 @@ async function call(dialect: Dialect, replyMs: number, outputRateFactor = 4): Pr
   await waitFor(() => conn.record.sent.includes('session.updated'), 5_000, 'the model session to be set up');
   return {
     p,
+    watch: watchBridge(bridge.process),
     conn,
     bytesPerMs: 8,
     decode: (bytes) => {
@@ -181,7 +185,7 @@ describe.each(['twilio', 'openai-realtime'] as const)('the %s bot dialect', (dia
     const gaps = own.sort((a, b) => a - b);
     const p99 = gaps[Math.ceil(gaps.length * 0.99) - 1]!;
     console.log(
-      `${dialect}: input SNR ${inSnr.toFixed(1)} dB, reply SNR ${outSnr.toFixed(1)} dB, reply ${heard.length / 8} ms of ${got.length / 8} ms received, inter-arrival p50 ${gaps[Math.ceil(gaps.length / 2) - 1]!.toFixed(1)} p99 ${p99.toFixed(1)} max ${gaps.at(-1)!.toFixed(1)} ms; ${worst}`,
+      `${dialect}: input SNR ${inSnr.toFixed(1)} dB, reply SNR ${outSnr.toFixed(1)} dB, reply ${heard.length / 8} ms of ${got.length / 8} ms received, inter-arrival p50 ${gaps[Math.ceil(gaps.length / 2) - 1]!.toFixed(1)} p99 ${p99.toFixed(1)} max ${gaps.at(-1)!.toFixed(1)} ms; ${worst}; ${c.watch.describe(c.p.audio[0]!.at, c.p.audio.at(-1)!.at)}`,
     );
     expect(inSnr).toBeGreaterThanOrEqual(30);
     expect(outSnr).toBeGreaterThanOrEqual(30);

@@ -12,8 +12,9 @@ import { SyntheticCall } from '../../src/emulator/caller.js';
 import { audioSocketMessage } from '../../src/media/providers/audiosocket.js';
 import { tonePcm16 } from '../helpers/audio.js';
 import { TestBot } from '../helpers/bot.js';
+import { watchBridge } from '../helpers/bridge-process.js';
 import { burstPacing } from '../helpers/platform-socket.js';
-import { type InProcessRig, type Rig, startRig } from '../helpers/rig.js';
+import { type InProcessRig, type ProcessRig, type Rig, startRig } from '../helpers/rig.js';
 import { type Moment, moment } from '../helpers/schedstat.js';
 import { quietFor, waitFor } from '../helpers/wait.js';
 
@@ -41,11 +42,13 @@ async function start(env: Record<string, string>, log?: 'warn'): Promise<InProce
 }
 
 /** The bridge in a process of its own, for the pacing check: its pauses are then in what arrives here. */
-async function startElsewhere(env: Record<string, string>): Promise<void> {
-  bridge = await startRig({
+async function startElsewhere(env: Record<string, string>): Promise<ProcessRig> {
+  const rig = await startRig({
     process: true,
     env: { AUDIOSOCKET_PORT: '0', AUDIOSOCKET_HOST: '127.0.0.1', ...env },
   });
+  bridge = rig;
+  return rig;
 }
 
 function target(): { host: string; port: number } {
@@ -190,7 +193,11 @@ describe('Asterisk AudioSocket listener in front', () => {
 
   it('paces bot audio at 20 ms a message with nothing ahead of real time; a mark is played once its audio was sent and the lead passed; the bot hangs up with 0x00', async () => {
     bot = await TestBot.start({ echo: false });
-    await startElsewhere({ BOT_URL: bot.url, AUDIOSOCKET_ALLOW: '127.0.0.1', PACE_LEAD_MS: '40' });
+    const rig = await startElsewhere({
+      BOT_URL: bot.url,
+      AUDIOSOCKET_ALLOW: '127.0.0.1',
+      PACE_LEAD_MS: '40',
+    });
     const a = new AsteriskSide();
     await a.opened;
     a.uuid(UUID);
@@ -198,12 +205,13 @@ describe('Asterisk AudioSocket listener in front', () => {
     const conn = await bot.waitConnection();
 
     // 4 s of bot audio at once leaves as 200 slin messages of 320 bytes, 20 ms apart.
+    const watch = watchBridge(rig.process);
     conn.ws.send(tonePcm16(440, 16000, 64000));
     conn.send({ event: 'mark', name: 'm1' });
     await waitFor(() => a.of(0x10).length >= 200, 7_000, '4 s of bot audio');
     const burst = a.of(0x10).slice(0, 200);
     expect(burst.every((m) => m.payload.length === 320)).toBe(true);
-    const { p50, p99, max, worst } = burstPacing(burst);
+    const { p50, p99, max, worst } = burstPacing(burst, 20, watch);
     // Nothing ahead of real time: message i arrives no earlier than i x 20 ms after the first, less the lead.
     const ahead = Math.max(...burst.map((m, i) => i * 20 - (m.at - burst[0]!.at)));
     console.log(

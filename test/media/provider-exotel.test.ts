@@ -4,6 +4,7 @@ import { SyntheticCall } from '../../src/emulator/caller.js';
 import { tonePcm16 } from '../helpers/audio.js';
 import { TestBot } from '../helpers/bot.js';
 import { startBridge } from '../helpers/bridge.js';
+import { watchBridge } from '../helpers/bridge-process.js';
 import { PlatformSocket } from '../helpers/platform-socket.js';
 import { type Rig, startRig } from '../helpers/rig.js';
 import { expectBridgeElsewhere, stoppedMs } from '../helpers/schedstat.js';
@@ -131,7 +132,8 @@ describe('Exotel Voicebot in front', () => {
   it('paces 3,200-byte chunks at real time, marks, clear with marks back, bad frames skipped, stop', async () => {
     bot = await TestBot.start({ echo: false });
     // In a process of its own: the pacing check sees the bridge's pauses, not this process's.
-    bridge = await startRig({ process: true, env: { ...ENV, BOT_URL: bot.url } });
+    const rig = await startRig({ process: true, env: { ...ENV, BOT_URL: bot.url } });
+    bridge = rig;
     const ex = new ExotelSide(url(), basic(USER, PASSWORD));
     await ex.opened;
     ex.start('8000');
@@ -146,6 +148,7 @@ describe('Exotel Voicebot in front', () => {
 
     // 4 s of bot audio at once: 20 chunks of 3,200 bytes (200 ms at 8 kHz each), 200 ms apart.
     const audio = tonePcm16(440, 16000, 64000);
+    const watch = watchBridge(rig.process);
     const sentAt = performance.now();
     conn.ws.send(audio);
     conn.send({ event: 'mark', name: 'm1' });
@@ -178,7 +181,7 @@ describe('Exotel Voicebot in front', () => {
     const p99 = sorted[Math.ceil(sorted.length * 0.99) - 1]!;
     const gaps = media.slice(1).map((g, i) => g.at - media[i]!.at);
     console.log(
-      `exotel: 4 s burst paced over ${span.toFixed(0)} ms, lateness against the schedule p50 ${sorted[9]!.toFixed(1)} p99 (the largest) ${p99.toFixed(1)} ms; inter-arrival min ${Math.min(...gaps).toFixed(1)} max ${Math.max(...gaps).toFixed(1)} ms`,
+      `exotel: 4 s burst paced over ${span.toFixed(0)} ms, lateness against the schedule p50 ${sorted[9]!.toFixed(1)} p99 (the largest) ${p99.toFixed(1)} ms; inter-arrival min ${Math.min(...gaps).toFixed(1)} max ${Math.max(...gaps).toFixed(1)} ms; ${watch.describe(media[0]!.at, media[19]!.at)}`,
     );
     expect(span).toBeGreaterThan(3900);
     expect(p99).toBeLessThanOrEqual(25);

@@ -10,6 +10,7 @@ import { SyntheticCall } from '../../src/emulator/caller.js';
 import { tonePcm16 } from '../helpers/audio.js';
 import { TestBot } from '../helpers/bot.js';
 import { startBridge } from '../helpers/bridge.js';
+import { watchBridge } from '../helpers/bridge-process.js';
 import { expectPacedBurst, PlatformSocket } from '../helpers/platform-socket.js';
 import { type Rig, startRig } from '../helpers/rig.js';
 import { toneCallBothWays } from '../helpers/tone-call.js';
@@ -168,7 +169,8 @@ describe('jambonz listen in front', () => {
   it('paces binary L16 at 20 ms a message, marks and killAudio as jambonz defines them, bad frames skipped, jambonz hangs up', async () => {
     bot = await TestBot.start({ echo: false });
     // In a process of its own: the pacing check sees the bridge's pauses, not this process's.
-    bridge = await startRig({ process: true, env: { ...ENV, BOT_URL: bot.url } });
+    const rig = await startRig({ process: true, env: { ...ENV, BOT_URL: bot.url } });
+    bridge = rig;
     const j = new JambonzSide(url(), basic(USER, PASSWORD));
     await j.opened;
     j.metadata({ metadata: { campaign: 'x' } });
@@ -185,12 +187,13 @@ describe('jambonz listen in front', () => {
     expect(list.map((s) => s.dialect)).toEqual(['jambonz']);
 
     // 4 s of bot audio at once: 200 binary messages of 640 bytes (20 ms at 16 kHz), paced.
+    const watch = watchBridge(rig.process);
     conn.ws.send(tonePcm16(440, 16000, 64000));
     conn.send({ event: 'mark', name: 'm1' });
     await waitFor(() => j.binary.length >= 200, 7_000, '4 s of bot audio');
     expect(j.binary.every((f) => f.bytes.length === 640)).toBe(true);
     const burst = j.binary.slice(0, 200);
-    expectPacedBurst('jambonz', burst);
+    expectPacedBurst('jambonz', burst, watch);
     // The mark follows its audio; jambonz's playout ack reaches the bot as the mark.
     await waitFor(() => j.types('mark').length === 1, 2_000, 'the mark at jambonz');
     expect(j.types('mark')[0]).toEqual({ type: 'mark', data: { name: 'm1' } });

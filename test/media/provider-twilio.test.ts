@@ -12,6 +12,7 @@ import { pace } from '../../src/emulator/paced-caller.js';
 import { tonePcm16 } from '../helpers/audio.js';
 import { TestBot } from '../helpers/bot.js';
 import { startBridge } from '../helpers/bridge.js';
+import { watchBridge } from '../helpers/bridge-process.js';
 import { expectPacedBurst, PlatformSocket } from '../helpers/platform-socket.js';
 import { type Rig, startRig } from '../helpers/rig.js';
 import { waitFor } from '../helpers/wait.js';
@@ -116,7 +117,8 @@ describe('Twilio Media Streams in front', () => {
   it('carries a call: tone both ways at µ-law SNR, paced, digits, marks, clear, the sessions list and stop', async () => {
     bot = await TestBot.start({ echo: true });
     // In a process of its own: the pacing check below sees the bridge's pauses, not this process's.
-    bridge = await startRig({ process: true, env: { TWILIO_AUTH_TOKEN: AUTH_TOKEN, BOT_URL: bot.url } });
+    const rig = await startRig({ process: true, env: { TWILIO_AUTH_TOKEN: AUTH_TOKEN, BOT_URL: bot.url } });
+    bridge = rig;
     const { url, signed } = await streamUrl();
     const tw = new TwilioSide(url, sign(signed));
     await tw.opened;
@@ -161,11 +163,12 @@ describe('Twilio Media Streams in front', () => {
     // Past PACE_CATCH_UP_MS (1 s) of quiet, a new run of audio starts a new schedule (no catch-up burst).
     await waitFor(() => performance.now() - tw.of('media').at(-1)!.at > 1_100, 3_000, 'the echo to end');
     const before = tw.of('media').length;
+    const watch = watchBridge(rig.process);
     conn.ws.send(tonePcm16(440, 16000, 64000));
     await waitFor(() => tw.of('media').length >= before + 200, 7_000, '4 s of bot audio');
     const burst = tw.of('media').slice(before, before + 200);
     // Judged as received, less only the time this (receiving) process was stopped (see expectPacedBurst).
-    expectPacedBurst('twilio', burst);
+    expectPacedBurst('twilio', burst, watch);
 
     // A digit reaches the bot; a bot mark reaches Twilio in its shape, and Twilio's echo reaches the bot.
     tw.send('dtmf', { dtmf: { track: 'inbound_track', digit: '5' } });
