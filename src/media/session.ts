@@ -6,14 +6,17 @@
  *   bot -> caller:  bot leg -> ToCaller -> bot leg of the pipeline -> OutboundQueue -> provider socket
  *
  * Frames arrive here already split into binary (audio) and text (events); every bad frame gets an `error`
- * event and a metric and is skipped, and the call goes on. The caller's digits and the provider's
+ * event and a metric and is skipped, and the call goes on, up to a budget: past MEDIA_BAD_FRAMES_PER_SEC
+ * in one second the socket is closed with 1008 (bad-frames.ts). The caller's digits and the provider's
  * session_end ride the caller leg as markers, so they reach the bot after the audio sent before them.
  */
+import { performance } from 'node:perf_hooks';
 import type { BridgeContext } from '../context.js';
-import { type BridgeError, isBridgeError } from '../errors.js';
+import { BridgeError, isBridgeError } from '../errors.js';
 import { displayUrl, type Logger } from '../log.js';
 import type { AudioPipeline, Leg } from '../pipeline/types.js';
 import type { SessionInfo } from '../state/types.js';
+import { BadFrameBudget } from './bad-frames.js';
 import { type BotChoice, botFormat, createBotLeg } from './bot/index.js';
 import type { BotLeg, BotNotice } from './bot/types.js';
 import { ToBot, ToCaller } from './bot-ports.js';
@@ -65,6 +68,7 @@ export class MediaSession {
   readonly #bot: BotLeg;
   readonly #framesIn;
   readonly #bytesIn;
+  readonly #badFrames: BadFrameBudget;
   #ended = false;
   /** Set by the provider's session_end: frames after it are ignored while the caller leg flushes. */
   #ending = false;
@@ -83,6 +87,7 @@ export class MediaSession {
     this.format = format;
     this.#deps = deps;
     this.log = ctx.log.child({ session_id: info.session_id, tenant: info.tenant });
+    this.#badFrames = new BadFrameBudget(ctx.config.mediaBadFramesPerSec);
     this.#framesIn = ctx.metrics.hot.framesInCaller;
     this.#bytesIn = ctx.metrics.hot.bytesInCaller;
     this.taps = new SessionTaps(format.codec, format.inputRate, format.outputRate, this.log);
@@ -226,13 +231,40 @@ export class MediaSession {
     this.#deps.onEnded(this);
   }
 
-  /** Reports a bad frame to the provider (where its dialect can) and counts it; the frame is skipped. */
+  /**
+   * Reports a bad frame to the provider (where its dialect can) and counts it; the frame is skipped. Past
+   * the budget the call ends instead.
+   */
   #reject(err: BridgeError): void {
     this.#deps.ctx.metrics.badFrames.labels(err.code).inc();
+    if (!this.#badFrames.spend(performance.now())) {
+      this.#flooded();
+      return;
+    }
     this.log.debug({ code: err.code }, 'bad frame skipped');
     const text = this.#wire.errorFrame(err);
     if (text !== undefined) this.#out.report(text);
     this.#report('error', { source: 'provider', code: err.code, message: err.message });
+  }
+
+  /**
+   * More than MEDIA_BAD_FRAMES_PER_SEC bad frames within a second: the provider is told, the call ends
+   * and the socket closes with 1008, counted and logged once (frames after it are ignored unparsed).
+   */
+  #flooded(): void {
+    const limit = this.#badFrames.perSecond;
+    const err = new BridgeError(
+      'bad_frame_flood',
+      `more than ${limit} bad frames within one second (MEDIA_BAD_FRAMES_PER_SEC); the socket is closed`,
+    );
+    this.#deps.ctx.metrics.badFrameFloods.inc();
+    this.log.warn({ code: err.code, limit }, 'provider flooded bad frames; closed');
+    const text = this.#wire.errorFrame(err);
+    if (text !== undefined) this.#out.report(text);
+    this.end(err.close!, 'too many bad frames', err.code);
+    // A peer that goes on sending past the close is cut a second later, not read for ws's 30 s close wait.
+    const ws = this.#ws;
+    setTimeout(() => ws.terminate(), 1000).unref();
   }
 
   /** An event of this call for its tenant's live-event listeners (none: nothing is built). */
