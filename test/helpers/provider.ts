@@ -141,6 +141,8 @@ export function interArrival(audio: readonly AudioArrival[]): {
   raw: number[];
   own: number[];
   worst: string;
+  /** When the largest gap (less the stalls) began and ended, on performance.now(). */
+  worstAt: readonly [number, number] | undefined;
 } {
   const raw: number[] = [];
   const own: number[] = [];
@@ -154,5 +156,10 @@ export function interArrival(audio: readonly AudioArrival[]): {
     if (own[i - 1]! > own[worst]!) worst = i - 1;
   }
   const where = audio.length < 2 ? 'no gaps' : describeGap(audio[worst]!, audio[worst + 1]!);
-  return { raw, own, worst: `largest gap after chunk ${worst}: ${where}${nextGap(own, worst)}` };
+  return {
+    raw,
+    own,
+    worst: `largest gap after chunk ${worst}: ${where}${nextGap(own, worst)}`,
+    worstAt: audio.length < 2 ? undefined : [audio[worst]!.at, audio[worst + 1]!.at],
+  };
 }
