@@ -2,8 +2,15 @@ import { defineConfig } from 'vitest/config';
 
 /** Tests that start several bridge processes and a Redis each. */
 const MULTI_PROCESS = ['test/state/cluster.test.ts', 'test/state/cluster-cli.test.ts'];
-/** Fault tests that carry 100 live calls each (their load would skew other files' timing checks). */
-const HUNDRED_CALLS = ['test/faults/worker-crash.test.ts', 'test/faults/sigterm-100.test.ts'];
+/**
+ * Fault tests that load the machine: 100 live calls each, or a peer flooding a bridge from a process of
+ * its own (their load would skew other files' timing checks, and others' load their control call's).
+ */
+const HUNDRED_CALLS = [
+  'test/faults/worker-crash.test.ts',
+  'test/faults/sigterm-100.test.ts',
+  'test/faults/provider-faults.test.ts',
+];
 /**
  * Tests that assert real-time pacing bounds (chunk inter-arrival p99 <= 25 ms): on two cores, other test
  * files running beside them took the p99 to 26 ms in a full run, so they run alone, after the rest.

