@@ -12,12 +12,14 @@ const HUNDRED_CALLS = [
   'test/faults/provider-faults.test.ts',
 ];
 /**
- * Tests that assert real-time pacing bounds (chunk inter-arrival p99 <= 25 ms): on two cores, other test
- * files running beside them took the p99 to 26 ms in a full run, so they run alone, after the rest.
+ * Tests that assert real-time pacing bounds (chunk inter-arrival p99 <= 25 ms, or no frame later than its
+ * turn), judging a bridge in a process of their own: on two cores, other test files running beside them
+ * took the p99 to 26 ms in a full run, so they run alone, after the rest.
  */
 const REAL_TIME = [
   'test/media/audio-path.test.ts',
   'test/media/bot-dialects.test.ts',
+  'test/media/bot-frameworks.test.ts',
   'test/media/provider-twilio.test.ts',
   'test/media/provider-telnyx.test.ts',
   'test/media/provider-plivo.test.ts',
