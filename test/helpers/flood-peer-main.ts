@@ -1,10 +1,9 @@
 /**
  * A provider that floods the bridge, in a process of its own: forked by FloodPeer (flood-peer.ts), told
  * what to do over IPC. One WebSocket to the bridge's media endpoint and a session_start; then, on the
- * paced caller's drift-free schedule, every tick one chunk of real audio (base64 media events), `bad`
- * bad text frames (an unknown event each) and `pings` pings with a 125-byte payload (each answered with a
- * pong of the same size: they fill the kernel's buffers toward a peer not reading). It can stop reading
- * (its TCP socket paused) and read again, and says what it sent and received.
+ * paced caller's drift-free schedule, every tick one chunk of real audio (base64 media events) and `bad`
+ * bad text frames (an unknown event each). It can stop reading (its TCP socket paused) and read again,
+ * and says what it sent and received.
  *
  * Apart from the test process so that what the test measures there (a control call's gaps) is the
  * bridge's doing and not this peer's: sending thousands of frames a second takes a core of its own.
@@ -16,7 +15,6 @@ import { tonePcm16 } from './audio.js';
 import type { FloodPeerReport, FloodPeerRequest } from './flood-peer.js';
 
 const BAD = JSON.stringify({ event: `x${'y'.repeat(60)}` });
-const PING = Buffer.alloc(125, 7);
 
 let ws: WebSocket | undefined;
 let schedule: PacedSchedule | undefined;
@@ -26,7 +24,6 @@ const state: { -readonly [K in keyof Omit<FloodPeerReport, 'type' | 'id' | 'fail
   {
     ticks: 0,
     bad: 0,
-    pings: 0,
     audio: 0,
     errors: {},
     closeCode: undefined,
@@ -60,7 +57,7 @@ async function open(r: Extract<FloodPeerRequest, { type: 'open' }>): Promise<voi
     state.closeReason = reason.toString();
     schedule?.stop();
   });
-  ws.on('error', (err) => console.error('flood peer socket error', err.message));
+  ws.on('error', () => {});
   await new Promise<void>((resolve, reject) => {
     ws!.once('open', () => resolve());
     ws!.once('error', reject);
@@ -91,10 +88,8 @@ function flood(r: Extract<FloodPeerRequest, { type: 'flood' }>): void {
         }),
       );
       for (let f = 0; f < r.bad; f++) ws.send(BAD);
-      for (let f = 0; f < r.pings; f++) ws.ping(PING);
       state.ticks++;
       state.bad += r.bad;
-      state.pings += r.pings;
     },
   });
   schedule.start();

@@ -1,7 +1,7 @@
 /**
  * A flooding provider in a process of its own (flood-peer-main.ts, forked with tsx), driven from a test:
- * open a call, flood it (a chunk of audio, `bad` bad frames and `pings` pings every tick), stop reading and
- * read again, and report what it sent and received. The flood then costs the test process nothing, so a
+ * open a call, flood it (a chunk of audio and `bad` bad frames every tick), stop reading and read again,
+ * and report what it sent and received. The flood then costs the test process nothing, so a
  * control call measured here judges the bridge alone.
  */
 import { type ChildProcess, fork } from 'node:child_process';
@@ -12,17 +12,16 @@ const MAIN = fileURLToPath(new URL('./flood-peer-main.ts', import.meta.url));
 
 export type FloodPeerRequest =
   | { type: 'open'; id: number; url: string; token: string; sessionId: string; sampleRate: number }
-  | { type: 'flood'; id: number; bad: number; pings: number; tickMs: number; maxTicks: number }
+  | { type: 'flood'; id: number; bad: number; tickMs: number; maxTicks: number }
   | { type: 'stop' | 'pause' | 'resume' | 'report' | 'exit'; id: number };
 
 /** What the peer has done and seen so far. */
 export interface FloodPeerReport {
   readonly type: 'report';
   readonly id: number;
-  /** Ticks sent (one chunk of audio each), and the bad frames and pings sent with them. */
+  /** Ticks sent (one chunk of audio each), and the bad frames sent with them. */
   readonly ticks: number;
   readonly bad: number;
-  readonly pings: number;
   /** Audio chunks received from the bridge. */
   readonly audio: number;
   /** `error` events received, by code. */
@@ -63,9 +62,9 @@ export class FloodPeer {
     return peer;
   }
 
-  /** Starts the flood: every `tickMs` (20), a chunk of audio, `bad` bad frames and `pings` pings, `maxTicks` times. */
-  flood(o: { bad?: number; pings?: number; tickMs?: number; maxTicks: number }): Promise<FloodPeerReport> {
-    return this.#ask({ type: 'flood', bad: 0, pings: 0, tickMs: 20, ...o });
+  /** Starts the flood: every `tickMs` (20), a chunk of audio and `bad` bad frames, `maxTicks` times. */
+  flood(o: { bad?: number; tickMs?: number; maxTicks: number }): Promise<FloodPeerReport> {
+    return this.#ask({ type: 'flood', bad: 0, tickMs: 20, ...o });
   }
 
   stop(): Promise<FloodPeerReport> {
