@@ -6,7 +6,7 @@ const MULTI_PROCESS = ['test/state/cluster.test.ts', 'test/state/cluster-cli.tes
  * Fault tests that load the machine: 100 live calls each, or a peer flooding a bridge from a process of
  * its own (their load would skew other files' timing checks, and others' load their control call's).
  */
-const HUNDRED_CALLS = [
+const LOADING_FAULTS = [
   'test/faults/worker-crash.test.ts',
   'test/faults/sigterm-100.test.ts',
   'test/faults/provider-faults.test.ts',
@@ -45,7 +45,7 @@ export default defineConfig({
         test: {
           name: 'main',
           include: ['test/**/*.test.ts'],
-          exclude: [...MULTI_PROCESS, ...HUNDRED_CALLS, ...REAL_TIME, ...BROWSER],
+          exclude: [...MULTI_PROCESS, ...LOADING_FAULTS, ...REAL_TIME, ...BROWSER],
           sequence: { groupOrder: 0 },
         },
       },
@@ -54,7 +54,7 @@ export default defineConfig({
         extends: true,
         test: {
           name: 'multi-process',
-          include: [...MULTI_PROCESS, ...HUNDRED_CALLS, ...REAL_TIME, ...BROWSER],
+          include: [...MULTI_PROCESS, ...LOADING_FAULTS, ...REAL_TIME, ...BROWSER],
           fileParallelism: false,
           sequence: { groupOrder: 1 },
         },
