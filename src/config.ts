@@ -120,6 +120,8 @@ export interface Config {
   readonly maxSessions: number;
   /** Media upgrade attempts per client address per second above which it gets 429. */
   readonly mediaConnectPerSec: number;
+  /** Bad frames a provider socket may send within one second; past it the socket closes with 1008. */
+  readonly mediaBadFramesPerSec: number;
   /** REST requests per client address per `restRateWindowMs` above which it gets 429. */
   readonly restRateLimit: number;
   readonly restRateWindowMs: number;

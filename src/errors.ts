@@ -61,6 +61,8 @@ export const ERRORS = {
   session_live: { status: 409, close: 4409 },
   tenant_mismatch: { status: 403, close: 1008 },
   token_expired: { status: 401, close: 1008 },
+  // More than MEDIA_BAD_FRAMES_PER_SEC bad frames within one second (src/media/bad-frames.ts).
+  bad_frame_flood: { status: 429, close: 1008 },
   frame_too_large: { status: 413, close: 1009 },
 } as const satisfies Record<string, ErrorSpec>;
 

@@ -155,6 +155,11 @@ export function createMetrics() {
       labelNames: ['code'] as const,
       registers: r,
     }),
+    badFrameFloods: new Counter({
+      name: 'voicebridge_bad_frame_floods_total',
+      help: 'Provider sockets closed (1008) for more bad frames within one second than the budget',
+      registers: r,
+    }),
     shedChunks: new Counter({
       name: 'voicebridge_shed_chunks_total',
       help: 'Outbound chunks dropped, by reason (buffer_full, backpressure, clear)',

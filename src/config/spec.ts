@@ -540,6 +540,14 @@ export const CONFIG_SPEC = [
   ),
   int(
     'limits',
+    'MEDIA_BAD_FRAMES_PER_SEC',
+    'mediaBadFramesPerSec',
+    { min: 1, max: 1_000_000 },
+    500,
+    'Bad frames a provider socket may send within one second (each answered, counted and skipped); past it the call ends and the socket closes with 1008 (`bad_frame_flood`). 10x the frames of a 20 ms stream.',
+  ),
+  int(
+    'limits',
     'REST_RATE_LIMIT',
     'restRateLimit',
     { min: 1, max: 1_000_000 },

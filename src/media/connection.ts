@@ -2,7 +2,9 @@
  * One provider socket from upgrade to close. Before its `session_start` it is only a connection: the
  * first frame must be a valid `session_start` (else 4400), whose `session_id` must not be live (else
  * 4409, the live one untouched) and whose optional `tenant` must be the token's (else 1008). Frames that
- * arrive while the session is being set up (an async registry) are held, in order, and replayed.
+ * arrive while the session is being set up (an async registry) are held, in order, and replayed. Once
+ * refused, a connection ignores what else arrives: frames a peer sends before it sees the close are not
+ * parsed, counted or answered (a flood of them costs only their framing).
  *
  * Its two timers (the wait for session_start, and the media token's expiry) run on the calls' clock
  * (BridgeContext.clock, the pacing loop's), so a test drives them by hand like the rest of a call.
@@ -36,7 +38,7 @@ const MAX_HELD_FRAMES = 256;
 /** setTimeout's longest delay (about 24.8 days). */
 const MAX_TIMER_MS = 2 ** 31 - 1;
 
-type State = 'awaiting_start' | 'starting' | 'live' | 'closed';
+type State = 'awaiting_start' | 'starting' | 'live' | 'refused' | 'closed';
 
 export class ProviderConnection {
   readonly #ws: ProviderSocket;
@@ -124,6 +126,7 @@ export class ProviderConnection {
         if (this.#held.length < MAX_HELD_FRAMES) this.#held.push({ data, isBinary });
         else this.#heldDropped++;
         return;
+      case 'refused':
       case 'closed':
         return;
     }
@@ -289,6 +292,8 @@ export class ProviderConnection {
   }
 
   #fail(err: BridgeError): void {
+    if (this.#state === 'refused') return;
+    if (this.#state !== 'closed') this.#state = 'refused';
     this.#deps.ctx.metrics.badFrames.labels(err.code).inc();
     this.#report(err);
     this.#close(err.close ?? 1011, closeReason(err.message));

@@ -6,16 +6,20 @@
  *   bot -> caller:  bot leg -> ToCaller -> bot leg of the pipeline -> OutboundWriter -> provider socket
  *
  * Frames arrive here already split into binary (audio) and text (events); every bad frame gets an `error`
- * event (where the dialect has one) and a metric and is skipped, and the call goes on. The caller's digits
- * and the provider's session_end ride the caller leg as markers, so they reach the bot after the audio
- * sent before them. The provider's reports of marks go to the outbound writer, which stands for the
- * caller's playback: it reports each of the bot's marks once, by the mark rule of src/audio/playout.ts.
+ * event (where the dialect has one) and a metric and is skipped, and the call goes on, up to a budget:
+ * past MEDIA_BAD_FRAMES_PER_SEC in one second the socket is closed with 1008 (bad-frames.ts). The
+ * caller's digits and the provider's session_end ride the caller leg as markers, so they reach the bot
+ * after the audio sent before them. The provider's reports of marks go to the outbound writer, which
+ * stands for the caller's playback: it reports each of the bot's marks once, by the mark rule of
+ * src/audio/playout.ts.
  */
+import { performance } from 'node:perf_hooks';
 import type { BridgeContext } from '../context.js';
-import { type BridgeError, isBridgeError } from '../errors.js';
+import { BridgeError, isBridgeError } from '../errors.js';
 import { displayUrl, type Logger } from '../log.js';
 import type { AudioPipeline, Leg } from '../pipeline/types.js';
 import type { SessionInfo } from '../state/types.js';
+import { BadFrameBudget } from './bad-frames.js';
 import { type BotChoice, botFormat, createBotLeg } from './bot/index.js';
 import type { BotLeg, BotNotice } from './bot/types.js';
 import { ToBot, ToCaller } from './bot-ports.js';
@@ -67,6 +71,7 @@ export class MediaSession {
   readonly #bot: BotLeg;
   readonly #framesIn;
   readonly #bytesIn;
+  readonly #badFrames: BadFrameBudget;
   #ended = false;
   /** Set by the provider's session_end: frames after it are ignored while the caller leg flushes. */
   #ending = false;
@@ -85,6 +90,7 @@ export class MediaSession {
     this.format = format;
     this.#deps = deps;
     this.log = ctx.log.child({ session_id: info.session_id, tenant: info.tenant });
+    this.#badFrames = new BadFrameBudget(ctx.config.mediaBadFramesPerSec);
     this.#framesIn = ctx.metrics.hot.framesInCaller;
     this.#bytesIn = ctx.metrics.hot.bytesInCaller;
     this.taps = new SessionTaps(format.codec, format.inputRate, format.outputRate, this.log);
@@ -221,9 +227,16 @@ export class MediaSession {
     this.#deps.onEnded(this);
   }
 
-  /** Reports a bad frame to the provider (where its dialect can) and counts it; the frame is skipped. */
+  /**
+   * Reports a bad frame to the provider (where its dialect can) and counts it; the frame is skipped. Past
+   * the budget the call ends instead.
+   */
   #reject(err: BridgeError): void {
     this.#deps.ctx.metrics.badFrames.labels(err.code).inc();
+    if (!this.#badFrames.spend(performance.now())) {
+      this.#flooded();
+      return;
+    }
     this.log.debug({ code: err.code }, 'bad frame skipped');
     this.#out.error(err);
     this.#report('error', { source: 'provider', code: err.code, message: err.message });
@@ -234,6 +247,25 @@ export class MediaSession {
     if (this.#ended) return;
     this.#bot.mark(name, cleared);
     this.#report('mark', cleared ? { name, cleared: true } : { name });
+  }
+
+  /**
+   * More than MEDIA_BAD_FRAMES_PER_SEC bad frames within a second: the provider is told, the call ends
+   * and the socket closes with 1008, counted and logged once (frames after it are ignored unparsed).
+   */
+  #flooded(): void {
+    const limit = this.#badFrames.perSecond;
+    const err = new BridgeError(
+      'bad_frame_flood',
+      `more than ${limit} bad frames within one second (MEDIA_BAD_FRAMES_PER_SEC); the socket is closed`,
+    );
+    this.#deps.ctx.metrics.badFrameFloods.inc();
+    this.log.warn({ code: err.code, limit }, 'provider flooded bad frames; closed');
+    this.#out.error(err);
+    this.end(err.close!, 'too many bad frames', err.code);
+    // A peer that goes on sending past the close is cut a second later, not read for ws's 30 s close wait.
+    const ws = this.#ws;
+    this.#deps.ctx.clock.setTimeout(() => ws.terminate(), 1000).unref();
   }
 
   /** An event of this call for its tenant's live-event listeners (none: nothing is built). */

@@ -111,8 +111,9 @@ describe('DSP worker crash under 100 live calls', () => {
     const victimLost = Math.max(...lost.filter((_, i) => victims.has(`w-${i}`)));
     console.log(`chunks sent per call ${total}; most lost: bystander ${bystanderLost}, victim ${victimLost}`);
     expect(bystanderLost).toBeLessThanOrEqual(1);
-    // Gaps less the time this process sat runnable off the CPU (schedstat.ts): 100 clients and the
-    // bridge share its one thread, so bounded loosely; lost audio is bounded strictly above.
+    // Gaps as they arrived: 100 clients and the bridge (in this process for its fault hook) share its one
+    // thread, none of whose stalls is excused (schedstat.ts), so bounded loosely; lost audio is bounded
+    // strictly above.
     expect(bystanders).toBeLessThan(250);
     expect(providers.every((p) => p.closeCode === undefined)).toBe(true);
     expect(providers.flatMap((p) => p.errors())).toHaveLength(0);

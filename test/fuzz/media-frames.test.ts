@@ -39,6 +39,8 @@ beforeAll(async () => {
     ECHO_DELAY_MS: '0',
     MAX_PAYLOAD_BYTES: String(MAX_PAYLOAD),
     MEDIA_CONNECT_PER_SEC: '100000',
+    // Every bad frame is answered here, however fast the cases come (the budget has tests of its own).
+    MEDIA_BAD_FRAMES_PER_SEC: '1000000',
   });
   token = await bridge.mediaToken();
   control = await ControlCall.start(bridge.mediaUrl, token, 'fuzz-control');

@@ -3,39 +3,79 @@
  * loopback: wrong types, unknown fields, unicode and oversized bodies and path parameters, garbage or
  * missing tokens, odd methods and content types. Every answer is JSON; every error is the contract's body
  * `{"error": <a code from the table>, "message": <text>}` with a status that fits it; the process stays
- * up and a control call beside it keeps its audio.
+ * up and a control call beside it keeps its audio. The bridge runs in a process of its own, so the
+ * control call's gaps are the bridge's and not the fuzzing client's (which runs here).
  */
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { mintToken } from '../../src/auth/jwt.js';
 import { ERRORS } from '../../src/errors.js';
-import { ALL_SCOPES, holdSession, MEDIA_SECRET, type Rig, restToken, startRig } from '../control/harness.js';
+import {
+  ALL_SCOPES,
+  AUTH_SECRET,
+  closedPort,
+  EMULATOR_SECRET,
+  MEDIA_SECRET,
+  restToken,
+} from '../control/harness.js';
+import { type BridgeWatch, watchBridge } from '../helpers/bridge-process.js';
 import { ControlCall } from '../helpers/control-call.js';
+import { TestProvider } from '../helpers/provider.js';
+import { type ProcessRig, startRig } from '../helpers/rig.js';
+import { waitFor } from '../helpers/wait.js';
 
 const CODES = new Set(Object.keys(ERRORS));
 const STATUSES = new Set([200, 400, 401, 403, 404, 409, 413, 415, 502, 503, 504]);
 
-let rig: Rig;
+let rig: ProcessRig;
 let control: ControlCall;
+/** The live call of tenant "fuzz" the call-control cases act on. */
+let held: TestProvider;
+/** What the bridge went through while the control call ran. */
+let watch: BridgeWatch | undefined;
 let good: string;
 let cases = 0;
 
 beforeAll(async () => {
-  // No provider: call control answers 503 at once instead of dialling; the limits are out of the way.
+  // Providers at a closed port: call control and messaging check their input, then answer 503 at once
+  // instead of dialling; the limits are out of the way.
+  const nowhere = `http://127.0.0.1:${await closedPort()}/v1`;
   rig = await startRig({
-    providerUrl: null,
-    env: { REST_RATE_LIMIT: '1000000', REST_AUTH_FAIL_LIMIT: '1000000' },
+    process: true,
+    env: {
+      AUTH_JWT_SECRET: AUTH_SECRET,
+      // The held call names its tenant in its session_start (development and tests only).
+      MEDIA_AUTH: 'none',
+      PROVIDER_BASE_URL: nowhere,
+      PROVIDER_TOKEN: await mintToken({ secret: EMULATOR_SECRET, scopes: ALL_SCOPES }),
+      MESSAGING_BASE_URL: nowhere,
+      MESSAGING_TOKEN: 'unused',
+      REST_RATE_LIMIT: '1000000',
+      REST_AUTH_FAIL_LIMIT: '1000000',
+    },
   });
-  // REST cases act for tenant "fuzz", so a PUT cannot change the control call's tenant. No messaging
-  // provider either: the messaging routes check their bodies, then answer 503.
+  // REST cases act for tenant "fuzz", so a PUT cannot change the control call's tenant.
   good = await restToken([...ALL_SCOPES, 'messages:read', 'messages:manage'], 'fuzz');
-  await holdSession(rig.bridge, 'fz-1', 'fuzz');
-  const media = `${rig.http.replace('http', 'ws')}/v1/media`;
-  control = await ControlCall.start(media, await mintToken({ secret: MEDIA_SECRET }), 'rest-fuzz-control');
+  held = new TestProvider(rig.mediaUrl);
+  await held.start('fz-1', { tenant: 'fuzz' });
+  await waitFor(
+    async () =>
+      (await fetch(`${rig.http}/v1/sessions/fz-1`, { headers: { authorization: `Bearer ${good}` } }))
+        .status === 200,
+    5_000,
+    'the held call of tenant fuzz',
+  );
+  control = await ControlCall.start(
+    rig.mediaUrl,
+    await mintToken({ secret: MEDIA_SECRET }),
+    'rest-fuzz-control',
+  );
+  watch = watchBridge(rig.process);
 });
 
 afterAll(async () => {
   control?.close();
+  held?.close();
   await rig?.close();
   console.log(`REST fuzz cases: ${cases}`);
 });
@@ -212,11 +252,14 @@ describe('REST routes, property-based', () => {
     expect((await fetch(`${rig.http}/healthz`)).status).toBe(200);
     const w = control.window(0);
     const r = await control.stop();
-    console.log(`REST fuzz control call: ${JSON.stringify({ ...r, ...w })}`);
+    console.log(
+      `REST fuzz control call: ${JSON.stringify({ ...r, ...w })}; ${watch?.describe(0, performance.now(), w.worstAt)}`,
+    );
     expect(r.receivedSamples).toBeGreaterThanOrEqual(r.sentSamples - 16 * 160);
     expect(r.snrDb).toBeGreaterThan(40);
-    // The fuzzing client runs on the bridge's own event loop, so gaps include the client's work too:
-    // bounded loosely here (a provider's jitter buffer absorbs this); lost audio is bounded strictly above.
+    // The fuzzing client runs in this process, beside the control call's receiving end, so gaps include
+    // its work too: bounded loosely here (a provider's jitter buffer absorbs this); lost audio is bounded
+    // strictly above.
     expect(w.p99GapMs).toBeLessThan(70);
     expect(w.maxGapMs).toBeLessThan(300);
   }, 120_000);

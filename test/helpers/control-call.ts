@@ -21,9 +21,16 @@ const SECOND = tonePcm16(HZ, RATE, RATE);
 export interface WindowStats {
   /** Audio chunks that arrived in the window. */
   readonly chunks: number;
-  /** The longest gap between arrivals in the window, less this process's CPU run-queue wait. */
+  /**
+   * The longest gap between arrivals in the window, less the time this process was stopped (nothing
+   * subtracted while the bridge runs in this process: schedstat.ts).
+   */
   readonly maxGapMs: number;
   readonly p99GapMs: number;
+  /** Where the largest gap falls and where its time went in this process (see describeGap). */
+  readonly worst: string;
+  /** When the largest gap began and ended (performance.now()). */
+  readonly worstAt: readonly [number, number] | undefined;
 }
 
 export class ControlCall {
@@ -68,8 +75,10 @@ export class ControlCall {
   /** Arrivals and gaps between `from` and `to` (performance.now() times). */
   window(from: number, to = performance.now()): WindowStats {
     const inWindow = this.provider.audio.filter((a) => a.at >= from && a.at <= to);
-    const { own } = interArrival(inWindow);
+    const { own, worst, worstAt } = interArrival(inWindow);
     return {
+      worst,
+      worstAt,
       chunks: inWindow.length,
       maxGapMs: own.length === 0 ? Number.POSITIVE_INFINITY : Math.max(...own),
       p99GapMs: own.length === 0 ? Number.POSITIVE_INFINITY : quantile(own, 0.99),

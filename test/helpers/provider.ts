@@ -2,11 +2,10 @@
  * A test provider: one WebSocket to the bridge's media endpoint that records everything it receives,
  * with arrival times on the monotonic clock.
  */
-import { performance } from 'node:perf_hooks';
 import WebSocket from 'ws';
 import { pace } from '../../src/emulator/paced-caller.js';
 import { nextGap } from './platform-socket.js';
-import { describeGap, type Moment, moment, stoppedMs } from './schedstat.js';
+import { describeGap, type Moment, moment, stamp, stoppedMs } from './schedstat.js';
 import { waitFor } from './wait.js';
 
 /** An audio chunk as it arrived; with the main thread's CPU times then when sampled (see schedstat.ts). */
@@ -54,9 +53,10 @@ export class TestProvider {
     });
     this.opened.catch(() => {});
     this.ws.on('message', (data: Buffer, isBinary: boolean) => {
-      const at = performance.now();
+      const when = sample ? moment() : stamp();
+      const at = when.at;
       if (isBinary) {
-        this.audio.push(sample ? { ...moment(), data } : { at, data });
+        this.audio.push({ ...when, data });
         this.order.push({ kind: 'audio', bytes: data.length });
       } else {
         const ev = JSON.parse(data.toString('utf8')) as { event: string };
@@ -64,7 +64,7 @@ export class TestProvider {
         this.order.push({ kind: 'event', event: ev.event, name: (ev as { name?: unknown }).name });
         if (ev.event === 'media') {
           const payload = Buffer.from((ev as unknown as { payload: string }).payload, 'base64');
-          this.audio.push({ at, data: payload });
+          this.audio.push({ ...when, data: payload });
         }
       }
     });
@@ -141,6 +141,8 @@ export function interArrival(audio: readonly AudioArrival[]): {
   raw: number[];
   own: number[];
   worst: string;
+  /** When the largest gap (less the stalls) began and ended, on performance.now(). */
+  worstAt: readonly [number, number] | undefined;
 } {
   const raw: number[] = [];
   const own: number[] = [];
@@ -154,5 +156,10 @@ export function interArrival(audio: readonly AudioArrival[]): {
     if (own[i - 1]! > own[worst]!) worst = i - 1;
   }
   const where = audio.length < 2 ? 'no gaps' : describeGap(audio[worst]!, audio[worst + 1]!);
-  return { raw, own, worst: `largest gap after chunk ${worst}: ${where}${nextGap(own, worst)}` };
+  return {
+    raw,
+    own,
+    worst: `largest gap after chunk ${worst}: ${where}${nextGap(own, worst)}`,
+    worstAt: audio.length < 2 ? undefined : [audio[worst]!.at, audio[worst + 1]!.at],
+  };
 }

@@ -25,6 +25,7 @@ import { TestBot } from './bot.js';
 import { type BridgeProcess, spawnBridgeProcess } from './bridge-process.js';
 import { TestProvider } from './provider.js';
 import { type TestRedis, useRedis } from './redis.js';
+import { bridgeStartedHere } from './schedstat.js';
 
 type TestProviderOptions = NonNullable<ConstructorParameters<typeof TestProvider>[1]>;
 
@@ -65,6 +66,8 @@ export interface RigOptions {
   readonly bridgeOptions?: Omit<BridgeOptions, 'log'>;
   /** How long a child process may take to print its banner (default 20 s). */
   readonly startTimeoutMs?: number;
+  /** A child process's Node options (e.g. `--trace-gc`). */
+  readonly nodeArgs?: readonly string[];
 }
 
 interface RigBase extends AsyncDisposable {
@@ -102,6 +105,10 @@ export interface InProcessRig extends RigBase {
 
 export interface ProcessRig extends RigBase {
   readonly process: BridgeProcess;
+  /** A metric's value from GET /metrics, summed over its series, or over those with `label`. */
+  metric(name: string, label?: readonly [string, string]): Promise<number>;
+  /** The child's JSON log lines so far (at LOG_LEVEL, `warn` unless `env` says otherwise). */
+  logLines(): Record<string, unknown>[];
 }
 
 export type Rig = InProcessRig | ProcessRig;
@@ -227,7 +234,11 @@ export async function startRig(o: RigOptions = {}): Promise<Rig> {
     };
 
     if (o.process === true) {
-      const child = await spawnBridgeProcess({ LOG_LEVEL: 'warn', ...env }, o.startTimeoutMs ?? 20_000);
+      const child = await spawnBridgeProcess(
+        { LOG_LEVEL: 'warn', ...env },
+        o.startTimeoutMs ?? 20_000,
+        o.nodeArgs ?? [],
+      );
       // The bridge closes before its peers (pushed last, closed first).
       closers.push(() => child.kill('SIGTERM'), closeCalls);
       const mediaUrl = `${child.http.replace('http', 'ws')}/v1/media`;
@@ -237,6 +248,9 @@ export async function startRig(o: RigOptions = {}): Promise<Rig> {
         mediaUrl,
         process: child,
         call: (id, c) => call(mediaUrl, id, c),
+        metric: async (name, label) =>
+          scrapeMetric(await (await fetch(`${child.http}/metrics`)).text(), name, label),
+        logLines: () => jsonLines(child.output()),
       };
     }
 
@@ -247,6 +261,8 @@ export async function startRig(o: RigOptions = {}): Promise<Rig> {
       typeof o.log === 'string'
         ? createLogger(o.log, { write: (line: string) => void logs.push(line) })
         : o.log;
+    // From here until it has closed, this process's stalls are the bridge's too (schedstat.ts).
+    closers.push(bridgeStartedHere());
     const bridge = await createBridge(config, { ...o.bridgeOptions, ...(log === undefined ? {} : { log }) });
     bridgeRef = bridge;
     closers.push(() => bridge.close(), closeCalls);
@@ -257,4 +273,28 @@ export async function startRig(o: RigOptions = {}): Promise<Rig> {
     await closeAll();
     throw err;
   }
+}
+
+/** A metric's value in Prometheus text: the sum of its samples, or of those whose labels hold `label`. */
+export function scrapeMetric(text: string, name: string, label?: readonly [string, string]): number {
+  let sum = 0;
+  for (const line of text.split('\n')) {
+    const m = /^([a-zA-Z_:][a-zA-Z0-9_:]*)(\{[^}]*\})? (\S+)$/.exec(line);
+    if (m === null || m[1] !== name) continue;
+    if (label !== undefined && !(m[2] ?? '').includes(`${label[0]}="${label[1]}"`)) continue;
+    sum += Number(m[3]);
+  }
+  return sum;
+}
+
+/** The JSON lines of a child's output (the banner and anything else skipped). */
+function jsonLines(out: string): Record<string, unknown>[] {
+  const lines: Record<string, unknown>[] = [];
+  for (const line of out.split('\n')) {
+    if (!line.startsWith('{')) continue;
+    try {
+      lines.push(JSON.parse(line) as Record<string, unknown>);
+    } catch {}
+  }
+  return lines;
 }

@@ -1,11 +1,16 @@
 /**
  * Bad input after session_start: each bad frame gets an `error` event naming what was wrong and what is
- * accepted, is counted, and is skipped; the call goes on with its audio intact.
+ * accepted, is counted, and is skipped; the call goes on with its audio intact, up to a budget of
+ * MEDIA_BAD_FRAMES_PER_SEC a second, past which the socket closes with 1008. Before session_start the
+ * first bad frame closes the socket (4400), and what follows it is ignored.
  */
+import type { Socket } from 'node:net';
 import { describe, expect, it } from 'vitest';
 import { fitTone } from '../../src/audio/tone.js';
+import { BadFrameBudget } from '../../src/media/bad-frames.js';
 import { pcm16Samples, tonePcm16 } from '../helpers/audio.js';
 import { startBridge, useBridge } from '../helpers/bridge.js';
+import { captureLog } from '../helpers/log-capture.js';
 import { TestProvider } from '../helpers/provider.js';
 import { quietFor, reach, waitFor } from '../helpers/wait.js';
 
@@ -128,5 +133,110 @@ describe('bad input', () => {
     expect(p.errors()).toHaveLength(0);
     for (const a of p.audio) expect(a.data.length).toBe(320);
     expect(fitTone(pcm16Samples(p.audioBytes()).subarray(200, 3600), 500, 8000).snrDb).toBeGreaterThan(40);
+  });
+});
+
+/** A live call on the rig's bridge (its echo heard once, so frames now reach the session, not the set-up hold). */
+async function liveCall(id: string): Promise<TestProvider> {
+  const p = new TestProvider(t.bridge!.mediaUrl, { token: await t.bridge!.mediaToken() });
+  t.providers.push(p);
+  await p.start(id);
+  p.sendRaw(tonePcm16(500, 8000, 160));
+  await waitFor(() => p.audio.length > 0, 3_000, 'the echo');
+  return p;
+}
+
+const unknown = (i: number) => JSON.stringify({ event: `x-${i}` });
+
+describe('a budget of bad frames', () => {
+  it('counts them in one-second windows, each from the first bad frame after the last', () => {
+    const b = new BadFrameBudget(3);
+    expect([0, 100, 999].map((t) => b.spend(t))).toEqual([true, true, true]);
+    expect(b.spend(999.5)).toBe(false);
+    // A new window at 1000 ms: three more, then no.
+    expect([1000, 1500, 1999, 1999].map((t) => b.spend(t))).toEqual([true, true, true, false]);
+    expect(b.spend(3500)).toBe(true);
+  });
+
+  it('answers every bad frame up to MEDIA_BAD_FRAMES_PER_SEC in a second; the next ends the call with 1008, counted and logged once', async () => {
+    const logs = captureLog('info');
+    t.bridge = await startBridge({ BOT_URL: 'builtin:echo', ECHO_DELAY_MS: '0' }, { log: logs.log });
+    const budget = t.bridge.config.mediaBadFramesPerSec;
+    expect(budget).toBe(500);
+    const p = await liveCall('budget-1');
+    // The budget and one more, sent at once (well within a second), then more that must go unread.
+    for (let i = 0; i <= budget + 100; i++) p.sendRaw(unknown(i));
+    expect(await p.waitClosed(5_000)).toBe(1008);
+    const errors = p.errors();
+    expect(errors.filter((e) => e.code === 'unknown_event')).toHaveLength(budget);
+    expect(errors.at(-1)).toMatchObject({ code: 'bad_frame_flood' });
+    expect(String(errors.at(-1)!.message)).toMatch(/more than 500 bad frames within one second/);
+    expect(p.closeReason).toBe('too many bad frames');
+    // Counted: each bad frame up to the one past the budget; the close once; logged once.
+    expect(await badFrameCount('unknown_event')).toBe(budget + 1);
+    expect((await t.bridge.bridge.ctx.metrics.badFrameFloods.get()).values[0]!.value).toBe(1);
+    expect(logs.find(/flooded bad frames/, 'budget-1')).toHaveLength(1);
+    expect(logs.find(/session ended/, 'budget-1')[0]).toMatchObject({
+      code: 1008,
+      reason: 'bad_frame_flood',
+    });
+  });
+
+  it('a flooding peer that reads nothing and goes on sending past the close is cut a second later', async () => {
+    t.bridge = await startBridge({ BOT_URL: 'builtin:echo', MEDIA_BAD_FRAMES_PER_SEC: '50' });
+    const bridge = t.bridge;
+    const p = await liveCall('budget-cut');
+    // It never reads the close (its socket paused), so it never answers it; and it keeps sending.
+    (p.ws as unknown as { _socket: Socket })._socket.pause();
+    const t0 = performance.now();
+    for (let i = 0; i <= 50; i++) p.sendRaw(unknown(i));
+    let sent = 0;
+    const gone = waitFor(() => bridge.bridge.media.connections === 0, 5_000, 'the socket to be cut', 10);
+    gone.catch(() => {}); // awaited below
+    while (bridge.bridge.media.connections > 0 && performance.now() - t0 < 5_000) {
+      p.sendRaw(unknown(++sent));
+      await reach(t0 + sent * 20);
+    }
+    await gone;
+    const after = performance.now() - t0;
+    console.log(`flooding peer cut ${after.toFixed(0)} ms after its flood began, ${sent} frames after it`);
+    // Cut near a second after the close, not after ws's 30 s wait for the peer's close frame.
+    expect(after).toBeGreaterThan(900);
+    expect(after).toBeLessThan(2_500);
+  });
+
+  it('a window of its own for each second: the budget each second, for three seconds, keeps the call', async () => {
+    t.bridge = await startBridge({
+      BOT_URL: 'builtin:echo',
+      ECHO_DELAY_MS: '0',
+      MEDIA_BAD_FRAMES_PER_SEC: '100',
+    });
+    const p = await liveCall('budget-2');
+    const t0 = performance.now();
+    for (let s = 0; s < 3; s++) {
+      // 1.5 s apart: the windows cannot overlap whatever the delivery delay of their first frames.
+      await reach(t0 + s * 1_500);
+      for (let i = 0; i < 100; i++) p.sendRaw(unknown(i));
+      await waitFor(() => p.errors().length >= (s + 1) * 100, 3_000, `the answers to batch ${s}`);
+    }
+    expect(p.errors().every((e) => e.code === 'unknown_event')).toBe(true);
+    expect(p.closeCode).toBeUndefined();
+    // And the call still carries audio.
+    const n = p.audio.length;
+    p.sendRaw(tonePcm16(500, 8000, 1600));
+    await waitFor(() => p.audio.length >= n + 5, 3_000, 'audio after the bad frames');
+  });
+
+  it('before session_start the first bad frame closes the socket (4400); what follows is not read', async () => {
+    t.bridge = await startBridge({ BOT_URL: 'builtin:echo' });
+    const p = new TestProvider(t.bridge.mediaUrl, { token: await t.bridge.mediaToken() });
+    t.providers.push(p);
+    await p.opened;
+    for (let i = 0; i < 200; i++) p.sendRaw(unknown(i));
+    expect(await p.waitClosed(5_000)).toBe(4400);
+    await quietFor(100, 'answers to the frames after the first');
+    expect(p.errors()).toHaveLength(1);
+    expect(p.errors()[0]!.code).toBe('bad_session_start');
+    expect(await badFrameCount('bad_session_start')).toBe(1);
   });
 });

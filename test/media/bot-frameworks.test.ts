@@ -20,13 +20,13 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { decodeInto, encodeInto } from '../../src/audio/codec.js';
 import { steadyToneSnrDb, trimSilence } from '../../src/audio/tone.js';
 import { tonePcm16 } from '../helpers/audio.js';
-import { startBridge, type TestBridge } from '../helpers/bridge.js';
 import { PipecatTwilioBot } from '../helpers/pipecat-bot.js';
 import { interArrival, TestProvider } from '../helpers/provider.js';
+import { type ProcessRig, startRig } from '../helpers/rig.js';
 import { VocodeTwilioBot } from '../helpers/vocode-bot.js';
 import { quietFor, waitFor } from '../helpers/wait.js';
 
-let bridge: TestBridge | undefined;
+let bridge: ProcessRig | undefined;
 const providers: TestProvider[] = [];
 const bots: { close(): Promise<void> }[] = [];
 
@@ -55,9 +55,13 @@ function pcmOfUlaw(ulaw: Buffer): Int16Array {
   return out;
 }
 
-/** A µ-law 8 kHz call through a bridge whose bot is `botUrl` in the `twilio` dialect. */
+/**
+ * A µ-law 8 kHz call through a bridge whose bot is `botUrl` in the `twilio` dialect. The bridge runs in a
+ * process of its own: what arrives late at the caller is then the bridge's doing or the bot's (here), and
+ * the caller's inter-arrival figures excuse only this process's own stalls.
+ */
 async function call(botUrl: string, id: string): Promise<TestProvider> {
-  bridge = await startBridge({ BOT_URL: botUrl, BOT_DIALECT: 'twilio' });
+  bridge = await startRig({ process: true, env: { BOT_URL: botUrl, BOT_DIALECT: 'twilio' } });
   const p = new TestProvider(bridge.mediaUrl, { token: await bridge.mediaToken(), sampleRunDelay: true });
   providers.push(p);
   // A provider that plays audio as it arrives: playback reaches a mark when the mark arrives.

@@ -12,8 +12,10 @@ import { generateTone, steadyToneSnrDb, trimSilence } from '../../src/audio/tone
 import { SyntheticCall } from '../../src/emulator/caller.js';
 import { tonePcm16 } from '../helpers/audio.js';
 import { TestBot } from '../helpers/bot.js';
-import { startBridge, type TestBridge } from '../helpers/bridge.js';
+import { startBridge } from '../helpers/bridge.js';
+import { watchBridge } from '../helpers/bridge-process.js';
 import { expectPacedBurst, PlatformSocket } from '../helpers/platform-socket.js';
+import { type Rig, startRig } from '../helpers/rig.js';
 import { toneCallBothWays } from '../helpers/tone-call.js';
 import { quietFor, waitFor } from '../helpers/wait.js';
 
@@ -21,7 +23,7 @@ const USER = 'asterisk-pbx';
 const PASSWORD = 'asterisk-password-for-tests';
 const ENV = { ASTERISK_WS_USERNAME: USER, ASTERISK_WS_PASSWORD: PASSWORD };
 const CHANNEL_ID = '1732456789.42';
-let bridge: TestBridge | undefined;
+let bridge: Rig | undefined;
 let bot: TestBot | undefined;
 const clients: PlatformSocket[] = [];
 
@@ -174,7 +176,9 @@ describe('Asterisk chan_websocket in front', () => {
 
   it('paces whole frames at 20 ms, holds everything between XOFF and XON, marks and flush as Asterisk defines them, bad control skipped, Asterisk hangs up', async () => {
     bot = await TestBot.start({ echo: false });
-    bridge = await startBridge({ ...ENV, BOT_URL: bot.url });
+    // In a process of its own: the pacing check sees the bridge's pauses, not this process's.
+    const rig = await startRig({ process: true, env: { ...ENV, BOT_URL: bot.url } });
+    bridge = rig;
     const a = new AsteriskSide(url(), basic(USER, PASSWORD));
     await a.opened;
     a.plainStart();
@@ -187,12 +191,13 @@ describe('Asterisk chan_websocket in front', () => {
     expect(list.map((s) => s.dialect)).toEqual(['asterisk']);
 
     // 4 s of bot audio at once: 200 binary messages of exactly optimal_frame_size (160 B), paced.
+    const watch = watchBridge(rig.process);
     conn.ws.send(tonePcm16(440, 16000, 64000));
     conn.send({ event: 'mark', name: 'm 1' });
     await waitFor(() => a.binary.length >= 200, 7_000, '4 s of bot audio');
     expect(a.binary.every((f) => f.bytes.length === 160)).toBe(true);
     const burst = a.binary.slice(0, 200);
-    expectPacedBurst('asterisk', burst);
+    expectPacedBurst('asterisk', burst, watch);
     await waitFor(() => a.commands('MARK_MEDIA').length === 1, 2_000, 'MARK_MEDIA at Asterisk');
     const [, id1] = a.commands('MARK_MEDIA')[0]!;
     expect(id1).toMatch(/^m\d+$/);

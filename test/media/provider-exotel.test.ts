@@ -3,9 +3,11 @@ import { generateTone } from '../../src/audio/tone.js';
 import { SyntheticCall } from '../../src/emulator/caller.js';
 import { tonePcm16 } from '../helpers/audio.js';
 import { TestBot } from '../helpers/bot.js';
-import { startBridge, type TestBridge } from '../helpers/bridge.js';
+import { startBridge } from '../helpers/bridge.js';
+import { watchBridge } from '../helpers/bridge-process.js';
 import { PlatformSocket } from '../helpers/platform-socket.js';
-import { runDelayMs } from '../helpers/schedstat.js';
+import { type Rig, startRig } from '../helpers/rig.js';
+import { expectBridgeElsewhere, stoppedMs } from '../helpers/schedstat.js';
 import { toneCallBothWays } from '../helpers/tone-call.js';
 import { waitFor } from '../helpers/wait.js';
 
@@ -13,7 +15,7 @@ const USER = 'exotel-key';
 const PASSWORD = 'exotel-token-for-tests';
 const ENV = { EXOTEL_STREAM_USER: USER, EXOTEL_STREAM_PASSWORD: PASSWORD };
 const CALL_SID = 'b6f1c0de0000000000000000000019a1';
-let bridge: TestBridge | undefined;
+let bridge: Rig | undefined;
 let bot: TestBot | undefined;
 const clients: PlatformSocket[] = [];
 
@@ -129,7 +131,9 @@ describe('Exotel Voicebot in front', () => {
 
   it('paces 3,200-byte chunks at real time, marks, clear with marks back, bad frames skipped, stop', async () => {
     bot = await TestBot.start({ echo: false });
-    bridge = await startBridge({ ...ENV, BOT_URL: bot.url });
+    // In a process of its own: the pacing check sees the bridge's pauses, not this process's.
+    const rig = await startRig({ process: true, env: { ...ENV, BOT_URL: bot.url } });
+    bridge = rig;
     const ex = new ExotelSide(url(), basic(USER, PASSWORD));
     await ex.opened;
     ex.start('8000');
@@ -144,13 +148,14 @@ describe('Exotel Voicebot in front', () => {
 
     // 4 s of bot audio at once: 20 chunks of 3,200 bytes (200 ms at 8 kHz each), 200 ms apart.
     const audio = tonePcm16(440, 16000, 64000);
+    const watch = watchBridge(rig.process);
     const sentAt = performance.now();
-    const sentRunDelay = runDelayMs() ?? 0;
     conn.ws.send(audio);
     conn.send({ event: 'mark', name: 'm1' });
     await waitFor(() => ex.of('media').length >= 20, 6_000, '4 s of bot audio');
     expect(ex.payloads().every((p) => p.length === 3200)).toBe(true);
     const media = ex.of('media');
+    expectBridgeElsewhere(media);
     expect(media.every((g) => g.msg.stream_sid === ex.streamSid)).toBe(true);
     expect(media.map((g) => (g.msg.media as { chunk: number }).chunk)).toEqual(
       Array.from({ length: 20 }, (_, i) => i + 1),
@@ -162,25 +167,24 @@ describe('Exotel Voicebot in front', () => {
       expect(media[i]!.at - sentAt, `chunk ${i + 1} not early`).toBeGreaterThanOrEqual(i * 200 - 40 - 1);
     // Not late: each chunk against its slot on the run's schedule (the first leaves at once, then every
     // 200 ms from the lead on). The run's start is the earliest one the arrivals imply: when the bridge
-    // got the bot's audio (after a DSP worker's hop, say) is not pacing. A chunk later than its slot is
-    // excused what the receiver itself spent off the CPU since `sentAt` (its stamp can be late by that
-    // much through no fault of the bridge), never more than its lateness.
+    // got the bot's audio (after a DSP worker's hop, say) is not pacing. A chunk's stamp is excused what
+    // this (receiving) process lost to its own stalls since the chunk before (schedstat.ts), never more
+    // than its lateness; the bridge runs in another process, so none of its own pauses are excused.
     const implied = media.map((g, i) => g.at - (i === 0 ? 0 : i * 200 - 40));
     const start = Math.min(...implied);
     const late = implied.map((t, i) =>
-      Math.max(0, t - start - Math.max(0, (media[i]!.runDelay ?? sentRunDelay) - sentRunDelay)),
+      Math.max(0, t - start - (i === 0 ? 0 : stoppedMs(media[i - 1]!, media[i]!))),
     );
     const span = media[19]!.at - media[0]!.at + 200;
-    // As the 20 ms dialects' p99 leaves their one worst gap out, the p95 leaves out the worst of these
-    // 20 (a single late wake-up of a shared machine); that one must still be within 60 ms.
+    // The statistic the 20 ms dialects read: the p99 (nearest rank), which over 20 chunks is the largest.
     const sorted = [...late].sort((a, b) => a - b);
-    const worst = sorted[sorted.length - 2]!;
+    const p99 = sorted[Math.ceil(sorted.length * 0.99) - 1]!;
+    const gaps = media.slice(1).map((g, i) => g.at - media[i]!.at);
     console.log(
-      `exotel: 4 s burst paced over ${span.toFixed(0)} ms, lateness against the schedule p95 ${worst.toFixed(1)} ms, max ${sorted.at(-1)!.toFixed(1)} ms`,
+      `exotel: 4 s burst paced over ${span.toFixed(0)} ms, lateness against the schedule p50 ${sorted[9]!.toFixed(1)} p99 (the largest) ${p99.toFixed(1)} ms; inter-arrival min ${Math.min(...gaps).toFixed(1)} max ${Math.max(...gaps).toFixed(1)} ms; ${watch.describe(media[0]!.at, media[19]!.at)}`,
     );
-    expect(sorted.at(-1)!).toBeLessThanOrEqual(60);
     expect(span).toBeGreaterThan(3900);
-    expect(worst).toBeLessThanOrEqual(25);
+    expect(p99).toBeLessThanOrEqual(25);
     await waitFor(() => ex.of('mark').length === 1, 2_000, 'the mark at Exotel');
     expect(ex.of('mark')[0]!.msg).toMatchObject({
       event: 'mark',

@@ -11,13 +11,15 @@ import { SyntheticCall } from '../../src/emulator/caller.js';
 import { pace } from '../../src/emulator/paced-caller.js';
 import { tonePcm16 } from '../helpers/audio.js';
 import { TestBot } from '../helpers/bot.js';
-import { startBridge, type TestBridge } from '../helpers/bridge.js';
+import { startBridge } from '../helpers/bridge.js';
+import { watchBridge } from '../helpers/bridge-process.js';
 import { expectPacedBurst, PlatformSocket } from '../helpers/platform-socket.js';
+import { type Rig, startRig } from '../helpers/rig.js';
 import { quietFor, waitFor } from '../helpers/wait.js';
 
 const TOKEN = 'plivo-stream-token-for-tests';
 const CALL = 'e2b5b0a4-5a0b-4a4e-9c6e-3f1f0d6f0042';
-let bridge: TestBridge | undefined;
+let bridge: Rig | undefined;
 let bot: TestBot | undefined;
 const clients: PlatformSocket[] = [];
 
@@ -153,7 +155,9 @@ describe('Plivo audio streams in front', () => {
 
   it('µ-law: paced playAudio, checkpoints played and cleared, clearAudio, digits both ways, a bad frame, the bot hanging up', async () => {
     bot = await TestBot.start({ echo: true });
-    bridge = await startBridge({ PLIVO_STREAM_TOKEN: TOKEN, BOT_URL: bot.url });
+    // In a process of its own: the pacing check sees the bridge's pauses, not this process's.
+    const rig = await startRig({ process: true, env: { PLIVO_STREAM_TOKEN: TOKEN, BOT_URL: bot.url } });
+    bridge = rig;
     const pl = new PlivoSide(`${wsBase()}/v1/media/plivo`, TOKEN);
     await pl.opened;
     pl.start();
@@ -188,10 +192,11 @@ describe('Plivo audio streams in front', () => {
     // Pacing: 4 s of bot audio sent at once leaves in 200 playAudio messages, 20 ms apart.
     await waitFor(() => performance.now() - pl.of('playAudio').at(-1)!.at > 1_100, 3_000, 'the echo to end');
     const before = pl.of('playAudio').length;
+    const watch = watchBridge(rig.process);
     conn.ws.send(tonePcm16(440, 16000, 64000));
     await waitFor(() => pl.of('playAudio').length >= before + 200, 7_000, '4 s of bot audio');
     const burst = pl.of('playAudio').slice(before, before + 200);
-    expectPacedBurst('plivo', burst);
+    expectPacedBurst('plivo', burst, watch);
 
     // Digits: the caller's reaches the bot; the bot's goes to Plivo as sendDTMF.
     pl.send('dtmf', { dtmf: { track: 'inbound', digit: '9', timestamp: String(Date.now()) } });

@@ -10,13 +10,15 @@ import { SyntheticCall } from '../../src/emulator/caller.js';
 import { pace } from '../../src/emulator/paced-caller.js';
 import { tonePcm16 } from '../helpers/audio.js';
 import { TestBot } from '../helpers/bot.js';
-import { startBridge, type TestBridge } from '../helpers/bridge.js';
+import { startBridge } from '../helpers/bridge.js';
+import { watchBridge } from '../helpers/bridge-process.js';
 import { expectPacedBurst, PlatformSocket } from '../helpers/platform-socket.js';
+import { type Rig, startRig } from '../helpers/rig.js';
 import { waitFor } from '../helpers/wait.js';
 
 const TOKEN = 'telnyx-stream-token-for-tests';
 const CALL = 'v3:telnyx-call-control-id-0042';
-let bridge: TestBridge | undefined;
+let bridge: Rig | undefined;
 let bot: TestBot | undefined;
 const clients: PlatformSocket[] = [];
 
@@ -154,7 +156,9 @@ describe('Telnyx media streaming in front', () => {
 
   it('L16 both ways in network byte order, paced 20 ms per message, marks, clear, a bad frame skipped, the bot hanging up', async () => {
     bot = await TestBot.start({ echo: true });
-    bridge = await startBridge({ TELNYX_STREAM_AUTH_TOKEN: TOKEN, BOT_URL: bot.url });
+    // In a process of its own: the pacing check sees the bridge's pauses, not this process's.
+    const rig = await startRig({ process: true, env: { TELNYX_STREAM_AUTH_TOKEN: TOKEN, BOT_URL: bot.url } });
+    bridge = rig;
     const tx = new TelnyxSide(`${wsBase()}/v1/media/telnyx`, TOKEN);
     await tx.opened;
     tx.start();
@@ -189,10 +193,11 @@ describe('Telnyx media streaming in front', () => {
     // Pacing: 4 s of bot audio sent at once leaves in 200 messages, 20 ms apart.
     await waitFor(() => performance.now() - tx.of('media').at(-1)!.at > 1_100, 3_000, 'the echo to end');
     const before = tx.of('media').length;
+    const watch = watchBridge(rig.process);
     conn.ws.send(tonePcm16(440, 16000, 64000));
     await waitFor(() => tx.of('media').length >= before + 200, 7_000, '4 s of bot audio');
     const burst = tx.of('media').slice(before, before + 200);
-    expectPacedBurst('telnyx', burst);
+    expectPacedBurst('telnyx', burst, watch);
 
     // A digit reaches the bot; a bot mark reaches Telnyx in its shape; Telnyx's echo reaches the bot.
     tx.send('dtmf', { dtmf: { digit: '#' } });

@@ -10,15 +10,17 @@ import { generateTone } from '../../src/audio/tone.js';
 import { SyntheticCall } from '../../src/emulator/caller.js';
 import { tonePcm16 } from '../helpers/audio.js';
 import { TestBot } from '../helpers/bot.js';
-import { startBridge, type TestBridge } from '../helpers/bridge.js';
+import { startBridge } from '../helpers/bridge.js';
+import { watchBridge } from '../helpers/bridge-process.js';
 import { expectPacedBurst } from '../helpers/platform-socket.js';
+import { type Rig, startRig } from '../helpers/rig.js';
 import { type Moment, moment } from '../helpers/schedstat.js';
 import { toneCallBothWays } from '../helpers/tone-call.js';
 import { waitFor } from '../helpers/wait.js';
 
 const TOKEN = 'vonage-stream-token-for-tests';
 const UUID = 'aaaaaaaa-bbbb-4ccc-8ddd-eeeeeeeeeeee';
-let bridge: TestBridge | undefined;
+let bridge: Rig | undefined;
 let bot: TestBot | undefined;
 const clients: VonageSide[] = [];
 
@@ -178,7 +180,9 @@ describe('Vonage websocket endpoint in front', () => {
 
   it('paces the bot audio at exactly 20 ms per binary message, marks as notify, clear, bad frames skipped, and hang-up both ways', async () => {
     bot = await TestBot.start({ echo: false });
-    bridge = await startBridge({ VONAGE_STREAM_TOKEN: TOKEN, BOT_URL: bot.url });
+    // In a process of its own: the pacing check sees the bridge's pauses, not this process's.
+    const rig = await startRig({ process: true, env: { VONAGE_STREAM_TOKEN: TOKEN, BOT_URL: bot.url } });
+    bridge = rig;
     const v = new VonageSide(url(), `Bearer ${TOKEN}`);
     await v.opened;
     v.json({
@@ -198,12 +202,13 @@ describe('Vonage websocket endpoint in front', () => {
     expect(list.map((s) => s.dialect)).toEqual(['vonage']);
 
     // 4 s of bot audio at once leaves as 200 binary messages of exactly 640 bytes, 20 ms apart.
+    const watch = watchBridge(rig.process);
     conn.ws.send(tonePcm16(440, 16000, 64000));
     conn.send({ event: 'mark', name: 'm1' });
     await waitFor(() => v.frames.length >= 200, 7_000, '4 s of bot audio');
     expect(v.frames.every((f) => f.bytes.length === 640)).toBe(true);
     const burst = v.frames.slice(0, 200);
-    expectPacedBurst('vonage', burst);
+    expectPacedBurst('vonage', burst, watch);
     // The mark follows its audio as a notify; Vonage's websocket:notify reaches the bot as the mark.
     await waitFor(() => v.actions('notify').length === 1, 2_000, 'the notify at Vonage');
     const notify = v.actions('notify')[0] as { payload: { name: string; seq: number } };
