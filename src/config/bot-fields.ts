@@ -116,7 +116,7 @@ export function checkBotFields(
       );
       continue;
     }
-    const problem = field.check(value, names[field.key]!);
+    const problem = field.check(value, names[field.key]!, { ...(dialled !== undefined && { dialled }) });
     if (problem !== undefined) {
       problems.push({ field: problem.field, message: problem.message });
       continue;

@@ -29,8 +29,9 @@ export function mustBe(field: string, accepts: string, got: string): FieldProble
   return { field, message: `${field} must be ${accepts}, got ${got}` };
 }
 
-interface Common<K extends string> {
+interface Common<K extends string, V> {
   readonly key: K;
+  readonly example: V;
   readonly rest: string;
   readonly env?: EnvVarDecl;
   readonly note?: string;
@@ -38,13 +39,14 @@ interface Common<K extends string> {
 
 /** A string of `min` (0 or 1) to `max` characters. */
 export function stringField<K extends string>(
-  o: Common<K> & { readonly min: 0 | 1; readonly max: number },
+  o: Common<K, string> & { readonly min: 0 | 1; readonly max: number },
 ): BotFieldDecl<K, string> {
   const accepts =
     o.min === 0 ? `a string of at most ${o.max} characters` : `a string of 1 to ${o.max} characters`;
   return {
     key: o.key,
     rest: o.rest,
+    example: o.example,
     ...(o.env !== undefined && { env: o.env }),
     ...(o.note !== undefined && { note: o.note }),
     accepts,
@@ -60,12 +62,13 @@ export function stringField<K extends string>(
 
 /** One of `values`; `dflt` is what the dialect does when it is left out. */
 export function enumField<K extends string, const V extends readonly string[]>(
-  o: Common<K> & { readonly values: V; readonly dflt: V[number] },
+  o: Common<K, V[number]> & { readonly values: V; readonly dflt: V[number] },
 ): BotFieldDecl<K, V[number]> {
   const accepts = `one of ${o.values.join(', ')} (default ${o.dflt})`;
   return {
     key: o.key,
     rest: o.rest,
+    example: o.example,
     ...(o.env !== undefined && { env: o.env }),
     ...(o.note !== undefined && { note: o.note }),
     accepts,
@@ -79,12 +82,13 @@ export function enumField<K extends string, const V extends readonly string[]>(
 
 /** A key or token: 1 to `max` characters without spaces, write-only. A message gives its length only. */
 export function secretField<K extends string>(
-  o: Common<K> & { readonly max: number },
+  o: Common<K, string> & { readonly max: number },
 ): BotFieldDecl<K, string> {
   const accepts = `a string of 1 to ${o.max} characters without spaces (write-only)`;
   return {
     key: o.key,
     rest: o.rest,
+    example: o.example,
     ...(o.env !== undefined && { env: o.env }),
     ...(o.note !== undefined && { note: o.note }),
     secret: true,

@@ -185,8 +185,9 @@ function atDepths(name: string): string[] {
 
 /**
  * The log paths of every dialect's secrets: bot fields declared secret (by their REST and BotSettings
- * names), provider credential fields of kind secret, tenant `default`'s credentials from the
- * environment as a whole (Config's `providerAuthEnv`), and what each provider dialect adds (a header).
+ * names), provider credential fields of kind secret, a `provider_auth` object as a whole (a body's, a
+ * store's) and tenant `default`'s credentials from the environment (Config's `providerAuthEnv`), and
+ * what each provider dialect adds (a header).
  */
 export const DIALECT_REDACT_PATHS: readonly string[] = [
   ...new Set([
@@ -196,6 +197,7 @@ export const DIALECT_REDACT_PATHS: readonly string[] = [
         .filter(([, f]) => f.kind === 'secret')
         .flatMap(([name]) => atDepths(name)),
     ),
+    ...atDepths('provider_auth'),
     'providerAuthEnv',
     '*.providerAuthEnv',
     ...PROVIDER_DIALECT_DECLS.flatMap((d) => (d as ProviderDialectDecl).redact ?? []),

@@ -30,6 +30,22 @@ export interface FieldProblem {
   readonly message: string;
 }
 
+/** Why a URL may not be called: what is accepted, and the URL as a message may show it. */
+export interface UrlProblem {
+  readonly accepts: string;
+  readonly shown: string;
+}
+
+/** What a field's check may ask of its source's rules. */
+export interface FieldContext {
+  /**
+   * The source's rule for a URL the bridge will call for this bot (a webhook, an API base): for a
+   * tenant's bot, its host held to BOT_URL_ALLOWED_HOSTS; undefined for the environment's bot, which
+   * the operator wrote (as BOT_URL is not limited).
+   */
+  readonly dialled?: (url: string) => UrlProblem | undefined;
+}
+
 /**
  * A field of a tenant's `bot` (and of the environment's default bot), beside `dialect` and `url`. `V` is
  * the type of its checked value in BotSettings.
@@ -50,6 +66,8 @@ export interface BotFieldDecl<K extends string = string, V = unknown> {
   readonly secret?: true;
   /** What it accepts, as messages and the OpenAPI document say it. */
   readonly accepts: string;
+  /** A value it accepts, as a tenant would write it: the conformance tests store and read it back. */
+  readonly example: V;
   /** Its OpenAPI schema (type, enum, ...); the description is written from `accepts` and `note`. */
   readonly schema: Readonly<Record<string, unknown>>;
   /** Said after `accepts` in the OpenAPI description ("added to start.customParameters"). */
@@ -62,9 +80,10 @@ export interface BotFieldDecl<K extends string = string, V = unknown> {
   /**
    * Why `value` (never undefined or null) is not acceptable, or undefined. `field` is the field as its
    * source names it (`bot.api_key`, `BOT_API_KEY`); every message starts with it, names what is
-   * accepted, and never quotes a secret.
+   * accepted, and never quotes a secret. A field holding URLs the bridge calls checks each with
+   * `context.dialled`.
    */
-  check(value: unknown, field: string): FieldProblem | undefined;
+  check(value: unknown, field: string, context: FieldContext): FieldProblem | undefined;
   /** The value kept once checked; the value as given when absent. */
   value?(checked: unknown): V;
 }

@@ -12,6 +12,7 @@ export type TurnDetection = (typeof TURN_DETECTIONS)[number];
 
 export const turnDetection = enumField({
   key: 'turnDetection',
+  example: 'semantic_vad',
   rest: 'turn_detection',
   values: TURN_DETECTIONS,
   dflt: 'server_vad',

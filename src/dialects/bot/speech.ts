@@ -7,6 +7,7 @@ import { enumField, secretField, stringField } from '../fields.js';
 
 export const apiKey = secretField({
   key: 'apiKey',
+  example: 'sk-example-0123456789abcdef',
   rest: 'api_key',
   max: 512,
   env: {
@@ -19,6 +20,7 @@ export const apiKey = secretField({
 
 export const model = stringField({
   key: 'model',
+  example: 'gpt-realtime',
   rest: 'model',
   min: 1,
   max: 128,
@@ -32,6 +34,7 @@ export const model = stringField({
 
 export const instructions = stringField({
   key: 'instructions',
+  example: 'Answer in one sentence.',
   rest: 'instructions',
   min: 0,
   max: 16_384,
@@ -45,6 +48,7 @@ export const instructions = stringField({
 
 export const voice = stringField({
   key: 'voice',
+  example: 'alloy',
   rest: 'voice',
   min: 1,
   max: 64,
@@ -65,6 +69,7 @@ export type DtmfMode = (typeof DTMF_MODES)[number];
 
 export const dtmf = enumField({
   key: 'dtmf',
+  example: 'respond',
   rest: 'dtmf',
   values: DTMF_MODES,
   dflt: 'text',

@@ -47,6 +47,7 @@ function parametersProblem(value: unknown, field: string): FieldProblem | undefi
 export const parameters: BotFieldDecl<'parameters', Readonly<Record<string, string>>> = {
   key: 'parameters',
   rest: 'parameters',
+  example: { campaign: 'spring', lang: 'en' },
   accepts: ACCEPTS,
   schema: { type: 'object', additionalProperties: { type: 'string' } },
   note: 'added to start.customParameters',
