@@ -25,6 +25,7 @@ import {
   CREDENTIAL_DIALECTS,
   type CredentialDialectName,
   type CredentialFieldDecl,
+  DEFAULT_BOT_DIALECT,
   type ProviderCredential,
 } from './dialects/index.js';
 import { parseTrustProxy, type TrustProxy } from './limits/client-address.js';
@@ -334,7 +335,8 @@ export function loadConfig(
     providerBaseUrl,
     providerToken: read('PROVIDER_TOKEN') || undefined,
     botUrl,
-    bot: defaultBot.bot ?? { dialect: 'builtin', url: 'builtin:echo' },
+    // Unused: a problem stops the configuration below.
+    bot: defaultBot.bot ?? { dialect: DEFAULT_BOT_DIALECT.builtin, url: 'builtin:echo' },
     botWavDir,
     botUrlAllowedHosts,
     stateStore,

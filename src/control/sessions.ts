@@ -36,7 +36,7 @@ export function sessionView(s: SessionInfo) {
     direction: s.direction,
     started_at: s.started_at,
     conferenceNumbers: s.conferenceNumbers,
-    dialect: s.dialect ?? 'default',
+    dialect: s.dialect ?? ROOT_DIALECT,
   };
 }
 
