@@ -20,6 +20,14 @@ import {
   type VarName,
   type VarSpec,
 } from './config/spec.js';
+import {
+  BOTS,
+  CREDENTIAL_DIALECTS,
+  type CredentialDialectName,
+  type CredentialFieldDecl,
+  DEFAULT_BOT_DIALECT,
+  type ProviderCredential,
+} from './dialects/index.js';
 import { parseTrustProxy, type TrustProxy } from './limits/client-address.js';
 import { displayUrl } from './log.js';
 
@@ -43,23 +51,12 @@ export interface Config {
   readonly authJwtSecret: string | undefined;
   readonly authJwksUrl: string | undefined;
   readonly authSecretIsDev: boolean;
-  /** Tenant default's Vonage stream token (VONAGE_STREAM_TOKEN): `Authorization: Bearer` on the upgrade. */
-  readonly vonageStreamToken: string | undefined;
-  /** Tenant default's Exotel stream credentials (EXOTEL_STREAM_USER/PASSWORD): HTTP Basic on the upgrade. */
-  readonly exotelStreamUser: string | undefined;
-  readonly exotelStreamPassword: string | undefined;
-  /** Tenant `default`'s jambonz listen Basic credentials (JAMBONZ_WS_USERNAME/PASSWORD). */
-  readonly jambonzWsUsername: string | undefined;
-  readonly jambonzWsPassword: string | undefined;
-  /** Tenant `default`'s Asterisk chan_websocket Basic credentials (ASTERISK_WS_USERNAME/PASSWORD). */
-  readonly asteriskWsUsername: string | undefined;
-  readonly asteriskWsPassword: string | undefined;
-  /** Tenant default's Twilio auth token (TWILIO_AUTH_TOKEN): the key of `X-Twilio-Signature`. */
-  readonly twilioAuthToken: string | undefined;
-  /** Tenant default's Telnyx stream auth token (TELNYX_STREAM_AUTH_TOKEN). */
-  readonly telnyxStreamAuthToken: string | undefined;
-  /** Tenant default's Plivo stream token (PLIVO_STREAM_TOKEN). */
-  readonly plivoStreamToken: string | undefined;
+  /**
+   * Tenant `default`'s credentials for each provider dialect from the environment, by dialect: the env
+   * twins each dialect declares for its `provider_auth` fields (TWILIO_AUTH_TOKEN, EXOTEL_STREAM_USER
+   * and EXOTEL_STREAM_PASSWORD, ...), present only where every twin of the dialect is set.
+   */
+  readonly providerAuthEnv: Readonly<Partial<Record<CredentialDialectName, ProviderCredential>>>;
   readonly providerBaseUrl: string | undefined;
   readonly providerToken: string | undefined;
   readonly botUrl: string;
@@ -272,25 +269,11 @@ export function loadConfig(
     authJwtSecret = DEV_AUTH_JWT_SECRET;
   }
 
-  const vonageStreamToken = read('VONAGE_STREAM_TOKEN') || undefined;
-  const exotelStreamUser = read('EXOTEL_STREAM_USER') || undefined;
-  const exotelStreamPassword = read('EXOTEL_STREAM_PASSWORD') || undefined;
-  const twilioAuthToken = read('TWILIO_AUTH_TOKEN') || undefined;
-
   const botUrl = text('BOT_URL')!;
   // A bot URL may carry credentials or a ?token=: a bad one is shown as scheme, host and path only; the
   // api key is described by its length only.
   const defaultBot = checkBotFields(
-    {
-      url: botUrl,
-      dialect: read('BOT_DIALECT') || undefined,
-      apiKey: read('BOT_API_KEY') || undefined,
-      model: read('BOT_MODEL') || undefined,
-      instructions: read('BOT_INSTRUCTIONS') || undefined,
-      voice: read('BOT_VOICE') || undefined,
-      turnDetection: read('BOT_TURN_DETECTION') || undefined,
-      dtmf: read('BOT_DTMF') || undefined,
-    },
+    { url: botUrl, dialect: read('BOT_DIALECT') || undefined, ...botTwins(read, problems) },
     ENV_BOT_FIELDS,
     botUrlProblem,
   );
@@ -347,23 +330,15 @@ export function loadConfig(
     mediaAuth,
     mediaSecret,
     mediaSecretIsDev,
-    vonageStreamToken,
-    exotelStreamUser,
-    exotelStreamPassword,
-    jambonzWsUsername: read('JAMBONZ_WS_USERNAME') || undefined,
-    jambonzWsPassword: read('JAMBONZ_WS_PASSWORD') || undefined,
-    asteriskWsUsername: read('ASTERISK_WS_USERNAME') || undefined,
-    asteriskWsPassword: read('ASTERISK_WS_PASSWORD') || undefined,
-    twilioAuthToken,
-    telnyxStreamAuthToken: read('TELNYX_STREAM_AUTH_TOKEN') || undefined,
-    plivoStreamToken: read('PLIVO_STREAM_TOKEN') || undefined,
+    providerAuthEnv: providerTwins(read),
     authJwtSecret,
     authJwksUrl,
     authSecretIsDev,
     providerBaseUrl,
     providerToken: read('PROVIDER_TOKEN') || undefined,
     botUrl,
-    bot: defaultBot.bot ?? { dialect: 'builtin', url: 'builtin:echo' },
+    // Unused: a problem stops the configuration below.
+    bot: defaultBot.bot ?? { dialect: DEFAULT_BOT_DIALECT.builtin, url: 'builtin:echo' },
     botWavDir,
     botUrlAllowedHosts,
     stateStore,
@@ -381,6 +356,42 @@ export function loadConfig(
   }
   if (problems.length > 0) throw new ConfigError(problems);
   return Object.freeze(config);
+}
+
+/**
+ * The bot fields' env twins (BOT_API_KEY, ...), by the field each fills: as text, or parsed as the
+ * field declares (JSON, a whole number). Left out when unset or empty; a twin that does not parse is a
+ * problem, named by the variable.
+ */
+function botTwins(read: (name: VarName) => string | undefined, problems: string[]): Record<string, unknown> {
+  const out: Record<string, unknown> = {};
+  for (const f of BOTS.fields) {
+    if (f.env === undefined) continue;
+    // A name the registry declares: a row of the table (src/config/dialect-vars.ts).
+    const text = read(f.env.name as VarName);
+    if (text === undefined || text === '') continue;
+    if (f.envValue === 'json') {
+      try {
+        out[f.key] = JSON.parse(text);
+      } catch {
+        problems.push(`${f.env.name} must be ${f.accepts}, as JSON, got text that is not JSON`);
+      }
+    } else if (f.envValue === 'integer') out[f.key] = /^-?\d+$/.test(text.trim()) ? Number(text) : text;
+    else out[f.key] = text;
+  }
+  return out;
+}
+
+/** Tenant `default`'s provider credentials: each dialect whose every declared env twin is set. */
+function providerTwins(read: (name: VarName) => string | undefined): Config['providerAuthEnv'] {
+  const out: Record<string, ProviderCredential> = {};
+  for (const d of CREDENTIAL_DIALECTS) {
+    const twins = Object.entries(d.credential.fields as Readonly<Record<string, CredentialFieldDecl>>)
+      .filter(([, f]) => f.env !== undefined)
+      .map(([field, f]) => [field, read(f.env as VarName) || undefined] as const);
+    if (twins.length > 0 && twins.every(([, v]) => v !== undefined)) out[d.name] = Object.fromEntries(twins);
+  }
+  return Object.freeze(out);
 }
 
 /**

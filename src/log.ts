@@ -2,54 +2,39 @@
  * The process logger. Secrets are redacted at every level; audio is never logged.
  */
 import { type Logger, pino } from 'pino';
+import { DIALECT_REDACT_PATHS } from './dialects/index.js';
 
 export type { Logger };
 
-export const REDACT_PATHS = [
-  'authorization',
-  'token',
-  'secret',
-  'media_secret',
-  'api_key',
-  'apiKey',
-  'password',
-  '*.authorization',
-  '*.token',
-  '*.secret',
-  '*.media_secret',
-  '*.api_key',
-  '*.apiKey',
-  '*.*.api_key',
-  '*.*.apiKey',
-  '*.headers.authorization',
-  'req.headers.authorization',
-  'req.query.token',
-  'headers.authorization',
-  'vonageStreamToken',
-  '*.vonageStreamToken',
-  'exotelStreamPassword',
-  '*.exotelStreamPassword',
-  'jambonzWsPassword',
-  '*.jambonzWsPassword',
-  'asteriskWsPassword',
-  '*.asteriskWsPassword',
-  'twilioAuthToken',
-  '*.twilioAuthToken',
-  'req.headers["x-twilio-signature"]',
-  'headers["x-twilio-signature"]',
-  'telnyxStreamAuthToken',
-  '*.telnyxStreamAuthToken',
-  'req.headers["x-telnyx-streaming-auth-token"]',
-  'headers["x-telnyx-streaming-auth-token"]',
-  'plivoStreamToken',
-  '*.plivoStreamToken',
+/**
+ * What every log line has redacted: credentials by their generic names, and each dialect's secrets as
+ * the dialect registry declares them (a bot's api key, a platform's credential fields and signature
+ * header, tenant default's credentials from the environment).
+ */
+export const REDACT_PATHS: readonly string[] = [
+  ...new Set([
+    'authorization',
+    'token',
+    'secret',
+    'media_secret',
+    'password',
+    '*.authorization',
+    '*.token',
+    '*.secret',
+    '*.media_secret',
+    '*.headers.authorization',
+    'req.headers.authorization',
+    'req.query.token',
+    'headers.authorization',
+    ...DIALECT_REDACT_PATHS,
+  ]),
 ];
 
 export function createLogger(level: string, destination?: pino.DestinationStream): Logger {
   return pino(
     {
       level,
-      redact: { paths: REDACT_PATHS, censor: '[redacted]' },
+      redact: { paths: [...REDACT_PATHS], censor: '[redacted]' },
       base: { service: 'voicebridge' },
     },
     destination,

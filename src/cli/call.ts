@@ -14,26 +14,31 @@ import { DEV_MEDIA_SECRET } from '../config.js';
 import { parseAudioSpec, renderAudio } from '../emulator/audio-source.js';
 import { CallRecording, type CallRecordingResult } from '../emulator/call-recording.js';
 import { type CallerOptions, type CallReport, SyntheticCall } from '../emulator/caller.js';
-import type { LegAuth } from '../emulator/dialects/index.js';
+import { type LegAuth, TWINS } from '../emulator/dialects/index.js';
 import {
+  credentialFlagsUsage,
+  DIALECT_CHOICES,
   dialectUrl,
+  isRootDialect,
+  isTcpDialect,
   parseDialect,
   parseDialectCodec,
   parseDialectRate,
   parseDtmf,
   parseHeader,
+  ROOT_DIALECT_NAME,
+  TCP_DIALECT_NAMES,
 } from '../emulator/dialects/params.js';
 
-const USAGE = `usage: npm run call -- [--dialect default|twilio|telnyx|plivo|exotel|vonage|jambonz|asterisk|audiosocket]
+const USAGE = `usage: npm run call -- [--dialect ${DIALECT_CHOICES}]
                         [--url ws://127.0.0.1:8080/v1/media[/<dialect>]] [--tenant T]
                         [--audio tone:440|wav:<path>|speech:<text>|silence] [--seconds 10] [--rate R]
                         [--codec slin|pcmu|pcma] [--dtmf 1@500,#@900] [--phone 15550100] [--json]
                         [--record out.wav]
-  default dialect:  [--secret S | --no-auth] [--output-rate R] [--encoding binary|base64] [--chunk-ms 20]
+  ${ROOT_DIALECT_NAME} dialect:  [--secret S | --no-auth] [--output-rate R] [--encoding binary|base64] [--chunk-ms 20]
   other dialects:   [--auth-token T] [--user U --password P] [--header name:value]
-    --auth-token    Twilio's auth token (signs the URL), Telnyx's stream token
-    --user/--password  HTTP Basic (Exotel, jambonz, Asterisk); --header  Vonage, Plivo, Asterisk
-  --url            for audiosocket: tcp://host:port (required)
+${credentialFlagsUsage('    ')}
+  --url            for ${TCP_DIALECT_NAMES}: tcp://host:port (required)
   --record         save the call as the caller had it: a stereo WAV, what it sent left and what it
                    heard right, at the caller's rate
 `;
@@ -45,7 +50,7 @@ function fail(message: string): never {
 
 const { values } = parseArgs({
   options: {
-    dialect: { type: 'string', default: 'default' },
+    dialect: { type: 'string', default: ROOT_DIALECT_NAME },
     url: { type: 'string' },
     secret: { type: 'string' },
     'no-auth': { type: 'boolean', default: false },
@@ -88,7 +93,7 @@ async function options(): Promise<{ o: CallerOptions; toneHz: number | undefined
     dialect,
   };
   const toneHz = spec.kind === 'tone' ? spec.hz : undefined;
-  if (dialect === 'default') {
+  if (isRootDialect(dialect)) {
     const inputRate = parseTelephonyRate(Number(values.rate ?? 8000), '--rate');
     const outputRate = parseTelephonyRate(Number(values['output-rate'] ?? inputRate), '--output-rate');
     const encoding = parseEncoding(values.encoding, '--encoding');
@@ -129,8 +134,8 @@ async function options(): Promise<{ o: CallerOptions; toneHz: number | undefined
     codec,
     '--rate',
   );
-  if (dialect === 'audiosocket' && values.url === undefined)
-    fail('--url tcp://host:port is required for audiosocket');
+  if (isTcpDialect(dialect) && values.url === undefined)
+    fail(`--url tcp://host:port is required for ${dialect}`);
   const url = values.url ?? dialectUrl('ws://127.0.0.1:8080/v1/media', dialect, values.tenant);
   const auth: LegAuth = {
     token: values['auth-token'],
@@ -143,8 +148,8 @@ async function options(): Promise<{ o: CallerOptions; toneHz: number | undefined
     o: {
       ...common,
       url,
-      // AudioSocket names the call by a UUID; the others take any id of the platform's shape.
-      sessionId: dialect === 'audiosocket' ? randomUUID() : `CA${randomUUID().replaceAll('-', '')}`,
+      // A platform naming calls by UUID gets one; the others take any id of the platform's shape.
+      sessionId: TWINS[dialect].uuidCallIds ? randomUUID() : `CA${randomUUID().replaceAll('-', '')}`,
       rate,
       codec,
       auth,

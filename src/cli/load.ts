@@ -13,12 +13,17 @@ import { DEV_MEDIA_SECRET } from '../config.js';
 import { parseAudioSpec, renderAudio } from '../emulator/audio-source.js';
 import type { DialectName, LegAuth } from '../emulator/dialects/index.js';
 import {
+  DIALECT_CHOICES,
   dialectChunkMs,
   dialectWireCodec,
+  isRootDialect,
+  isTcpDialect,
   parseDialect,
   parseDialectCodec,
   parseDialectRate,
   parseHeader,
+  ROOT_DIALECT_NAME,
+  TCP_DIALECT_NAMES,
 } from '../emulator/dialects/params.js';
 import { asBackground } from '../load/markers.js';
 import { forkChild, orchestrate } from '../load/orchestrator.js';
@@ -26,7 +31,7 @@ import { buildReport, type LoadReport, progressText, summaryText } from '../load
 import type { RunOptions } from '../load/runner.js';
 
 const USAGE = `usage: npm run load -- --url ws://127.0.0.1:8080/v1/media --calls N --seconds S
-  [--dialect default|twilio|telnyx|plivo|exotel|vonage|jambonz|asterisk|audiosocket]
+  [--dialect ${DIALECT_CHOICES}]
   [--auth-token T] [--user U --password P] [--header name:value]   (the platform's credentials)
   [--ramp R] [--rate 8000|16000] [--encoding binary|base64] [--codec slin|pcmu|pcma]
   [--token T | --secret S] [--tenant T] [--audio tone:<hz>|wav:<path>|speech:<text>|silence]
@@ -34,7 +39,7 @@ const USAGE = `usage: npm run load -- --url ws://127.0.0.1:8080/v1/media --calls
   [--server-pid PID]   (the target runs on this machine: its CPU and RSS read from /proc, by thread,
                         instead of scraping its /metrics every second, which costs it CPU)
 With --dialect, --url is the bridge's path for it (/v1/media/<dialect>, tcp://host:port for
-audiosocket); --encoding is the default dialect's only. Only loopback targets are accepted unless
+${TCP_DIALECT_NAMES}); --encoding is the ${ROOT_DIALECT_NAME} dialect's only. Only loopback targets are accepted unless
 --allow-remote is given.`;
 
 function fail(message: string): never {
@@ -56,7 +61,7 @@ async function main(): Promise<void> {
   const { values } = parseArgs({
     options: {
       url: { type: 'string' },
-      dialect: { type: 'string', default: 'default' },
+      dialect: { type: 'string', default: ROOT_DIALECT_NAME },
       'auth-token': { type: 'string' },
       user: { type: 'string' },
       password: { type: 'string' },
@@ -114,7 +119,7 @@ async function main(): Promise<void> {
   let auth: LegAuth | undefined;
   try {
     dialect = parseDialect(values.dialect, '--dialect');
-    if (dialect !== 'default') {
+    if (!isRootDialect(dialect)) {
       dialectCodec = parseDialectCodec(
         dialect,
         values.codec === 'slin' ? undefined : values.codec,
@@ -135,10 +140,12 @@ async function main(): Promise<void> {
   } catch (err) {
     fail((err as Error).message);
   }
-  if (dialect !== 'default' && values['against-echo'])
-    fail('--against-echo serves the default dialect only; give --url of the bridge for --dialect');
-  if (values.url !== undefined && dialect === 'audiosocket' && !values.url.startsWith('tcp://'))
-    fail(`--url for audiosocket must be tcp://host:port, got ${values.url}`);
+  if (!isRootDialect(dialect) && values['against-echo'])
+    fail(
+      `--against-echo serves the ${ROOT_DIALECT_NAME} dialect only; give --url of the bridge for --dialect`,
+    );
+  if (values.url !== undefined && isTcpDialect(dialect) && !values.url.startsWith('tcp://'))
+    fail(`--url for ${dialect} must be tcp://host:port, got ${values.url}`);
   const rampSeconds = positiveInt('ramp', values.ramp, Math.min(10, Math.ceil(calls / 100)), 0, 3600);
   const procs = positiveInt('procs', values.procs, 1, 1, 64);
   if (values['echo-delay-ms'] !== undefined && !values['against-echo'])

@@ -2,50 +2,29 @@
  * A bot as the bridge dials it: its dialect, where it is, and the dialect's own settings. The one shape
  * both sources give: a tenant's `bot` (PUT /v1/media-stream, stored with its secret sealed) and the
  * environment's default (`BOT_URL`, `BOT_DIALECT` and their twins). The media path takes it as it is.
+ * The dialects and their fields are declared in src/dialects/; this is their shape as checked.
  */
+import { type BotDialectName, type BotOptions, DEFAULT_BOT_DIALECT } from '../dialects/index.js';
+import { urlKind } from './bot-url.js';
 
-/** The bot dialects, one module each under src/media/bot/. */
-export const BOT_DIALECTS = ['bridge', 'twilio', 'openai-realtime', 'builtin'] as const;
-export type BotDialectName = (typeof BOT_DIALECTS)[number];
+export { BOT_DIALECTS, type BotDialectName } from '../dialects/index.js';
 
-export const TURN_DETECTIONS = ['server_vad', 'semantic_vad', 'none'] as const;
-export type TurnDetection = (typeof TURN_DETECTIONS)[number];
-
-/**
- * What an `openai-realtime` bot does with a caller's digit: `text` (default) adds a user text item
- * "[DTMF 5]" that the model takes in with the next turn; `respond` adds it and asks for a response at
- * once; `ignore` drops it. The Realtime interface has no DTMF event a client can send.
- */
-export const DTMF_MODES = ['text', 'respond', 'ignore'] as const;
-export type DtmfMode = (typeof DTMF_MODES)[number];
-
-export interface BotSettings {
+export type BotSettings = {
   readonly dialect: BotDialectName;
   /** ws://, wss:// or builtin:... */
   readonly url: string;
-  /** `twilio`: added to `start.customParameters` beside the bridge's own. */
-  readonly parameters?: Readonly<Record<string, string>>;
-  /** `openai-realtime`: the bearer key; write-only, sealed at rest, never logged. */
-  readonly apiKey?: string;
-  readonly model?: string;
-  readonly instructions?: string;
-  readonly voice?: string;
-  /** `openai-realtime`; server_vad when absent. */
-  readonly turnDetection?: TurnDetection;
-  /** `openai-realtime`; `text` when absent. */
-  readonly dtmf?: DtmfMode;
-}
+} & BotOptions;
 
-/** The dialect a URL gets when none is named: `builtin` for builtin: URLs, else `bridge`. */
+/** The dialect a URL gets when none is named: the default of its kind (builtin: URLs, else ws). */
 export function defaultDialect(url: string): BotDialectName {
-  return url.startsWith('builtin:') ? 'builtin' : 'bridge';
+  return DEFAULT_BOT_DIALECT[urlKind(url)];
 }
 
 /** What resolveBot reads of a tenant's stored media stream (src/state/types.ts MediaStreamConfig). */
 export interface StoredBot {
   /** The tenant's bot as written with `bot`. */
   readonly bot?: BotSettings;
-  /** The short form: a `bridge` or `builtin` bot by URL alone. */
+  /** The short form: a bot by URL alone, in the default dialect of its kind. */
   readonly bot_url?: string;
   /** A stored `bot` this instance cannot unseal. */
   readonly bot_unreadable?: true;
@@ -70,9 +49,4 @@ export function resolveBot(
     return { settings: { dialect: defaultDialect(stored.bot_url), url: stored.bot_url }, own: true };
   }
   return { settings: config.bot, own: false };
-}
-
-/** What a read shows of an api key: its last 4 characters behind a mask, and none of a short key. */
-export function apiKeyHint(key: string): string {
-  return key.length >= 16 ? `****${key.slice(-4)}` : '****';
 }

@@ -33,6 +33,17 @@ export function botUrlProblem(url: string): BotUrlProblem | undefined {
   return { accepts: BOT_URL_ACCEPTS, shown: shownValue(url) };
 }
 
+/** What each kind of bot URL a dialect may take accepts, as a message says it (src/dialects/ BotUrlDecl). */
+export const BOT_URL_KIND_ACCEPTS = {
+  ws: 'a ws:// or wss:// URL',
+  builtin: 'builtin:echo, builtin:tone[:hz] or builtin:wav:<path>',
+} as const;
+
+/** The kind of a bot URL: a bot inside the bridge (`builtin:`), else one the bridge dials. */
+export function urlKind(url: string): 'ws' | 'builtin' {
+  return url.startsWith('builtin:') ? 'builtin' : 'ws';
+}
+
 /** A `ws://` or `wss://` bot (the scheme in any case, as URLs allow). */
 export function isWsBotUrl(url: string): boolean {
   return /^wss?:\/\//i.test(url);
@@ -119,7 +130,8 @@ export function parseAllowedHosts(raw: string | undefined, production: boolean):
 /** How `url`'s host is allowed: by an entry naming it (`listed`), by `*` only (`any`), or not at all. */
 export function botHostAllowed(url: URL, list: BotHostAllowlist): 'listed' | 'any' | undefined {
   const host = url.hostname;
-  const port = url.port !== '' ? Number(url.port) : url.protocol === 'wss:' ? 443 : 80;
+  const port =
+    url.port !== '' ? Number(url.port) : url.protocol === 'wss:' || url.protocol === 'https:' ? 443 : 80;
   for (const r of list.rules) {
     if (r.port !== undefined && r.port !== port) continue;
     if (r.wildcard ? host.endsWith(`.${r.host}`) : host === r.host) return 'listed';
@@ -197,6 +209,32 @@ function wsHostProblem(url: string, policy: TenantBotPolicy): BotUrlProblem | un
       shown,
     };
   }
+  return undefined;
+}
+
+/**
+ * Why a URL a tenant's bot dialect calls besides its `url` (a field declared `dials`, an API base) may not
+ * be called, or undefined when it may: an http(s) or ws(s) URL with a host, on a host
+ * `BOT_URL_ALLOWED_HOSTS` allows (in production a plain http:// or ws:// one only on a host it names).
+ */
+export function tenantDialledProblem(url: string, policy: TenantBotPolicy): BotUrlProblem | undefined {
+  const shown = shownValue(url);
+  let u: URL | undefined;
+  try {
+    u = new URL(url);
+  } catch {}
+  if (u === undefined || !/^(https?|wss?):$/.test(u.protocol) || u.hostname === '' || u.hash !== '')
+    return { accepts: 'an https:// URL with a host and no #fragment', shown };
+  const list = policy.botUrlAllowedHosts;
+  const how = botHostAllowed(u, list);
+  if (how === undefined)
+    return { accepts: 'an https:// URL whose host the operator has listed in BOT_URL_ALLOWED_HOSTS', shown };
+  if (policy.production && (u.protocol === 'http:' || u.protocol === 'ws:') && how !== 'listed')
+    return {
+      accepts:
+        'an https:// URL: plain http:// is refused in production unless the operator lists the host by name in BOT_URL_ALLOWED_HOSTS',
+      shown,
+    };
   return undefined;
 }
 

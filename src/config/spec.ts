@@ -5,6 +5,7 @@
  * (`npm run docs:config`), and a test fails when the two disagree.
  */
 import { RESAMPLER_RATES } from '../audio/format.js';
+import { BOT_VARS, PROVIDER_VARS } from './dialect-vars.js';
 import { choice, HOUR_MS, int, KIB, MIB, other, type VarSpec } from './spec-types.js';
 
 export type {
@@ -108,109 +109,8 @@ export const CONFIG_SPEC = [
     { accepts: 'an http or https URL' },
     'A JWKS document whose keys verify REST bearer tokens; when set, it is used instead of `AUTH_JWT_SECRET`.',
   ),
-  other(
-    'security',
-    'VONAGE_STREAM_TOKEN',
-    'secret',
-    {
-      accepts: 'any text',
-      defaultRule:
-        'unset: Vonage streams of tenant default are refused (401), unless it stores provider_auth.vonage',
-    },
-    "Tenant `default`'s Vonage stream token: `/v1/media/vonage` takes only upgrades with `Authorization: Bearer <token>` (the NCCO websocket endpoint's `authorization`).",
-  ),
-  other(
-    'security',
-    'EXOTEL_STREAM_USER',
-    'text',
-    {
-      accepts: 'any text without a colon',
-      defaultRule:
-        'unset: Exotel streams of tenant default are refused (401), unless it stores provider_auth.exotel',
-    },
-    "The HTTP Basic user name of tenant `default`'s Exotel streams (`wss://USER:PASSWORD@host/v1/media/exotel`).",
-  ),
-  other(
-    'security',
-    'EXOTEL_STREAM_PASSWORD',
-    'secret',
-    {
-      accepts: 'any text',
-      defaultRule:
-        'unset: Exotel streams of tenant default are refused (401), unless it stores provider_auth.exotel',
-    },
-    "The HTTP Basic password of tenant `default`'s Exotel streams, with `EXOTEL_STREAM_USER`.",
-  ),
-  other(
-    'security',
-    'JAMBONZ_WS_USERNAME',
-    'text',
-    {
-      accepts: 'any text without a colon',
-      defaultRule: 'unset: jambonz streams of tenant default are refused (401)',
-    },
-    "The HTTP Basic user name of tenant `default`'s jambonz listen streams (the listen verb's `wsAuth.username`).",
-  ),
-  other(
-    'security',
-    'JAMBONZ_WS_PASSWORD',
-    'secret',
-    { accepts: 'any text', defaultRule: 'unset: jambonz streams of tenant default are refused (401)' },
-    "The HTTP Basic password of tenant `default`'s jambonz listen streams (`wsAuth.password`), with `JAMBONZ_WS_USERNAME`.",
-  ),
-  other(
-    'security',
-    'ASTERISK_WS_USERNAME',
-    'text',
-    {
-      accepts: 'any text without a colon',
-      defaultRule: 'unset: Asterisk chan_websocket streams of tenant default are refused (401)',
-    },
-    "The HTTP Basic user name of tenant `default`'s Asterisk chan_websocket streams (`username` in the `websocket_client.conf` client).",
-  ),
-  other(
-    'security',
-    'ASTERISK_WS_PASSWORD',
-    'secret',
-    {
-      accepts: 'any text',
-      defaultRule: 'unset: Asterisk chan_websocket streams of tenant default are refused (401)',
-    },
-    "The HTTP Basic password of tenant `default`'s Asterisk chan_websocket streams (`password` in `websocket_client.conf`), with `ASTERISK_WS_USERNAME`.",
-  ),
-  other(
-    'security',
-    'TWILIO_AUTH_TOKEN',
-    'secret',
-    {
-      accepts: 'any text',
-      defaultRule:
-        'unset: Twilio streams of tenant default are refused (401), unless it stores provider_auth.twilio',
-    },
-    "The auth token of tenant `default`'s Twilio account: `/v1/media/twilio` checks `X-Twilio-Signature` with it.",
-  ),
-  other(
-    'security',
-    'TELNYX_STREAM_AUTH_TOKEN',
-    'secret',
-    {
-      accepts: 'any text',
-      defaultRule:
-        'unset: Telnyx streams of tenant default are refused (401), unless it stores provider_auth.telnyx',
-    },
-    "The `stream_auth_token` set on tenant `default`'s Telnyx streams: `/v1/media/telnyx` requires it in `x-telnyx-streaming-auth-token`.",
-  ),
-  other(
-    'security',
-    'PLIVO_STREAM_TOKEN',
-    'secret',
-    {
-      accepts: 'any text',
-      defaultRule:
-        'unset: Plivo streams of tenant default are refused (401), unless it stores provider_auth.plivo',
-    },
-    "A token of tenant `default`'s choosing for its Plivo streams (Plivo signs no stream): `/v1/media/plivo` requires it as `?token=` in the stream URL or `Authorization: Bearer`.",
-  ),
+  // Tenant `default`'s credentials of each provider dialect (src/dialects/provider/).
+  ...PROVIDER_VARS,
 
   // The provider's voice API
   other(
@@ -248,68 +148,8 @@ export const CONFIG_SPEC = [
   ),
 
   // Bots
-  other(
-    'bots',
-    'BOT_URL',
-    'text',
-    {
-      accepts: '`ws://…`, `wss://…`, `builtin:echo`, `builtin:tone[:hz]`, `builtin:wav:<path>`',
-      default: 'builtin:echo',
-    },
-    "The bot of every tenant that has not set its own `bot` or `bot_url`, spoken to in `BOT_DIALECT`. A `bridge` ws bot gets the protocol of docs/protocol.md at `BOT_SAMPLE_RATE`; `builtin:echo` sends the caller's audio back after `ECHO_DELAY_MS`; `builtin:tone` plays a tone (440 Hz unless given); `builtin:wav:<path>` plays a WAV file once (any rate, depth or channels, mixed to mono). Not limited by `BOT_URL_ALLOWED_HOSTS` or `BOT_WAV_DIR`.",
-  ),
-  other(
-    'bots',
-    'BOT_DIALECT',
-    'text',
-    {
-      accepts: '`bridge`, `twilio`, `openai-realtime`, `builtin`',
-      defaultRule: '`builtin` for `builtin:` URLs, else `bridge`',
-    },
-    "How the bridge speaks to `BOT_URL`: `bridge` our own protocol (docs/protocol.md); `twilio` Twilio Media Streams toward the bot's WebSocket server; `openai-realtime` as a client of an OpenAI Realtime server; `builtin` a built-in bot. The three remote dialects need a `ws://` or `wss://` `BOT_URL`, `builtin` a `builtin:` one. A tenant's own `bot` replaces the whole default bot.",
-  ),
-  other(
-    'bots',
-    'BOT_API_KEY',
-    'secret',
-    { accepts: '1 to 512 characters, no spaces' },
-    'For `openai-realtime`: the bearer key sent to the Realtime server. Never printed. Refused with another dialect.',
-  ),
-  other(
-    'bots',
-    'BOT_MODEL',
-    'text',
-    { accepts: '1 to 128 characters' },
-    'For `openai-realtime`: the model named in `session.update`. Refused with another dialect.',
-  ),
-  other(
-    'bots',
-    'BOT_INSTRUCTIONS',
-    'text',
-    { accepts: 'at most 16384 characters' },
-    'For `openai-realtime`: the instructions sent in `session.update`. Refused with another dialect.',
-  ),
-  other(
-    'bots',
-    'BOT_VOICE',
-    'text',
-    { accepts: '1 to 64 characters' },
-    'For `openai-realtime`: the voice sent in `session.update`. Refused with another dialect.',
-  ),
-  other(
-    'bots',
-    'BOT_TURN_DETECTION',
-    'text',
-    { accepts: '`server_vad`, `semantic_vad`, `none`', defaultRule: '`server_vad` (`openai-realtime`)' },
-    'For `openai-realtime`: how the server finds the end of a turn (`none`: no turn detection). Refused with another dialect.',
-  ),
-  other(
-    'bots',
-    'BOT_DTMF',
-    'text',
-    { accepts: '`text`, `respond`, `ignore`', defaultRule: '`text` (`openai-realtime`)' },
-    "For `openai-realtime`: a caller's digit as a user text item `[DTMF 5]` the model takes in with the next turn (`text`), the same and a response at once (`respond`), or dropped (`ignore`).",
-  ),
+  // BOT_URL, BOT_DIALECT and the twins of the bot dialects' fields (src/dialects/bot/).
+  ...BOT_VARS,
   other(
     'bots',
     'BOT_URL_ALLOWED_HOSTS',
@@ -671,5 +511,15 @@ export const CONFIG_SPEC = [
   ),
 ] as const satisfies readonly VarSpec[];
 
-/** The name of a configuration variable: `loadConfig` reads no other. */
-export type VarName = (typeof CONFIG_SPEC)[number]['name'];
+type Row = (typeof CONFIG_SPEC)[number];
+type LiteralName<R> = R extends { readonly name: infer N extends string }
+  ? string extends N
+    ? never
+    : N
+  : never;
+/**
+ * The name of a configuration variable: `loadConfig` reads no other. The table's own rows by name, and
+ * the two bot rows config.ts reads by name; every other row the dialects declare (a string to the
+ * compiler) is read by a loop over the registry, by the name it declares.
+ */
+export type VarName = LiteralName<Row> | 'BOT_URL' | 'BOT_DIALECT';

@@ -5,36 +5,37 @@
  * for the OpenAPI document. The api key is write-only: reads show `api_key_hint`.
  */
 import { BOT_ACCEPTS, checkBotFields, REST_BOT_FIELDS } from '../config/bot-fields.js';
+import { type BotSettings, defaultDialect } from '../config/bot-settings.js';
 import {
-  apiKeyHint,
-  BOT_DIALECTS,
-  type BotSettings,
-  DTMF_MODES,
-  defaultDialect,
-  TURN_DETECTIONS,
-} from '../config/bot-settings.js';
-import { shownBotUrl, type TenantBotPolicy, tenantBotUrlProblem } from '../config/bot-url.js';
+  shownBotUrl,
+  type TenantBotPolicy,
+  tenantBotUrlProblem,
+  tenantDialledProblem,
+} from '../config/bot-url.js';
+import { secretHint } from '../dialects/fields.js';
+import { BOT_DIALECTS, BOTS, type BotFieldDecl } from '../dialects/index.js';
 import { BridgeError } from '../errors.js';
 import type { MediaStreamConfig } from '../state/types.js';
 
 /** The fields of `bot`, as the tenant writes them, and the BotSettings field each fills. */
-const BOT_KEYS = {
+const BOT_KEYS: Readonly<Record<string, string>> = {
   dialect: 'dialect',
   url: 'url',
-  parameters: 'parameters',
-  api_key: 'apiKey',
-  model: 'model',
-  instructions: 'instructions',
-  voice: 'voice',
-  turn_detection: 'turnDetection',
-  dtmf: 'dtmf',
-} as const;
+  ...Object.fromEntries(BOTS.fields.map((f) => [f.rest, f.key])),
+};
 
 const BOT_OBJECT_ACCEPTS = `an object with url and optionally ${Object.keys(BOT_KEYS)
   .filter((k) => k !== 'url')
   .join(', ')} (null: the bridge's bot)`;
 
-const str = (description: string) => ({ type: 'string', description }) as const;
+/** A field's description: the dialects that take it, what it accepts, and its note. */
+function described(f: BotFieldDecl): string {
+  const owners = BOTS.owners.get(f.key) ?? [];
+  return `${owners.join(', ')}: ${f.accepts}${f.note === undefined ? '' : `; ${f.note}`}`;
+}
+
+/** What a read shows of a secret field: its hint, under `<rest>_hint`. */
+const hintName = (f: BotFieldDecl) => `${f.rest}_hint`;
 
 /** `bot` in the upsert's schema: for the OpenAPI document (the handler's checks come first). */
 export const BOT_UPSERT_SCHEMA = {
@@ -43,44 +44,42 @@ export const BOT_UPSERT_SCHEMA = {
   description: `${BOT_OBJECT_ACCEPTS}; not with bot_url`,
   properties: {
     dialect: { type: 'string', enum: BOT_DIALECTS, description: BOT_ACCEPTS.dialect },
-    url: str(BOT_ACCEPTS.url),
-    parameters: {
-      type: 'object',
-      additionalProperties: { type: 'string' },
-      description: `twilio: ${BOT_ACCEPTS.parameters}; added to start.customParameters`,
-    },
-    api_key: { ...str(`openai-realtime: ${BOT_ACCEPTS.apiKey}`), writeOnly: true },
-    model: str(`openai-realtime: ${BOT_ACCEPTS.model}`),
-    instructions: str(`openai-realtime: ${BOT_ACCEPTS.instructions}`),
-    voice: str(`openai-realtime: ${BOT_ACCEPTS.voice}`),
-    turn_detection: {
-      type: 'string',
-      enum: TURN_DETECTIONS,
-      description: `openai-realtime: ${BOT_ACCEPTS.turnDetection}`,
-    },
-    dtmf: { type: 'string', enum: DTMF_MODES, description: `openai-realtime: ${BOT_ACCEPTS.dtmf}` },
+    url: { type: 'string', description: BOT_ACCEPTS.url },
+    ...Object.fromEntries(BOTS.fields.map((f) => [f.rest, { ...f.schema, description: described(f) }])),
   },
   required: ['url'],
 } as const;
 
-/** `bot` as reads show it. */
+/** `bot` as reads show it: the same fields, a secret as its hint. */
 export const BOT_READ_SCHEMA = {
   type: 'object',
   nullable: true,
   description:
-    "the tenant's bot (written as bot or bot_url), URL credentials and query values masked (****), the api key as api_key_hint; null: the bridge's own bot applies (or, with bot_unreadable, none)",
+    "the tenant's bot (written as bot or bot_url), URL credentials and query values masked (****), each secret as its hint (api_key as api_key_hint); null: the bridge's own bot applies (or, with bot_unreadable, none)",
   properties: {
     dialect: { type: 'string' },
     url: { type: 'string' },
-    parameters: { type: 'object', additionalProperties: { type: 'string' } },
-    api_key_hint: { type: 'string', description: 'the last 4 characters of the api key at most' },
-    model: { type: 'string' },
-    instructions: { type: 'string' },
-    voice: { type: 'string' },
-    turn_detection: { type: 'string' },
-    dtmf: { type: 'string' },
+    ...Object.fromEntries(
+      BOTS.fields.map((f) =>
+        f.secret === true
+          ? [
+              hintName(f),
+              {
+                type: 'string',
+                description: `the last 4 characters of the ${f.rest.replaceAll('_', ' ')} at most`,
+              },
+            ]
+          : [f.rest, readSchema(f)],
+      ),
+    ),
   },
 } as const;
+
+/** A field's schema as a read shows it: its type (and an object's value type), not what a write may give. */
+function readSchema(f: BotFieldDecl): Record<string, unknown> {
+  const { enum: _enum, writeOnly: _writeOnly, ...rest } = f.schema as Record<string, unknown>;
+  return rest;
+}
 
 /**
  * The tenant's `bot` from an upsert, checked in full; undefined when left out or null. Refuses `bot`
@@ -106,16 +105,19 @@ export function botFromUpsert(
   const given = raw as Record<string, unknown>;
   const fields: Record<string, unknown> = {};
   for (const [key, value] of Object.entries(given)) {
-    if (!Object.hasOwn(BOT_KEYS, key)) {
+    const field = BOT_KEYS[key];
+    if (field === undefined || !Object.hasOwn(BOT_KEYS, key)) {
       throw new BridgeError(
         'invalid_field',
         `unknown field "bot.${key.slice(0, 64)}"; accepted fields of bot: ${Object.keys(BOT_KEYS).join(', ')}`,
         { field: `bot.${key.slice(0, 64)}` },
       );
     }
-    fields[BOT_KEYS[key as keyof typeof BOT_KEYS]] = value;
+    fields[field] = value;
   }
-  const checked = checkBotFields(fields, REST_BOT_FIELDS, (url) => tenantBotUrlProblem(url, policy));
+  const checked = checkBotFields(fields, REST_BOT_FIELDS, (url) => tenantBotUrlProblem(url, policy), {
+    dialled: (url) => tenantDialledProblem(url, policy),
+  });
   const first = checked.problems[0];
   if (first !== undefined) throw new BridgeError('invalid_field', first.message, { field: first.field });
   return checked.bot;
@@ -128,19 +130,17 @@ export function dropNullFields(bot: unknown): void {
   for (const key of Object.keys(fields)) if (fields[key] === null) delete fields[key];
 }
 
-/** A bot as its tenant reads it back: the same fields, the URL masked, the api key as a hint. */
-export function shownBot(bot: BotSettings) {
-  return {
-    dialect: bot.dialect,
-    url: shownBotUrl(bot.url),
-    ...(bot.parameters !== undefined && { parameters: { ...bot.parameters } }),
-    ...(bot.apiKey !== undefined && { api_key_hint: apiKeyHint(bot.apiKey) }),
-    ...(bot.model !== undefined && { model: bot.model }),
-    ...(bot.instructions !== undefined && { instructions: bot.instructions }),
-    ...(bot.voice !== undefined && { voice: bot.voice }),
-    ...(bot.turnDetection !== undefined && { turn_detection: bot.turnDetection }),
-    ...(bot.dtmf !== undefined && { dtmf: bot.dtmf }),
-  };
+/** A bot as its tenant reads it back: the same fields, the URL masked, each secret as its hint. */
+export function shownBot(bot: BotSettings): Record<string, unknown> {
+  const shown: Record<string, unknown> = { dialect: bot.dialect, url: shownBotUrl(bot.url) };
+  const values = bot as Readonly<Record<string, unknown>>;
+  for (const f of BOTS.fields) {
+    const value = values[f.key];
+    if (value === undefined) continue;
+    if (f.secret === true) shown[hintName(f)] = secretHint(String(value));
+    else shown[f.rest] = typeof value === 'object' && value !== null ? structuredClone(value) : value;
+  }
+  return shown;
 }
 
 /** `bot` and `bot_unreadable` of a read: the tenant's bot in either written form, or null. */

@@ -9,6 +9,7 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { RestVerifier } from '../auth/jwt.js';
 import type { BridgeContext } from '../context.js';
+import { ROOT_DIALECT } from '../dialects/index.js';
 import { BridgeError, invalidField, isBridgeError } from '../errors.js';
 import type { ProviderClient } from '../provider/client.js';
 import type { ConferenceRequest, ConsultRequest } from '../provider/types.js';
@@ -78,10 +79,10 @@ async function heldSession(ctx: BridgeContext, req: FastifyRequest): Promise<Ses
   }
   // Consult and conference are the voice API provider's own call control: a call that came in by another
   // platform's media stream is not one of its calls.
-  if (session.dialect !== undefined && session.dialect !== 'default') {
+  if (session.dialect !== undefined && session.dialect !== ROOT_DIALECT) {
     throw new BridgeError(
       'unsupported_for_dialect',
-      `session "${id}" came in through the ${session.dialect} media stream; consult and conference are for calls of the voice API provider (dialect default) only`,
+      `session "${id}" came in through the ${session.dialect} media stream; consult and conference are for calls of the voice API provider (dialect ${ROOT_DIALECT}) only`,
     );
   }
   return session;

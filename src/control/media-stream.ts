@@ -35,6 +35,7 @@ import {
   tenantBotUrlProblem,
 } from '../config/bot-url.js';
 import type { BridgeContext } from '../context.js';
+import { BOT_DIALECTS } from '../dialects/index.js';
 import { BridgeError, invalidField } from '../errors.js';
 import { displayUrl } from '../log.js';
 import { resolveFormat } from '../media/format.js';
@@ -331,7 +332,7 @@ export function registerMediaStreamRoutes(
             'BOT_URL; stored here, never forwarded to the provider; left out or null, BOT_URL applies. ' +
             'A ws:// or wss:// bot_url must name a host the operator lists in BOT_URL_ALLOWED_HOSTS ' +
             '(in production none unless listed, and plain ws:// only to a host listed by name). ' +
-            '`bot` is the long form (not with bot_url): a dialect (bridge, twilio, openai-realtime, builtin) ' +
+            `\`bot\` is the long form (not with bot_url): a dialect (${BOT_DIALECTS.join(', ')}) ` +
             "and that dialect's settings; its api_key is write-only (reads show api_key_hint), and its url " +
             "follows the bot_url rules. `provider_auth` (ours, never forwarded) holds the tenant's credentials " +
             'for the platforms in front, by dialect; write-only; left out, what is stored stays; a dialect ' +

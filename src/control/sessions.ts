@@ -5,6 +5,7 @@
 import type { FastifyInstance } from 'fastify';
 import type { RestVerifier } from '../auth/jwt.js';
 import type { BridgeContext } from '../context.js';
+import { PROVIDER_DIALECTS, ROOT_DIALECT } from '../dialects/index.js';
 import { BridgeError } from '../errors.js';
 import type { SessionInfo } from '../state/types.js';
 import { principal, scopeGuard } from './guard.js';
@@ -21,7 +22,7 @@ const SESSION_SCHEMA = {
     conferenceNumbers: { type: 'array', items: { type: 'string' } },
     dialect: {
       type: 'string',
-      description: 'The media stream the call came in by: default (/v1/media), twilio, ...',
+      description: `The media stream the call came in by: ${PROVIDER_DIALECTS.map((d) => (d === ROOT_DIALECT ? `${d} (/v1/media)` : d)).join(', ')}`,
     },
   },
   required: ['session_id', 'started_at', 'conferenceNumbers'],
@@ -35,7 +36,7 @@ export function sessionView(s: SessionInfo) {
     direction: s.direction,
     started_at: s.started_at,
     conferenceNumbers: s.conferenceNumbers,
-    dialect: s.dialect ?? 'default',
+    dialect: s.dialect ?? ROOT_DIALECT,
   };
 }
 

@@ -15,6 +15,7 @@ import {
   type ProviderLeg,
   type TimelineEntry,
 } from './dialects/index.js';
+import { isRootDialect, ROOT_DIALECT_NAME } from './dialects/params.js';
 import { PacedCaller } from './paced-caller.js';
 import { type Percentiles, percentiles } from './stats.js';
 
@@ -123,9 +124,10 @@ export class SyntheticCall {
 
   constructor(options: CallerOptions) {
     this.#o = options;
-    const dialect = options.dialect ?? 'default';
+    const dialect = options.dialect ?? ROOT_DIALECT_NAME;
+    const root = isRootDialect(dialect);
     const f = options.format;
-    if (dialect === 'default' && f === undefined) throw new Error('the default dialect needs a format');
+    if (root && f === undefined) throw new Error(`the ${dialect} dialect needs a format`);
     this.leg = createProviderLeg(
       dialect,
       {
@@ -134,9 +136,9 @@ export class SyntheticCall {
         from: options.customerPhone,
         to: options.calledNumber ?? '15550199',
         direction: options.direction,
-        rate: dialect === 'default' ? f!.inputRate : (options.rate ?? 8000),
+        rate: root ? f!.inputRate : (options.rate ?? 8000),
         codec: options.codec,
-        auth: dialect === 'default' ? { token: options.token } : options.auth,
+        auth: root ? { token: options.token } : options.auth,
         connectTimeoutMs: options.connectTimeoutMs,
         keepHeard: options.keepReceived === true,
         onHeard: (pcm) => {

@@ -13,14 +13,18 @@ import { BridgeError, invalidField } from '../errors.js';
 import type { Logger } from '../log.js';
 import { type AudioSpec, parseAudioSpec, renderAudio } from './audio-source.js';
 import { type CallerOptions, type CallReport, SyntheticCall } from './caller.js';
-import type { DialectName } from './dialects/index.js';
+import { type DialectName, TWINS } from './dialects/index.js';
 import {
   dialectUrl,
+  isRootDialect,
+  isTcpDialect,
   parseAuth,
   parseDialect,
   parseDialectCodec,
   parseDialectRate,
   parseDtmf,
+  ROOT_DIALECT_NAME,
+  TCP_DIALECT_NAMES,
 } from './dialects/params.js';
 import type { EmulatorState } from './state.js';
 
@@ -75,19 +79,23 @@ export function registerEmulatorCalls(app: FastifyInstance, o: EmulatorCallsOpti
     }
     const audio = typeof body.audio === 'string' ? body.audio : 'tone:440';
     const spec = parseAudioSpec(body.audio ?? audio);
-    const dialect = parseDialect(body.dialect ?? 'default');
+    const dialect = parseDialect(body.dialect ?? ROOT_DIALECT_NAME);
     const dtmf = parseDtmf(body.dtmf, 'dtmf');
     if (body.url !== undefined && (typeof body.url !== 'string' || !/^(wss?|tcp):\/\/\S+$/.test(body.url)))
-      throw invalidField('url', 'a ws://, wss:// or (for audiosocket) tcp:// URL', body.url);
+      throw invalidField('url', `a ws://, wss:// or (for ${TCP_DIALECT_NAMES}) tcp:// URL`, body.url);
     const stream = o.state.getStream(tenant);
-    if (stream === undefined && (dialect === 'default' || body.url === undefined)) {
+    if (stream === undefined && (isRootDialect(dialect) || body.url === undefined)) {
       throw new BridgeError(
         'conflict',
         'no media stream is registered for this tenant: PUT /v1/media-stream first, or give url',
       );
     }
-    if (dialect === 'audiosocket' && body.url === undefined)
-      throw invalidField('url', "tcp://host:port of the bridge's AudioSocket listener", body.url);
+    if (isTcpDialect(dialect) && body.url === undefined)
+      throw invalidField(
+        'url',
+        `tcp://host:port of the bridge's ${TWINS[dialect].decl.platform} listener`,
+        body.url,
+      );
     let options: CallerOptions;
     const common = {
       customerPhone,
@@ -97,7 +105,7 @@ export function registerEmulatorCalls(app: FastifyInstance, o: EmulatorCallsOpti
       keepReceived: spec.kind === 'tone',
       signal: o.signal,
     } as const;
-    if (dialect === 'default') {
+    if (isRootDialect(dialect)) {
       const c = stream!.config;
       options = {
         ...common,
@@ -127,7 +135,7 @@ export function registerEmulatorCalls(app: FastifyInstance, o: EmulatorCallsOpti
         ...common,
         url:
           typeof body.url === 'string' ? body.url : dialectUrl(stream!.config.media_ws_url, dialect, tenant),
-        sessionId: dialect === 'audiosocket' ? randomUUID() : `CA${randomUUID().replaceAll('-', '')}`,
+        sessionId: TWINS[dialect].uuidCallIds ? randomUUID() : `CA${randomUUID().replaceAll('-', '')}`,
         rate,
         codec,
         auth: parseAuth(body.auth),

@@ -1,6 +1,7 @@
 /**
  * The load report: one JSON object per target, and a human summary.
  */
+import { ROOT_DIALECT } from '../dialects/index.js';
 import type { OrchestratedResult, ProgressLine } from './orchestrator.js';
 import type { RunOptions } from './runner.js';
 import { round } from './stats.js';
@@ -71,7 +72,7 @@ export function buildReport(target: string, o: RunOptions, r: OrchestratedResult
   return {
     target,
     url: o.url,
-    dialect: o.dialect ?? 'default',
+    dialect: o.dialect ?? ROOT_DIALECT,
     calls: o.calls,
     seconds: o.seconds,
     rampSeconds: o.rampSeconds,

@@ -13,7 +13,9 @@ import {
   type DialectName,
   type LegAuth,
   type ProviderLeg,
+  TWINS,
 } from '../emulator/dialects/index.js';
+import { isRootDialect, ROOT_DIALECT_NAME } from '../emulator/dialects/params.js';
 import { callerLoop, PacedCaller } from '../emulator/paced-caller.js';
 import { fillChunk, type MarkerPlan, markerPlan, OnsetDetector } from './markers.js';
 import { Histogram } from './stats.js';
@@ -195,15 +197,15 @@ export class LoadRun {
   #connect(call: LoadCall): void {
     const o = this.#o;
     this.#r.callsStarted++;
-    const dialect = o.dialect ?? 'default';
-    // AudioSocket names calls by UUID; the id prefix stays in the others for the bridge's logs, and the
-    // default dialect's session id is the id itself.
-    const callId =
-      dialect === 'default'
-        ? call.id
-        : dialect === 'audiosocket'
-          ? randomUUID()
-          : `${call.id}-${randomUUID().slice(0, 8)}`;
+    const dialect = o.dialect ?? ROOT_DIALECT_NAME;
+    // The root dialect's session id is the id itself; a platform naming calls by UUID gets one; the
+    // others keep the id as a prefix, for the bridge's logs.
+    const root = isRootDialect(dialect);
+    const callId = root
+      ? call.id
+      : TWINS[dialect].uuidCallIds
+        ? randomUUID()
+        : `${call.id}-${randomUUID().slice(0, 8)}`;
     let leg: ProviderLeg;
     try {
       leg = createProviderLeg(
@@ -215,15 +217,15 @@ export class LoadRun {
           to: '15550199',
           direction: 'inbound',
           rate: o.rate,
-          codec: dialect === 'default' ? o.codec : o.dialectCodec,
-          auth: dialect === 'default' ? { token: o.token } : o.auth,
+          codec: root ? o.codec : o.dialectCodec,
+          auth: root ? { token: o.token } : o.auth,
           connectTimeoutMs: 10_000,
           onHeard: (pcm) => this.#heard(call, pcm),
-          // The default dialect's round trips are timed at the socket, as this generator always has;
+          // The root dialect's round trips are timed at the socket, as this generator always has;
           // the platforms' at their playout, where their rules act.
-          playout: dialect === 'default' ? 'arrival' : 'realtime',
+          playout: root ? 'arrival' : 'realtime',
         },
-        dialect === 'default'
+        root
           ? {
               codecName: o.codec,
               outputRate: o.rate,

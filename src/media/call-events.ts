@@ -11,6 +11,7 @@
  * Only this instance's calls: with a shared state store, each instance reports the calls it holds.
  */
 import { performance } from 'node:perf_hooks';
+import { ROOT_DIALECT } from '../dialects/index.js';
 import type { Logger } from '../log.js';
 import type { SessionInfo } from '../state/types.js';
 import { CallMeter } from './call-meter.js';
@@ -151,7 +152,7 @@ export class CallEvents {
       direction: info.direction,
       started_at: info.started_at,
       conferenceNumbers: e.conferenceNumbers,
-      dialect: info.dialect ?? 'default',
+      dialect: info.dialect ?? ROOT_DIALECT,
       bot: botView,
       formats: {
         codec: format.codec,

@@ -10,6 +10,7 @@ import { WebSocketServer } from 'ws';
 import { DEFAULT_TENANT } from '../auth/jwt.js';
 import type { Clock } from '../clock.js';
 import type { BridgeContext } from '../context.js';
+import { ROOT_DIALECT } from '../dialects/index.js';
 import { BridgeError, isBridgeError } from '../errors.js';
 import { Admission } from '../limits/admission.js';
 import { clientAddress, trustFn } from '../limits/client-address.js';
@@ -27,9 +28,9 @@ const DIALECT_PATH = /^\/v1\/media\/([a-z]+)(?:\/([A-Za-z0-9][A-Za-z0-9._-]{0,63
 
 /** The dialect and tenant a media path names: `/v1/media`, `/v1/media/<dialect>[/<tenant>]`. */
 export function mediaRoute(pathname: string): { dialect: ProviderDialect; tenant: string } | undefined {
-  if (pathname === MEDIA_PATH) return { dialect: DIALECTS.default, tenant: DEFAULT_TENANT };
+  if (pathname === MEDIA_PATH) return { dialect: DIALECTS[ROOT_DIALECT], tenant: DEFAULT_TENANT };
   const m = DIALECT_PATH.exec(pathname);
-  if (m === null || m[1] === 'default' || !Object.hasOwn(DIALECTS, m[1]!)) return undefined;
+  if (m === null || m[1] === ROOT_DIALECT || !Object.hasOwn(DIALECTS, m[1]!)) return undefined;
   return { dialect: DIALECTS[m[1] as keyof typeof DIALECTS], tenant: m[2] ?? DEFAULT_TENANT };
 }
 
@@ -117,7 +118,7 @@ export function attachMediaEndpoint(
           `no WebSocket endpoint at ${url.pathname}; use ${MEDIA_PATH}, or ${MEDIA_PATH}/<dialect>[/<tenant>] with a dialect of ${Object.keys(
             DIALECTS,
           )
-            .filter((d) => d !== 'default')
+            .filter((d) => d !== ROOT_DIALECT)
             .join(', ')}`,
         ),
       );

@@ -4,6 +4,7 @@
  */
 import type { Codec, Encoding } from '../audio/format.js';
 import type { BotSettings } from '../config/bot-settings.js';
+import type { ProviderCredential } from '../dialects/index.js';
 
 /** A live call as the control plane shows it (field names are the contract's). */
 export interface SessionInfo {
@@ -63,18 +64,10 @@ export interface MediaStreamConfig {
 }
 
 /**
- * One platform's credentials for a tenant (`provider_auth`, src/media/providers/provider-auth.ts says
- * which fields each dialect has). Secrets: sealed at rest, never logged or returned.
+ * One platform's credentials for a tenant (`provider_auth`): the fields each provider dialect declares
+ * (src/dialects/provider/), strings and address lists. Secrets: sealed at rest, never logged or returned.
  */
-export interface ProviderCredential {
-  readonly auth_token?: string;
-  readonly stream_auth_token?: string;
-  readonly token?: string;
-  readonly username?: string;
-  readonly password?: string;
-  /** Addresses or CIDR ranges the platform connects from. */
-  readonly allow?: readonly string[];
-}
+export type { ProviderCredential };
 
 /** A tenant's stored credentials by dialect; `unreadable` where one is stored but does not unseal here. */
 export type ProviderAuth = Readonly<Record<string, ProviderCredential | 'unreadable'>>;

@@ -84,7 +84,10 @@ describe.skipIf(skip !== undefined)('provider_auth in the Redis tenant store', (
     await a.putMediaStream(CONFIG, undefined, { twilio: TWILIO });
     const other = await store(randomBytes(32));
     expect(await other.getProviderAuth('acme')).toStrictEqual({ twilio: 'unreadable' });
-    const ctx = { config: { twilioAuthToken: 'env-twin' } as never, tenants: other };
+    const ctx = {
+      config: { providerAuthEnv: { twilio: { auth_token: 'env-twin' } } } as never,
+      tenants: other,
+    };
     await expect(providerCredential(ctx, 'acme', 'twilio')).rejects.toMatchObject({ status: 401 });
 
     // Twilio's sealed value copied into telnyx's field does not open there (the dialect is in the context).

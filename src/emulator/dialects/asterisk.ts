@@ -12,8 +12,9 @@
 import { randomUUID } from 'node:crypto';
 import { decodeInto, encodeInto } from '../../audio/codec.js';
 import type { Codec } from '../../audio/format.js';
+import { asteriskProvider } from '../../dialects/provider/asterisk.js';
 import { basicAuth, pcmFromLe, pcmToLe, WsLeg } from './base.js';
-import type { LegOptions } from './types.js';
+import type { LegOptions, ProviderTwin } from './types.js';
 
 const MAX_MESSAGE_BYTES = 65_500;
 const INTERNAL = '\u0000';
@@ -262,3 +263,16 @@ export class AsteriskLeg extends WsLeg {
     }
   }
 }
+
+/** The emulated platform of the `asterisk` dialect. */
+export const asteriskTwin: ProviderTwin = {
+  decl: asteriskProvider,
+  rates: [8000, 16000],
+  // G.711 is 8 kHz; slin may be 8 or 16 kHz.
+  fixedRate: (codec) => ((codec ?? 'pcmu') !== 'slin' ? 8000 : undefined),
+  codecs: ['pcmu', 'pcma', 'slin'],
+  wireCodec: 'pcmu',
+  chunkMs: 20,
+  flags: { basic: true, header: true },
+  create: (o) => new AsteriskLeg(o),
+};

@@ -8,9 +8,17 @@
  */
 import { connect, type Socket } from 'node:net';
 import { performance } from 'node:perf_hooks';
+import { audiosocketProvider } from '../../dialects/provider/audiosocket.js';
 import { pcmFromLe, pcmToLe, sleep } from './base.js';
 import { Playout } from './playout.js';
-import type { DialectName, LegOptions, LegRecord, ProviderLeg, TimelineEntry } from './types.js';
+import type {
+  DialectName,
+  LegOptions,
+  LegRecord,
+  ProviderLeg,
+  ProviderTwin,
+  TimelineEntry,
+} from './types.js';
 
 export const AUDIOSOCKET_TYPES = {
   hangup: 0x00,
@@ -245,3 +253,13 @@ export class AudioSocketLeg implements ProviderLeg {
     this.record.breaches.push({ rule, detail, effect, atMs: this.#playout.now() });
   }
 }
+
+/** The emulated platform of the `audiosocket` dialect. */
+export const audiosocketTwin: ProviderTwin = {
+  decl: audiosocketProvider,
+  rates: [8000, 16000, 24000, 48000],
+  wireCodec: 'slin',
+  chunkMs: 20,
+  uuidCallIds: true,
+  create: (o) => new AudioSocketLeg(o),
+};

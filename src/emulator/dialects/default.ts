@@ -6,18 +6,12 @@
  * is queued, `error` events are recorded.
  */
 import { decodeInto, encodeInto, fromBase64, samplesIn, toBase64 } from '../../audio/codec.js';
-import { bytesPerSample, type Codec, type Encoding, parseCodec } from '../../audio/format.js';
+import { bytesForMs, bytesPerSample, type Codec, parseCodec } from '../../audio/format.js';
+import { defaultProvider } from '../../dialects/provider/default.js';
 import { WsLeg } from './base.js';
-import type { LegOptions } from './types.js';
+import type { DefaultSettings, LegOptions, ProviderTwin } from './types.js';
 
-export interface DefaultSettings {
-  /** As announced in session_start (an alias such as "PCM16" is sent as given). */
-  readonly codecName: string;
-  readonly outputRate: number;
-  readonly encoding: Encoding;
-  /** Announced `chunk_bytes`: the bridge's chunks to us; ours carry the same duration. */
-  readonly chunkBytes: number;
-}
+export type { DefaultSettings } from './types.js';
 
 export class DefaultLeg extends WsLeg {
   readonly dialect = 'default' as const;
@@ -128,3 +122,22 @@ export class DefaultLeg extends WsLeg {
     this.playout.pushAudio(pcm);
   }
 }
+
+/** The voice API provider's own media stream, as the bridge's `/v1/media` takes it. */
+export const defaultTwin: ProviderTwin = {
+  decl: defaultProvider,
+  rates: [8000, 16000],
+  codecs: ['slin', 'pcmu', 'pcma'],
+  wireCodec: 'slin',
+  chunkMs: 20,
+  create: (o, defaults) =>
+    new DefaultLeg(
+      o,
+      defaults ?? {
+        codecName: o.codec ?? 'slin',
+        outputRate: o.rate,
+        encoding: 'binary',
+        chunkBytes: bytesForMs(o.codec ?? 'slin', o.rate, 20),
+      },
+    ),
+};

@@ -6,9 +6,10 @@
  * before it played; `clear` empties the buffer and sends the pending marks back.
  */
 import { fromBase64, toBase64 } from '../../audio/codec.js';
+import { exotelProvider } from '../../dialects/provider/exotel.js';
 import { basicAuth, obj, pcmFromLe, pcmToLe } from './base.js';
 import { TwilioLeg } from './twilio.js';
-import type { LegOptions } from './types.js';
+import type { LegOptions, ProviderTwin } from './types.js';
 
 const MULTIPLE = 320;
 const MIN_BYTES = 3_200;
@@ -118,3 +119,14 @@ export class ExotelLeg extends TwilioLeg {
     this.playout.pushAudio(pcmFromLe(bytes));
   }
 }
+
+/** The emulated platform of the `exotel` dialect. */
+export const exotelTwin: ProviderTwin = {
+  decl: exotelProvider,
+  rates: [8000, 16000, 24000],
+  wireCodec: 'slin',
+  // Exotel sends about 100 ms a frame.
+  chunkMs: 100,
+  flags: { basic: true },
+  create: (o) => new ExotelLeg(o),
+};

@@ -1,39 +1,44 @@
 /**
- * The emulated providers, one a dialect, behind one constructor.
+ * The emulated providers: each provider dialect's twin (its module here), by the registry's names
+ * (src/dialects/), behind one constructor. The types make the list whole: a dialect declared without a
+ * twin does not compile.
  */
-import { bytesForMs, type Codec } from '../../audio/format.js';
-import { AsteriskLeg } from './asterisk.js';
-import { AudioSocketLeg } from './audiosocket.js';
-import { DefaultLeg, type DefaultSettings } from './default.js';
-import { ExotelLeg } from './exotel.js';
-import { JambonzLeg } from './jambonz.js';
-import { PlivoLeg } from './plivo.js';
-import { TelnyxLeg } from './telnyx.js';
-import { TwilioLeg } from './twilio.js';
-import type { DialectName, LegOptions, ProviderLeg } from './types.js';
-import { VonageLeg } from './vonage.js';
+import type { Codec } from '../../audio/format.js';
+import type { ProviderDialectName } from '../../dialects/index.js';
+import { asteriskTwin } from './asterisk.js';
+import { audiosocketTwin } from './audiosocket.js';
+import { defaultTwin } from './default.js';
+import { exotelTwin } from './exotel.js';
+import { jambonzTwin } from './jambonz.js';
+import { plivoTwin } from './plivo.js';
+import { telnyxTwin } from './telnyx.js';
+import { twilioTwin } from './twilio.js';
+import type { DefaultSettings, DialectName, LegOptions, ProviderLeg, ProviderTwin } from './types.js';
+import { vonageTwin } from './vonage.js';
 
-export type { DefaultSettings } from './default.js';
 export * from './types.js';
 
-/** Rates a dialect's calls may use; the first is its default. */
-export const DIALECT_RATES: Readonly<Record<DialectName, readonly number[]>> = {
-  default: [8000, 16000],
-  twilio: [8000],
-  telnyx: [8000],
-  plivo: [8000, 16000],
-  exotel: [8000, 16000, 24000],
-  vonage: [16000, 8000, 24000],
-  jambonz: [8000, 16000, 24000, 48000, 64000],
-  asterisk: [8000, 16000],
-  audiosocket: [8000, 16000, 24000, 48000],
+export const TWINS: { readonly [N in ProviderDialectName]: ProviderTwin } = {
+  default: defaultTwin,
+  twilio: twilioTwin,
+  telnyx: telnyxTwin,
+  plivo: plivoTwin,
+  exotel: exotelTwin,
+  vonage: vonageTwin,
+  jambonz: jambonzTwin,
+  asterisk: asteriskTwin,
+  audiosocket: audiosocketTwin,
 };
+
+/** Rates a dialect's calls may use; the first is its default. */
+export const DIALECT_RATES: Readonly<Record<DialectName, readonly number[]>> = Object.fromEntries(
+  Object.entries(TWINS).map(([name, twin]) => [name, twin.rates]),
+) as Record<DialectName, readonly number[]>;
 
 /** The PCM rate a dialect's call runs at, given the rate and codec asked for. */
 export function dialectRate(dialect: DialectName, rate?: number, codec?: Codec): number {
-  if (dialect === 'twilio' || dialect === 'telnyx') return 8000;
-  if ((dialect === 'plivo' || dialect === 'asterisk') && (codec ?? 'pcmu') !== 'slin') return 8000;
-  return rate ?? DIALECT_RATES[dialect][0]!;
+  const twin = TWINS[dialect];
+  return twin.fixedRate?.(codec) ?? rate ?? twin.rates[0]!;
 }
 
 /** Throws with a message naming what is wrong when the options do not fit the dialect. */
@@ -42,32 +47,5 @@ export function createProviderLeg(
   o: LegOptions,
   defaults?: DefaultSettings,
 ): ProviderLeg {
-  switch (dialect) {
-    case 'default':
-      return new DefaultLeg(
-        o,
-        defaults ?? {
-          codecName: o.codec ?? 'slin',
-          outputRate: o.rate,
-          encoding: 'binary',
-          chunkBytes: bytesForMs(o.codec ?? 'slin', o.rate, 20),
-        },
-      );
-    case 'twilio':
-      return new TwilioLeg(o);
-    case 'telnyx':
-      return new TelnyxLeg(o);
-    case 'plivo':
-      return new PlivoLeg(o);
-    case 'exotel':
-      return new ExotelLeg(o);
-    case 'vonage':
-      return new VonageLeg(o);
-    case 'jambonz':
-      return new JambonzLeg(o);
-    case 'asterisk':
-      return new AsteriskLeg(o);
-    case 'audiosocket':
-      return new AudioSocketLeg(o);
-  }
+  return TWINS[dialect].create(o, defaults);
 }

@@ -10,8 +10,9 @@
  * `{"event":"dtmf","dtmf","duration"}` (`passDtmf`).
  */
 import { randomUUID } from 'node:crypto';
+import { jambonzProvider } from '../../dialects/provider/jambonz.js';
 import { basicAuth, obj, pcmFromLe, pcmToLe, WsLeg } from './base.js';
-import type { LegOptions } from './types.js';
+import type { LegOptions, ProviderTwin } from './types.js';
 
 export const JAMBONZ_SUBPROTOCOL = 'audio.jambonz.org';
 const MAX_MARKS = 30;
@@ -121,3 +122,13 @@ export class JambonzLeg extends WsLeg {
     }
   }
 }
+
+/** The emulated platform of the `jambonz` dialect. */
+export const jambonzTwin: ProviderTwin = {
+  decl: jambonzProvider,
+  rates: [8000, 16000, 24000, 48000, 64000],
+  wireCodec: 'slin',
+  chunkMs: 20,
+  flags: { basic: true },
+  create: (o) => new JambonzLeg(o),
+};

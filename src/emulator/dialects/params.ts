@@ -4,8 +4,8 @@
  */
 import { type Codec, parseCodec } from '../../audio/format.js';
 import { invalidField } from '../../errors.js';
-import { DIALECT_RATES, dialectRate } from './index.js';
-import { DIALECTS, type DialectName, isDialect, type LegAuth } from './types.js';
+import { DIALECT_RATES, dialectRate, TWINS } from './index.js';
+import { DIALECTS, type DialectName, isDialect, type LegAuth, type ProviderTwin } from './types.js';
 
 export function parseDialect(value: unknown, field = 'dialect'): DialectName {
   if (!isDialect(value)) throw invalidField(field, `one of ${DIALECTS.join(', ')}`, value);
@@ -24,33 +24,22 @@ export function parseDialectRate(
   return dialectRate(dialect, rate as number | undefined, codec);
 }
 
-/** Codecs each dialect's platform sends (undefined: the dialect has one). */
-const DIALECT_CODECS: Partial<Record<DialectName, readonly Codec[]>> = {
-  default: ['slin', 'pcmu', 'pcma'],
-  telnyx: ['pcmu', 'pcma'],
-  plivo: ['pcmu', 'slin'],
-  asterisk: ['pcmu', 'pcma', 'slin'],
-};
-
 /**
  * The codec a dialect's calls carry on the wire when none is asked for: what load reports name (the
  * leg encodes from the caller's PCM itself).
  */
 export function dialectWireCodec(dialect: DialectName, asked: Codec | undefined): Codec {
-  if (asked !== undefined) return asked;
-  return dialect === 'telnyx' || dialect === 'plivo' || dialect === 'asterisk' || dialect === 'twilio'
-    ? 'pcmu'
-    : 'slin';
+  return asked ?? TWINS[dialect].wireCodec;
 }
 
-/** How much audio a platform sends per frame: Exotel ~100 ms, the others 20 ms. */
+/** How much audio a platform sends per frame. */
 export function dialectChunkMs(dialect: DialectName): number {
-  return dialect === 'exotel' ? 100 : 20;
+  return TWINS[dialect].chunkMs;
 }
 
 export function parseDialectCodec(dialect: DialectName, value: unknown, field: string): Codec | undefined {
   if (value === undefined) return undefined;
-  const accepted = DIALECT_CODECS[dialect];
+  const accepted = TWINS[dialect].codecs;
   const codec = parseCodec(value, field);
   if (accepted === undefined || !accepted.includes(codec))
     throw invalidField(
@@ -106,7 +95,42 @@ export function parseDtmf(value: unknown, field: string): { digit: string; atMs:
 export function dialectUrl(mediaUrl: string, dialect: DialectName, tenant?: string): string {
   const u = new URL(mediaUrl);
   const base = u.pathname.replace(/\/+$/, '');
-  if (dialect !== 'default')
+  if (TWINS[dialect].decl.endpoint !== 'root')
     u.pathname = `${base}/${dialect}${tenant !== undefined && tenant !== 'default' ? `/${tenant}` : ''}`;
   return u.toString();
+}
+
+/** The dialect at the media endpoint's own path: its calls take a media token and the media stream's format. */
+export function isRootDialect(dialect: DialectName): boolean {
+  return TWINS[dialect].decl.endpoint === 'root';
+}
+
+/** A dialect whose calls come by TCP to a listener of its own (`tcp://host:port`), not to a media path. */
+export function isTcpDialect(dialect: DialectName): boolean {
+  return TWINS[dialect].decl.endpoint === 'tcp';
+}
+
+/** The dialects, for a usage line: `default|twilio|…`. */
+export const DIALECT_CHOICES = DIALECTS.join('|');
+
+/** The root dialect's name and the TCP dialects', for usage texts. */
+export const ROOT_DIALECT_NAME = DIALECTS.find(isRootDialect)!;
+export const TCP_DIALECT_NAMES = DIALECTS.filter(isTcpDialect).join(' or ');
+
+/**
+ * What `--auth-token`, `--user`/`--password` and `--header` are to each platform, as usage text says it
+ * (from each twin's `flags`), each line led by `indent`.
+ */
+export function credentialFlagsUsage(indent: string): string {
+  const twins = DIALECTS.map((d) => TWINS[d]);
+  const platforms = (has: (t: ProviderTwin) => boolean) =>
+    twins
+      .filter(has)
+      .map((t) => t.decl.platform)
+      .join(', ');
+  const tokens = twins.flatMap((t) => (t.flags?.authToken === undefined ? [] : [t.flags.authToken]));
+  return [
+    `${indent}--auth-token    ${tokens.join(', ')}`,
+    `${indent}--user/--password  HTTP Basic (${platforms((t) => t.flags?.basic === true)}); --header  ${platforms((t) => t.flags?.header === true)}`,
+  ].join('\n');
 }

@@ -9,8 +9,9 @@
 import { randomUUID } from 'node:crypto';
 import { decodeInto, encodeInto, fromBase64, toBase64 } from '../../audio/codec.js';
 import type { Codec } from '../../audio/format.js';
+import { plivoProvider } from '../../dialects/provider/plivo.js';
 import { obj, pcmFromLe, pcmToLe, WsLeg } from './base.js';
-import type { LegOptions } from './types.js';
+import type { LegOptions, ProviderTwin } from './types.js';
 
 export class PlivoLeg extends WsLeg {
   readonly dialect = 'plivo' as const;
@@ -175,3 +176,16 @@ export class PlivoLeg extends WsLeg {
     }
   }
 }
+
+/** The emulated platform of the `plivo` dialect. */
+export const plivoTwin: ProviderTwin = {
+  decl: plivoProvider,
+  rates: [8000, 16000],
+  // µ-law is 8 kHz only; L16 may be 8 or 16 kHz.
+  fixedRate: (codec) => ((codec ?? 'pcmu') !== 'slin' ? 8000 : undefined),
+  codecs: ['pcmu', 'slin'],
+  wireCodec: 'pcmu',
+  chunkMs: 20,
+  flags: { header: true },
+  create: (o) => new PlivoLeg(o),
+};

@@ -9,8 +9,9 @@
  */
 import { randomUUID } from 'node:crypto';
 import type { Codec } from '../../audio/format.js';
+import { telnyxProvider } from '../../dialects/provider/telnyx.js';
 import { sid, TwilioLeg } from './twilio.js';
-import type { LegOptions } from './types.js';
+import type { LegOptions, ProviderTwin } from './types.js';
 
 const MIN_MS = 20;
 const MAX_MS = 30_000;
@@ -134,3 +135,15 @@ export class TelnyxLeg extends TwilioLeg {
     return false;
   }
 }
+
+/** The emulated platform of the `telnyx` dialect. */
+export const telnyxTwin: ProviderTwin = {
+  decl: telnyxProvider,
+  rates: [8000],
+  fixedRate: () => 8000,
+  codecs: ['pcmu', 'pcma'],
+  wireCodec: 'pcmu',
+  chunkMs: 20,
+  flags: { authToken: "Telnyx's stream token" },
+  create: (o) => new TelnyxLeg(o),
+};

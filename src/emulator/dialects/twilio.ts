@@ -9,8 +9,9 @@
 import { createHmac, randomBytes } from 'node:crypto';
 import { decodeInto, encodeInto, fromBase64, toBase64 } from '../../audio/codec.js';
 import type { Codec } from '../../audio/format.js';
+import { twilioProvider } from '../../dialects/provider/twilio.js';
 import { obj, WsLeg } from './base.js';
-import type { LegOptions } from './types.js';
+import type { LegOptions, ProviderTwin } from './types.js';
 
 /** Twilio's request signature: base64 HMAC-SHA1 over the URL and the sorted POST parameters. */
 export function twilioSignature(authToken: string, url: string, params: Record<string, string> = {}): string {
@@ -196,3 +197,14 @@ export class TwilioLeg extends WsLeg {
     return true;
   }
 }
+
+/** The emulated platform of the `twilio` dialect. */
+export const twilioTwin: ProviderTwin = {
+  decl: twilioProvider,
+  rates: [8000],
+  fixedRate: () => 8000,
+  wireCodec: 'pcmu',
+  chunkMs: 20,
+  flags: { authToken: "Twilio's auth token (signs the URL)" },
+  create: (o) => new TwilioLeg(o),
+};

@@ -3,20 +3,16 @@
  * does the platform's handshake, sends the caller's audio in the platform's framing (the caller paces
  * it), plays what comes back at real time by the platform's rules, and records every breach of them.
  */
-import type { Codec } from '../../audio/format.js';
+import type { Codec, Encoding } from '../../audio/format.js';
+import {
+  PROVIDER_DIALECTS,
+  type ProviderDialectDecl,
+  type ProviderDialectName,
+} from '../../dialects/index.js';
 
-export const DIALECTS = [
-  'default',
-  'twilio',
-  'telnyx',
-  'plivo',
-  'exotel',
-  'vonage',
-  'jambonz',
-  'asterisk',
-  'audiosocket',
-] as const;
-export type DialectName = (typeof DIALECTS)[number];
+/** The provider dialects, as the registry declares them (src/dialects/provider/). */
+export const DIALECTS = PROVIDER_DIALECTS;
+export type DialectName = ProviderDialectName;
 
 export function isDialect(value: unknown): value is DialectName {
   return typeof value === 'string' && (DIALECTS as readonly string[]).includes(value);
@@ -133,4 +129,39 @@ export interface ProviderLeg {
   heard(): Int16Array;
   /** Audio, gaps, marks and clears in the order the caller met them. */
   readonly timeline: readonly TimelineEntry[];
+}
+
+/** The `default` dialect's call as its `session_start` announces it. */
+export interface DefaultSettings {
+  /** As announced in session_start (an alias such as "PCM16" is sent as given). */
+  readonly codecName: string;
+  readonly outputRate: number;
+  readonly encoding: Encoding;
+  /** Announced `chunk_bytes`: the bridge's chunks to us; ours carry the same duration. */
+  readonly chunkBytes: number;
+}
+
+/**
+ * A provider dialect's emulator twin: what the emulated platform offers and how its leg is made. Each
+ * dialect's module here exports one; index.ts lists them by the registry's names.
+ */
+export interface ProviderTwin {
+  /** The dialect it plays the platform of (src/dialects/provider/). */
+  readonly decl: ProviderDialectDecl;
+  /** PCM rates the platform's calls may use; the first is its default. */
+  readonly rates: readonly number[];
+  /** The rate a call runs at whatever was asked (a platform of one rate, or of one for its G.711). */
+  fixedRate?(codec: Codec | undefined): number | undefined;
+  /** Codecs the platform sends, where it offers a choice; undefined: one codec. */
+  readonly codecs?: readonly Codec[];
+  /** The codec its calls carry on the wire when none is asked for (what load reports name). */
+  readonly wireCodec: Codec;
+  /** How much audio the platform sends per frame, ms. */
+  readonly chunkMs: number;
+  /** The platform names a call by a UUID (the bridge's session id is that UUID). */
+  readonly uuidCallIds?: true;
+  /** What the CLI's credential flags are to this platform (`--auth-token`, `--user`/`--password`, `--header`). */
+  readonly flags?: { readonly authToken?: string; readonly basic?: true; readonly header?: true };
+  /** A leg of one call; `defaults` are the `default` dialect's own settings. */
+  create(o: LegOptions, defaults?: DefaultSettings): ProviderLeg;
 }

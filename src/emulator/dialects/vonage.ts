@@ -8,8 +8,10 @@
  * its payload once the audio before it played. DTMF is `websocket:dtmf`. Vonage has no auth of its own
  * on the upgrade; an operator's header may be configured.
  */
+
+import { vonageProvider } from '../../dialects/provider/vonage.js';
 import { pcmFromLe, pcmToLe, WsLeg } from './base.js';
-import type { LegOptions } from './types.js';
+import type { LegOptions, ProviderTwin } from './types.js';
 
 /** Vonage's buffer, in 20 ms messages. */
 const MAX_QUEUED_MESSAGES = 3_072;
@@ -97,3 +99,13 @@ export class VonageLeg extends WsLeg {
     }
   }
 }
+
+/** The emulated platform of the `vonage` dialect. */
+export const vonageTwin: ProviderTwin = {
+  decl: vonageProvider,
+  rates: [16000, 8000, 24000],
+  wireCodec: 'slin',
+  chunkMs: 20,
+  flags: { header: true },
+  create: (o) => new VonageLeg(o),
+};

@@ -4,9 +4,12 @@
  * frames and `dtmf`/`mark`/`session_end` events; it sends binary audio back plus `mark`, `clear`, `dtmf`
  * and `session_end`, and is told of bad frames with `error` events.
  */
+
+import { bridge } from '../../dialects/bot/bridge.js';
 import { BridgeError } from '../../errors.js';
 import type { Format } from '../../pipeline/types.js';
 import { errorFrame, parseBotEvent } from '../protocol.js';
+import type { BotDialect } from './dialect.js';
 import type { BotCall, CallerPort } from './types.js';
 import { WsLink, type WsLinkOptions } from './ws-link.js';
 
@@ -98,3 +101,11 @@ export class BridgeBot extends WsLink {
     this.sendText(JSON.stringify({ event: 'session_end', reason }));
   }
 }
+
+/** The `bridge` dialect (src/dialects/bot/bridge.ts): PCM16 at BOT_SAMPLE_RATE to a ws bot. */
+export const bridgeBot: BotDialect = {
+  decl: bridge,
+  format: (_settings, _caller, botRate) => bridgeFormat(botRate),
+  create: (call, port, { link, deps }) =>
+    new BridgeBot(call, port, { ...link, botRate: deps.ctx.config.botSampleRate }),
+};

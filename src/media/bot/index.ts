@@ -1,45 +1,31 @@
 /**
  * Picks the bot leg for a call: the tenant's own bot when it has one, else the environment's, each as
- * `BotSettings` (src/config/bot-settings.ts), and the dialect module that speaks to it:
- *
- *   bridge            bridge.ts           our protocol to a ws bot, PCM16 at BOT_SAMPLE_RATE
- *   twilio            twilio.ts           Twilio Media Streams to a ws bot, µ-law 8 kHz
- *   openai-realtime   openai-realtime.ts  a client of an OpenAI Realtime server, G.711 8 kHz or PCM16 24 kHz
- *   builtin           builtin.ts, wav.ts  echo, tone and WAV bots, PCM16 at BOT_SAMPLE_RATE
+ * `BotSettings` (src/config/bot-settings.ts), and the module of its dialect (src/media/dialects.ts),
+ * which gives the leg's format and the leg. A dialect of ws URLs gets the socket's options from the
+ * configuration; a `bot_unavailable` names the bot by its display form only.
  *
  * A tenant's bot is checked against the configuration again at each dial (it may have changed since it
- * was stored); one refused then, or one that cannot be read, fails the bot leg only: the call goes on
- * without a bot, as with one that cannot be reached, and never falls back to the environment's bot.
+ * was stored): its `url`, and every field its dialect declares as a URL it dials. One refused then, or
+ * one that cannot be read, fails the bot leg only: the call goes on without a bot, as with one that
+ * cannot be reached, and never falls back to the environment's bot.
  */
 import type { BotSettings } from '../../config/bot-settings.js';
-import { tenantBotUrlProblem, wavPath, wavPathInside } from '../../config/bot-url.js';
-import type { BridgeContext } from '../../context.js';
+import { type BotUrlProblem, tenantBotUrlProblem, tenantDialledProblem } from '../../config/bot-url.js';
 import { BridgeError } from '../../errors.js';
-import { displayUrl, type Logger } from '../../log.js';
+import { displayUrl } from '../../log.js';
 import type { Format } from '../../pipeline/types.js';
+import { BOT_DIALECT_MODULES } from '../dialects.js';
 import type { SessionFormat } from '../format.js';
-import type { PacingLoop } from '../pacing-loop.js';
-import { BridgeBot, bridgeFormat } from './bridge.js';
-import { EchoBot, ToneBot } from './builtin.js';
-import { OpenAIRealtimeBot, realtimeFormat } from './openai-realtime.js';
-import { TWILIO_FORMAT, TwilioBot } from './twilio.js';
+import type { BotDeps } from './dialect.js';
 import type { BotCall, BotLeg, CallerPort } from './types.js';
-import { loadWav, NotWavError, WavBot } from './wav.js';
 import type { WsLinkOptions } from './ws-link.js';
+
+export type { BotDeps } from './dialect.js';
 
 /** A call's bot: the settings to dial, and whether the tenant chose them; or a tenant bot that cannot be read. */
 export type BotChoice =
   | { readonly settings: BotSettings; readonly own: boolean }
   | { readonly unreadable: true };
-
-export interface BotDeps {
-  readonly ctx: BridgeContext;
-  readonly loop: PacingLoop;
-  readonly log: Logger;
-  readonly choice: BotChoice;
-}
-
-export const DEFAULT_TONE_HZ = 440;
 
 /** The audio the call's bot leg speaks, both ways, for a caller in `caller`'s format. */
 export function botFormat(
@@ -47,18 +33,17 @@ export function botFormat(
   caller: SessionFormat,
   config: { readonly botSampleRate: number },
 ): Format {
-  if ('unreadable' in choice) return bridgeFormat(config.botSampleRate);
-  switch (choice.settings.dialect) {
-    case 'twilio':
-      return TWILIO_FORMAT;
-    case 'openai-realtime':
-      return realtimeFormat(caller);
-    default:
-      return bridgeFormat(config.botSampleRate);
-  }
+  // No bot will speak: any format does; PCM16 at the bot rate, as for a ws bot.
+  if ('unreadable' in choice) return { codec: 'slin', rate: config.botSampleRate };
+  return BOT_DIALECT_MODULES[choice.settings.dialect].format(choice.settings, caller, config.botSampleRate);
 }
 
-export function createBotLeg(call: BotCall, port: CallerPort, format: Format, deps: BotDeps): BotLeg {
+export function createBotLeg(
+  call: BotCall,
+  port: CallerPort,
+  format: Format,
+  deps: BotDeps & { readonly choice: BotChoice },
+): BotLeg {
   const { config, metrics } = deps.ctx;
   const { choice } = deps;
   if ('unreadable' in choice) {
@@ -77,11 +62,11 @@ export function createBotLeg(call: BotCall, port: CallerPort, format: Format, de
   }
   const { settings, own } = choice;
   const { url } = settings;
-  const rate = config.botSampleRate;
+  const dialect = BOT_DIALECT_MODULES[settings.dialect];
   if (own) {
     // Checked again here: BOT_URL_ALLOWED_HOSTS, BOT_WAV_DIR or BOT_SAMPLE_RATE may have changed since
     // the tenant stored its bot.
-    const problem = tenantBotUrlProblem(url, config);
+    const problem = tenantBotUrlProblem(url, config) ?? dialledProblem(settings, config);
     if (problem !== undefined) {
       deps.log.warn(
         { tenant: call.tenant, bot: problem.shown, accepts: problem.accepts },
@@ -97,73 +82,43 @@ export function createBotLeg(call: BotCall, port: CallerPort, format: Format, de
       );
     }
   }
-  if (settings.dialect !== 'builtin') {
-    const link: WsLinkOptions = {
-      url,
-      retries: config.botRetries,
-      retryBaseMs: config.botRetryBaseMs,
-      connectTimeoutMs: config.botConnectTimeoutMs,
-      maxPayloadBytes: config.botMaxPayloadBytes,
-      highWaterBytes: config.socketHighWaterBytes,
-      metrics,
-      log: deps.log,
-      clock: deps.ctx.clock,
-    };
-    try {
-      switch (settings.dialect) {
-        case 'twilio':
-          return new TwilioBot(call, port, { ...link, parameters: settings.parameters });
-        case 'openai-realtime':
-          return new OpenAIRealtimeBot(call, port, {
-            ...link,
-            url: realtimeUrl(url, settings.model),
-            ...(settings.apiKey !== undefined && { headers: { authorization: `Bearer ${settings.apiKey}` } }),
-            format,
-            model: settings.model,
-            instructions: settings.instructions,
-            voice: settings.voice,
-            turnDetection: settings.turnDetection,
-            dtmf: settings.dtmf,
-          });
-        default:
-          return new BridgeBot(call, port, { ...link, botRate: rate });
-      }
-    } catch (err) {
-      // ws quotes the URL in its message, credentials and all: the bot is named by its display form only.
-      throw new BridgeError(
-        'bot_unavailable',
-        `bot ${displayUrl(url)} cannot be dialled (${(err as Error).name}: not a URL the WebSocket client accepts); check ${own ? "the tenant's bot" : 'BOT_URL'}`,
-      );
-    }
+  const link: WsLinkOptions = {
+    url,
+    retries: config.botRetries,
+    retryBaseMs: config.botRetryBaseMs,
+    connectTimeoutMs: config.botConnectTimeoutMs,
+    maxPayloadBytes: config.botMaxPayloadBytes,
+    highWaterBytes: config.socketHighWaterBytes,
+    metrics,
+    log: deps.log,
+    clock: deps.ctx.clock,
+  };
+  const setup = { settings, own, format, link, deps };
+  if (dialect.decl.url.kind !== 'ws') return dialect.create(call, port, setup);
+  try {
+    return dialect.create(call, port, setup);
+  } catch (err) {
+    // ws quotes the URL in its message, credentials and all: the bot is named by its display form only.
+    throw new BridgeError(
+      'bot_unavailable',
+      `bot ${displayUrl(url)} cannot be dialled (${(err as Error).name}: not a URL the WebSocket client accepts); check ${own ? "the tenant's bot" : 'BOT_URL'}`,
+    );
   }
-  if (url === 'builtin:echo') return new EchoBot(port, deps.loop, config.echoDelayMs);
-  if (url.startsWith('builtin:tone')) {
-    const hz =
-      url.length > 'builtin:tone:'.length ? Number(url.slice('builtin:tone:'.length)) : DEFAULT_TONE_HZ;
-    return new ToneBot(port, deps.loop, rate, hz);
-  }
-  const wav = wavPath(url);
-  if (wav !== undefined) {
-    if (!own) return new PendingWavBot(wav, "BOT_URL's WAV file", port, deps);
-    // Inside BOT_WAV_DIR: tenantBotUrlProblem said so above.
-    const inside = wavPathInside(wav, config.botWavDir)!;
-    // The provider is told the path as the tenant wrote it, never where it lies on this server.
-    return new PendingWavBot(inside, url, port, deps);
-  }
-  // Config validation admits nothing else.
-  throw new Error(`unsupported bot URL ${displayUrl(url)}`);
 }
 
-/** A Realtime URL names its model (`?model=`); one given in the settings is added when the URL has none. */
-function realtimeUrl(url: string, model: string | undefined): string {
-  if (model === undefined) return url;
-  try {
-    const u = new URL(url);
-    if (!u.searchParams.has('model')) u.searchParams.set('model', model);
-    return u.toString();
-  } catch {
-    return url;
+/** Why a URL the tenant's dialect dials besides its `url` (a field declared `dials`) is refused now, if one is. */
+function dialledProblem(
+  settings: BotSettings,
+  config: Parameters<typeof tenantDialledProblem>[1],
+): BotUrlProblem | undefined {
+  const values = settings as Readonly<Record<string, unknown>>;
+  for (const f of BOT_DIALECT_MODULES[settings.dialect].decl.fields) {
+    const value = values[f.key];
+    if (f.dials !== true || typeof value !== 'string') continue;
+    const problem = tenantDialledProblem(value, config);
+    if (problem !== undefined) return problem;
   }
+  return undefined;
 }
 
 /** A bot leg that has failed before it began: the port hears so once, just after the session is set up. */
@@ -183,44 +138,5 @@ class FailedBot implements BotLeg {
   mark(): void {}
   end(): void {
     this.#ended = true;
-  }
-}
-
-/** Why a WAV file did not load, as the provider may be told it: a system error code or "not a WAV file". */
-function wavFailure(err: unknown): string {
-  if (err instanceof NotWavError) return 'not a WAV file the bridge can play';
-  const code = (err as NodeJS.ErrnoException).code;
-  return typeof code === 'string' && /^E[A-Z0-9]+$/.test(code) ? code : 'unreadable';
-}
-
-/** A WAV bot while its file loads (once per path and rate; cached after). */
-class PendingWavBot implements BotLeg {
-  #bot: BotLeg | undefined;
-  #ended = false;
-
-  /** `path` is the file read; `shown` names it in what the provider is told (no server path). */
-  constructor(path: string, shown: string, port: CallerPort, deps: BotDeps) {
-    const rate = deps.ctx.config.botSampleRate;
-    loadWav(path, rate).then(
-      (samples) => {
-        if (!this.#ended) this.#bot = new WavBot(port, deps.loop, rate, samples);
-      },
-      (err: unknown) => {
-        if (this.#ended) return;
-        deps.ctx.metrics.botConnects.labels('failed').inc();
-        const why = wavFailure(err);
-        // The whole story for the operator; the provider gets the name and the code only.
-        deps.log.warn({ path, code: why, err: (err as Error).message }, 'WAV bot file cannot be played');
-        port.failed(new BridgeError('bot_unavailable', `cannot play ${shown} (${why})`));
-      },
-    );
-  }
-
-  audio(): void {}
-  dtmf(): void {}
-  mark(): void {}
-  end(reason: string): void {
-    this.#ended = true;
-    this.#bot?.end(reason);
   }
 }

@@ -21,10 +21,13 @@
  */
 import type * as RT from 'openai/resources/realtime/realtime';
 import { fromBase64, toBase64 } from '../../audio/codec.js';
-import type { DtmfMode, TurnDetection } from '../../config/bot-settings.js';
+import type { TurnDetection } from '../../dialects/bot/openai-realtime.js';
+import { openaiRealtime } from '../../dialects/bot/openai-realtime.js';
+import type { DtmfMode } from '../../dialects/bot/speech.js';
 import { BridgeError } from '../../errors.js';
 import type { Format } from '../../pipeline/types.js';
 import type { SessionFormat } from '../format.js';
+import type { BotDialect } from './dialect.js';
 import type { BotCall, CallerPort } from './types.js';
 import { WsLink, type WsLinkOptions } from './ws-link.js';
 
@@ -284,3 +287,33 @@ export class OpenAIRealtimeBot extends WsLink {
     this.sendText(JSON.stringify(event));
   }
 }
+
+/** A Realtime URL names its model (`?model=`); one given in the settings is added when the URL has none. */
+function realtimeUrl(url: string, model: string | undefined): string {
+  if (model === undefined) return url;
+  try {
+    const u = new URL(url);
+    if (!u.searchParams.has('model')) u.searchParams.set('model', model);
+    return u.toString();
+  } catch {
+    return url;
+  }
+}
+
+/** The `openai-realtime` dialect (src/dialects/bot/openai-realtime.ts): a client of a Realtime server. */
+export const openaiRealtimeBot: BotDialect = {
+  decl: openaiRealtime,
+  format: (_settings, caller) => realtimeFormat(caller),
+  create: (call, port, { link, settings, format }) =>
+    new OpenAIRealtimeBot(call, port, {
+      ...link,
+      url: realtimeUrl(link.url, settings.model),
+      ...(settings.apiKey !== undefined && { headers: { authorization: `Bearer ${settings.apiKey}` } }),
+      format,
+      model: settings.model,
+      instructions: settings.instructions,
+      voice: settings.voice,
+      turnDetection: settings.turnDetection,
+      dtmf: settings.dtmf,
+    }),
+};

@@ -16,8 +16,10 @@
  * mark is echoed once. An early echo makes agents truncate the model's reply at the wrong place.
  */
 import { createHash } from 'node:crypto';
+import { twilio } from '../../dialects/bot/twilio.js';
 import { BridgeError } from '../../errors.js';
 import type { Format } from '../../pipeline/types.js';
+import type { BotDialect } from './dialect.js';
 import type { BotCall, CallerPort } from './types.js';
 import { WsLink, type WsLinkOptions } from './ws-link.js';
 
@@ -202,3 +204,11 @@ export class TwilioBot extends WsLink {
     return String(++this.#sequence);
   }
 }
+
+/** The `twilio` dialect (src/dialects/bot/twilio.ts): µ-law 8 kHz to a ws bot, with the tenant's parameters. */
+export const twilioBot: BotDialect = {
+  decl: twilio,
+  format: () => TWILIO_FORMAT,
+  create: (call, port, { link, settings }) =>
+    new TwilioBot(call, port, { ...link, parameters: settings.parameters }),
+};

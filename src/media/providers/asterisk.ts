@@ -289,8 +289,7 @@ export const asteriskDialect: ProviderDialect = {
   async authenticate(req, _url, tenant, ctx) {
     if (ctx.config.mediaAuth === 'none') return { tenant, exp: undefined };
     const creds = await providerCredential(ctx, tenant, 'asterisk');
-    if (creds?.username === undefined || creds.password === undefined)
-      throw noCredential('Asterisk', 'asterisk', tenant, 'ASTERISK_WS_USERNAME and ASTERISK_WS_PASSWORD');
+    if (creds?.username === undefined || creds.password === undefined) throw noCredential('asterisk', tenant);
     checkBasic(req, creds.username, creds.password, 'Asterisk websocket client');
     return { tenant, exp: undefined };
   },

@@ -142,8 +142,7 @@ export const exotelDialect: ProviderDialect = {
     const cred = await providerCredential(ctx, tenant, 'exotel');
     const user = cred?.username;
     const password = cred?.password;
-    if (user === undefined || password === undefined)
-      throw noCredential('Exotel', 'exotel', tenant, 'EXOTEL_STREAM_USER and EXOTEL_STREAM_PASSWORD');
+    if (user === undefined || password === undefined) throw noCredential('exotel', tenant);
     const given = authorization(req, 'Basic');
     if (given === undefined)
       throw new BridgeError('unauthorized', 'the upgrade has no Authorization: Basic header');

@@ -1,23 +1,14 @@
-/** The provider dialects by name: `/v1/media` is `default`, `/v1/media/<name>[/<tenant>]` the others. */
-import { asteriskDialect } from './asterisk.js';
-import { defaultDialect } from './default.js';
-import { exotelDialect } from './exotel.js';
-import { jambonzDialect } from './jambonz.js';
-import { plivoDialect } from './plivo.js';
-import { telnyxDialect } from './telnyx.js';
-import { twilioDialect } from './twilio.js';
-import type { ProviderDialect, ProviderDialectName } from './types.js';
-import { vonageDialect } from './vonage.js';
+/**
+ * The provider dialects served on a WebSocket path, by name: `/v1/media` is the registry's root dialect
+ * (`default`), `/v1/media/<name>[/<tenant>]` the others (src/media/dialects.ts holds them all, the TCP
+ * ones too).
+ */
+import { PATH_DIALECTS, type PathDialectName } from '../../dialects/index.js';
+import { PROVIDER_DIALECT_MODULES } from '../dialects.js';
+import type { ProviderDialect } from './types.js';
 
-export const DIALECTS: Readonly<Record<ProviderDialectName, ProviderDialect>> = {
-  default: defaultDialect,
-  twilio: twilioDialect,
-  telnyx: telnyxDialect,
-  plivo: plivoDialect,
-  vonage: vonageDialect,
-  exotel: exotelDialect,
-  jambonz: jambonzDialect,
-  asterisk: asteriskDialect,
-};
+export const DIALECTS = Object.fromEntries(
+  PATH_DIALECTS.map((name) => [name, PROVIDER_DIALECT_MODULES[name]]),
+) as Readonly<Record<PathDialectName, ProviderDialect>>;
 
 export type * from './types.js';

@@ -185,8 +185,7 @@ export const jambonzDialect: ProviderDialect = {
   async authenticate(req, _url, tenant, ctx) {
     if (ctx.config.mediaAuth === 'none') return { tenant, exp: undefined };
     const creds = await providerCredential(ctx, tenant, 'jambonz');
-    if (creds?.username === undefined || creds.password === undefined)
-      throw noCredential('jambonz', 'jambonz', tenant, 'JAMBONZ_WS_USERNAME and JAMBONZ_WS_PASSWORD');
+    if (creds?.username === undefined || creds.password === undefined) throw noCredential('jambonz', tenant);
     checkBasic(req, creds.username, creds.password, 'jambonz listen (wsAuth)');
     return { tenant, exp: undefined };
   },

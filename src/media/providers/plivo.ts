@@ -184,7 +184,7 @@ export const plivoDialect: ProviderDialect = {
   async authenticate(req, url, tenant, ctx) {
     if (ctx.config.mediaAuth === 'none') return { tenant, exp: undefined };
     const want = (await providerCredential(ctx, tenant, 'plivo'))?.token;
-    if (want === undefined) throw noCredential('Plivo', 'plivo', tenant, 'PLIVO_STREAM_TOKEN');
+    if (want === undefined) throw noCredential('plivo', tenant);
     const header = req.headers.authorization;
     const m = header === undefined ? null : /^Bearer[ ]+([^ ]+)[ ]*$/i.exec(header);
     const given = m?.[1] ?? url.searchParams.get('token') ?? '';

@@ -1,57 +1,41 @@
 /**
  * A tenant's credentials for the platforms in front of the bridge (`provider_auth` in
  * `PUT /v1/media-stream`): one object per dialect, in that platform's own words, checked here in full.
- *
- *   twilio    {auth_token}            the account's auth token, which keys X-Twilio-Signature
- *   telnyx    {stream_auth_token}     the stream's `stream_auth_token` (x-telnyx-streaming-auth-token)
- *   plivo     {token}                 ours (Plivo has none): ?token= in the stream URL, or a Bearer
- *   exotel    {username, password}    the applet's `wss://KEY:TOKEN@…` (HTTP Basic)
- *   vonage    {token} and/or {allow}  ours (Vonage has none): a Bearer the NCCO's headers carry, and/or
- *                                     the addresses (IPs or CIDR ranges) Vonage connects from
- *   jambonz   {username, password}    `listen`'s wsAuth (HTTP Basic)
- *   asterisk  {username, password}    websocket_client.conf's username and password (HTTP Basic)
+ * Which dialects take one, their fields, the kind of each (a secret, a user name, an address list) and
+ * their env twins are each dialect's declaration (src/dialects/provider/); the rules of each kind and
+ * the messages are here, the same for all.
  *
  * Secrets are write-only: stored sealed (src/state/), never returned, logged or quoted in an error.
- * Tenant `default` falls back to the environment (TWILIO_AUTH_TOKEN, TELNYX_STREAM_AUTH_TOKEN,
- * PLIVO_STREAM_TOKEN, EXOTEL_STREAM_USER and EXOTEL_STREAM_PASSWORD, VONAGE_STREAM_TOKEN,
- * JAMBONZ_WS_USERNAME and JAMBONZ_WS_PASSWORD, ASTERISK_WS_USERNAME and ASTERISK_WS_PASSWORD) for a dialect
- * it has stored nothing for.
+ * Tenant `default` falls back to the environment (Config's `providerAuthEnv`, from the twins each
+ * dialect declares) for a dialect it has stored nothing for.
  */
 import { BlockList, isIP } from 'node:net';
 import { DEFAULT_TENANT } from '../../auth/jwt.js';
 import type { Config } from '../../config.js';
 import type { BridgeContext } from '../../context.js';
+import {
+  CREDENTIAL_DIALECTS,
+  type CredentialDialectName,
+  type CredentialFieldDecl,
+  type ProviderCredential,
+  providerDialect,
+} from '../../dialects/index.js';
 import { BridgeError, describe } from '../../errors.js';
-import type { ProviderAuthPatch, ProviderCredential } from '../../state/types.js';
+import type { ProviderAuthPatch } from '../../state/types.js';
 
 export type { ProviderCredential } from '../../state/types.js';
 
 /** The dialects `provider_auth` takes, keyed by the path's last word (CONTRACT §7). */
-export const PROVIDER_AUTH_DIALECTS = [
-  'twilio',
-  'telnyx',
-  'plivo',
-  'exotel',
-  'vonage',
-  'jambonz',
-  'asterisk',
-] as const;
-export type ProviderAuthDialect = (typeof PROVIDER_AUTH_DIALECTS)[number];
-
-type FieldKind = 'secret' | 'name' | 'allow';
+export const PROVIDER_AUTH_DIALECTS: readonly CredentialDialectName[] = CREDENTIAL_DIALECTS.map(
+  (d) => d.name,
+);
+export type ProviderAuthDialect = CredentialDialectName;
 
 /** Each dialect's fields: all required, or with `atLeastOne` any of them (Vonage's token and/or allow). */
-const SPECS: Readonly<
-  Record<ProviderAuthDialect, { fields: Readonly<Record<string, FieldKind>>; atLeastOne?: true }>
-> = {
-  twilio: { fields: { auth_token: 'secret' } },
-  telnyx: { fields: { stream_auth_token: 'secret' } },
-  plivo: { fields: { token: 'secret' } },
-  exotel: { fields: { username: 'name', password: 'secret' } },
-  vonage: { fields: { token: 'secret', allow: 'allow' }, atLeastOne: true },
-  jambonz: { fields: { username: 'name', password: 'secret' } },
-  asterisk: { fields: { username: 'name', password: 'secret' } },
-};
+const SPECS: ReadonlyMap<
+  string,
+  { readonly fields: Readonly<Record<string, CredentialFieldDecl>>; readonly atLeastOne?: true }
+> = new Map(CREDENTIAL_DIALECTS.map((d) => [d.name, d.credential]));
 
 const SECRET_MIN = 8;
 const SECRET_MAX = 512;
@@ -64,17 +48,27 @@ const ALLOW_ACCEPTS = `an array of 1 to ${ALLOW_MAX} IP addresses or CIDR ranges
 
 /** What one dialect's object takes, for errors and the API description. */
 function dialectAccepts(dialect: ProviderAuthDialect): string {
-  const spec = SPECS[dialect];
+  const spec = SPECS.get(dialect)!;
   const names = Object.keys(spec.fields);
   return spec.atLeastOne === true
     ? `an object with ${names.join(' and/or ')}`
     : `an object with ${names.join(' and ')}`;
 }
 
+/** One dialect's credential as the API description shows it: `<dialect> {<field>, ...}`, or with `atLeastOne` each field in its own braces, joined by and/or. */
+function credentialShape(dialect: ProviderAuthDialect): string {
+  const spec = SPECS.get(dialect)!;
+  const shown = Object.entries(spec.fields).map(([name, f]) =>
+    f.kind === 'allow' ? `${name}: [addresses or CIDR ranges]` : name,
+  );
+  return spec.atLeastOne === true
+    ? `${dialect} ${shown.map((s) => `{${s}}`).join(' and/or ')}`
+    : `${dialect} {${shown.join(', ')}}`;
+}
+
 export const PROVIDER_AUTH_ACCEPTS =
   `an object keyed by dialect (${PROVIDER_AUTH_DIALECTS.join(', ')}), each value that platform's credentials ` +
-  `(twilio {auth_token}, telnyx {stream_auth_token}, plivo {token}, exotel {username, password}, ` +
-  'vonage {token} and/or {allow: [addresses or CIDR ranges]}, jambonz {username, password}, asterisk {username, password}) ' +
+  `(${PROVIDER_AUTH_DIALECTS.map(credentialShape).join(', ')}) ` +
   'or null to remove that dialect; dialects left out keep what is stored (write-only)';
 
 /** What a value is, never what it says: anything under provider_auth may be a secret. */
@@ -122,7 +116,7 @@ function parseCredential(dialect: ProviderAuthDialect, raw: unknown): ProviderCr
       at,
       `${at} must be ${dialectAccepts(dialect)}, or null to remove it, got ${kindOf(raw)}`,
     );
-  const spec = SPECS[dialect];
+  const spec = SPECS.get(dialect)!;
   const given = raw as Record<string, unknown>;
   for (const key of Object.keys(given))
     if (!Object.hasOwn(spec.fields, key))
@@ -131,7 +125,7 @@ function parseCredential(dialect: ProviderAuthDialect, raw: unknown): ProviderCr
         `unknown field "${at}.${key.slice(0, 64)}"; ${at} must be ${dialectAccepts(dialect)}`,
       );
   const out: Record<string, unknown> = {};
-  for (const [key, kind] of Object.entries(spec.fields)) {
+  for (const [key, { kind }] of Object.entries(spec.fields)) {
     const v = given[key];
     const field = `${at}.${key}`;
     if (v === undefined) {
@@ -165,13 +159,13 @@ export function providerAuthFromUpsert(body: Record<string, unknown>): ProviderA
   if (raw === null)
     throw fieldError(
       'provider_auth',
-      'provider_auth must be an object keyed by dialect, got null; to remove one dialect\'s credentials give that dialect null, e.g. {"twilio": null}',
+      `provider_auth must be an object keyed by dialect, got null; to remove one dialect's credentials give that dialect null, e.g. {"${PROVIDER_AUTH_DIALECTS[0]}": null}`,
     );
   if (typeof raw !== 'object' || Array.isArray(raw))
     throw fieldError('provider_auth', `provider_auth must be ${PROVIDER_AUTH_ACCEPTS}, got ${kindOf(raw)}`);
   const patch: Record<string, ProviderCredential | null> = {};
   for (const [dialect, value] of Object.entries(raw as Record<string, unknown>)) {
-    if (!(PROVIDER_AUTH_DIALECTS as readonly string[]).includes(dialect))
+    if (!SPECS.has(dialect))
       throw fieldError(
         `provider_auth.${dialect.slice(0, 64)}`,
         `unknown dialect "provider_auth.${dialect.slice(0, 64)}"; provider_auth takes ${PROVIDER_AUTH_DIALECTS.join(', ')}`,
@@ -181,32 +175,9 @@ export function providerAuthFromUpsert(body: Record<string, unknown>): ProviderA
   return patch;
 }
 
-/** Tenant `default`'s credential from the environment, where the dialect has an env twin. */
+/** Tenant `default`'s credential from the environment, where the dialect's env twins are all set. */
 export function envCredential(config: Config, dialect: ProviderAuthDialect): ProviderCredential | undefined {
-  switch (dialect) {
-    case 'twilio':
-      return config.twilioAuthToken === undefined ? undefined : { auth_token: config.twilioAuthToken };
-    case 'telnyx':
-      return config.telnyxStreamAuthToken === undefined
-        ? undefined
-        : { stream_auth_token: config.telnyxStreamAuthToken };
-    case 'plivo':
-      return config.plivoStreamToken === undefined ? undefined : { token: config.plivoStreamToken };
-    case 'exotel':
-      return config.exotelStreamUser === undefined || config.exotelStreamPassword === undefined
-        ? undefined
-        : { username: config.exotelStreamUser, password: config.exotelStreamPassword };
-    case 'vonage':
-      return config.vonageStreamToken === undefined ? undefined : { token: config.vonageStreamToken };
-    case 'jambonz':
-      return config.jambonzWsUsername === undefined || config.jambonzWsPassword === undefined
-        ? undefined
-        : { username: config.jambonzWsUsername, password: config.jambonzWsPassword };
-    case 'asterisk':
-      return config.asteriskWsUsername === undefined || config.asteriskWsPassword === undefined
-        ? undefined
-        : { username: config.asteriskWsUsername, password: config.asteriskWsPassword };
-  }
+  return config.providerAuthEnv[dialect];
 }
 
 /**
@@ -229,13 +200,13 @@ export async function providerCredential(
   return tenant === DEFAULT_TENANT ? envCredential(ctx.config, dialect) : undefined;
 }
 
-/** The refusal when a tenant has no credential for a dialect: where to set one. */
-export function noCredential(
-  platform: string,
-  dialect: ProviderAuthDialect,
-  tenant: string,
-  env: string,
-): BridgeError {
+/** The refusal when a tenant has no credential for a dialect: where to set one (its env twins for tenant default). */
+export function noCredential(dialect: ProviderAuthDialect, tenant: string): BridgeError {
+  const decl = providerDialect(dialect)!;
+  const env = Object.values(decl.credential?.fields ?? {})
+    .flatMap((f) => (f.env === undefined ? [] : [f.env]))
+    .join(' and ');
+  const platform = decl.platform;
   return new BridgeError(
     'unauthorized',
     `no ${platform} credentials are configured for tenant "${tenant}" (provider_auth.${dialect} in PUT /v1/media-stream, or ${env} for tenant default), so no ${platform} stream can be checked`,

@@ -179,7 +179,7 @@ export const telnyxDialect: ProviderDialect = {
   async authenticate(req, _url, tenant, ctx) {
     if (ctx.config.mediaAuth === 'none') return { tenant, exp: undefined };
     const want = (await providerCredential(ctx, tenant, 'telnyx'))?.stream_auth_token;
-    if (want === undefined) throw noCredential('Telnyx', 'telnyx', tenant, 'TELNYX_STREAM_AUTH_TOKEN');
+    if (want === undefined) throw noCredential('telnyx', tenant);
     const given = req.headers['x-telnyx-streaming-auth-token'];
     if (typeof given !== 'string' || given === '')
       throw new BridgeError('unauthorized', 'the upgrade has no x-telnyx-streaming-auth-token header');

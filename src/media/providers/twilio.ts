@@ -131,7 +131,7 @@ export const twilioDialect: ProviderDialect = {
   async authenticate(req, _url, tenant, ctx) {
     if (ctx.config.mediaAuth === 'none') return { tenant, exp: undefined };
     const token = (await providerCredential(ctx, tenant, 'twilio'))?.auth_token;
-    if (token === undefined) throw noCredential('Twilio', 'twilio', tenant, 'TWILIO_AUTH_TOKEN');
+    if (token === undefined) throw noCredential('twilio', tenant);
     const given = req.headers['x-twilio-signature'];
     if (typeof given !== 'string' || given === '')
       throw new BridgeError('unauthorized', 'the upgrade has no X-Twilio-Signature header');

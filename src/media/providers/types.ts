@@ -10,22 +10,17 @@
  */
 import type { IncomingMessage } from 'node:http';
 import type { BridgeContext } from '../../context.js';
+import type { ProviderDialectName as AnyProviderDialectName, PathDialectName } from '../../dialects/index.js';
 import type { BridgeError } from '../../errors.js';
 import type { MediaStreamConfig } from '../../state/types.js';
 import type { SessionFormat } from '../format.js';
 
-/** The dialect names of reads and configuration: the path's last word, `default` for /v1/media. */
-export const PROVIDER_DIALECTS = [
-  'default',
-  'twilio',
-  'telnyx',
-  'plivo',
-  'vonage',
-  'exotel',
-  'jambonz',
-  'asterisk',
-] as const;
-export type ProviderDialectName = (typeof PROVIDER_DIALECTS)[number];
+/**
+ * The dialect names of reads and configuration: the path's last word, `default` for /v1/media (the
+ * dialects declared in src/dialects/provider/ with a WebSocket path).
+ */
+export { PATH_DIALECTS as PROVIDER_DIALECTS } from '../../dialects/index.js';
+export type ProviderDialectName = PathDialectName;
 
 /** Who the upgrade is for, once its credentials are checked. */
 export interface MediaAuth {
@@ -147,8 +142,8 @@ export interface ProviderWire {
 export type WireFrame = string | Buffer;
 
 export interface ProviderDialect {
-  /** `audiosocket` is not a path's: its calls come by TCP (src/media/audiosocket-listener.ts). */
-  readonly name: ProviderDialectName | 'audiosocket';
+  /** Its declared name (src/dialects/provider/); a TCP dialect's calls come by its own listener. */
+  readonly name: AnyProviderDialectName;
   /**
    * The WebSocket subprotocol the platform asks for and must get back (jambonz's `audio.jambonz.org`).
    * An upgrade offering other subprotocols but not this one is refused (400); one offering none is

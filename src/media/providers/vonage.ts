@@ -188,8 +188,7 @@ export const vonageDialect: ProviderDialect = {
     if (ctx.config.mediaAuth === 'none') return { tenant, exp: undefined };
     const cred = await providerCredential(ctx, tenant, 'vonage');
     const { token, allow } = cred ?? {};
-    if (token === undefined && allow === undefined)
-      throw noCredential('Vonage', 'vonage', tenant, 'VONAGE_STREAM_TOKEN');
+    if (token === undefined && allow === undefined) throw noCredential('vonage', tenant);
     // With an allowlist, the address is checked first (403), then the token when there is one too.
     if (allow !== undefined && !addressAllowed(clientAddress(req, trustFn(ctx.config.trustProxy)), allow))
       throw new BridgeError(

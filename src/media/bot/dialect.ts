@@ -1,0 +1,47 @@
+/**
+ * What a bot dialect's module gives the media path: its declaration (src/dialects/bot/), the format its
+ * leg speaks, and its leg for one call. Each module under src/media/bot/ exports one; src/media/dialects.ts
+ * lists them, and bot/index.ts picks one by the call's settings, once a call (nothing here is per chunk).
+ */
+import type { BotSettings } from '../../config/bot-settings.js';
+import type { BridgeContext } from '../../context.js';
+import type { BotDialectDecl } from '../../dialects/index.js';
+import type { Logger } from '../../log.js';
+import type { Format } from '../../pipeline/types.js';
+import type { SessionFormat } from '../format.js';
+import type { PacingLoop } from '../pacing-loop.js';
+import type { BotCall, BotLeg, CallerPort } from './types.js';
+import type { WsLinkOptions } from './ws-link.js';
+
+/** What a call's bot leg is made with. */
+export interface BotDeps {
+  readonly ctx: BridgeContext;
+  readonly loop: PacingLoop;
+  readonly log: Logger;
+}
+
+/** One call's bot, as its dialect's `create` is given it. */
+export interface BotLegSetup {
+  readonly settings: BotSettings;
+  /** The tenant chose it (its URLs were checked again against the configuration), else the environment did. */
+  readonly own: boolean;
+  /** The leg's format, as `format` gave it. */
+  readonly format: Format;
+  /**
+   * For a dialect of ws URLs: the socket's options (the URL, redials, timeouts, bounds) from the
+   * configuration; a dialect may dial another URL or add headers.
+   */
+  readonly link: WsLinkOptions;
+  readonly deps: BotDeps;
+}
+
+export interface BotDialect {
+  readonly decl: BotDialectDecl;
+  /** The audio the leg speaks, both ways, for a caller in `caller`'s format (`botRate`: BOT_SAMPLE_RATE). */
+  format(settings: BotSettings, caller: SessionFormat, botRate: number): Format;
+  /**
+   * The leg for one call. May throw (a URL the WebSocket client refuses): the caller turns that into a
+   * `bot_unavailable` naming the bot by its display form.
+   */
+  create(call: BotCall, port: CallerPort, setup: BotLegSetup): BotLeg;
+}
