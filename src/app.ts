@@ -31,7 +31,7 @@ import { registerMessagingRoutes } from './messaging/routes.js';
 import { createMessageStore } from './messaging/store.js';
 import type { MessagingClient } from './messaging/types.js';
 import { createMetrics } from './metrics.js';
-import { createPipeline } from './pipeline/index.js';
+import { createPipeline, loadSuppressor } from './pipeline/index.js';
 import type { AudioPipeline } from './pipeline/types.js';
 import { createProviderClient, type ProviderClient } from './provider/client.js';
 import { Recordings } from './recording/index.js';
@@ -195,7 +195,16 @@ export async function createBridge(config: Config, options: BridgeOptions = {}):
   registerRecordingRoutes(app, ctx, ctx.verifyRest);
 
   const pipeline =
-    options.pipeline ?? createPipeline({ workers: config.dspWorkers, log, metrics, heldUp: ctx.heldUp });
+    options.pipeline ??
+    createPipeline({
+      workers: config.dspWorkers,
+      log,
+      metrics,
+      heldUp: ctx.heldUp,
+      // Inline, this thread runs the noise suppressor: loaded now (a few ms), as a tenant may turn it on
+      // at any time. Workers load their own.
+      ...(config.dspWorkers === 0 && { suppressor: await loadSuppressor() }),
+    });
   const media = attachMediaEndpoint(app.server, ctx, pipeline, options.limitClock);
   // Listen-in's WebSocket path, beside the media endpoint's on the same server.
   const listen = attachListen(ctx, media);

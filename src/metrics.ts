@@ -183,6 +183,16 @@ export function createMetrics() {
       help: 'Sessions whose DSP state was lost to a worker failure and rebuilt',
       registers: r,
     }),
+    denoisedCalls: new Counter({
+      name: 'voicebridge_denoised_calls_total',
+      help: "Calls whose caller audio was set to go through the noise suppressor (DENOISE or the tenant's denoise)",
+      registers: r,
+    }),
+    denoiseFailures: new Counter({
+      name: 'voicebridge_denoise_failures_total',
+      help: 'Calls whose noise suppressor failed or could not start; each went on without it',
+      registers: r,
+    }),
     botConnects: new Counter({
       name: 'voicebridge_bot_connects_total',
       help: 'Bot leg connections, by outcome (ok, failed)',

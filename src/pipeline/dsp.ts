@@ -3,11 +3,18 @@
  * synchronous: writes into buffers the caller provides, keeps its scratch.
  *
  *   from.codec -> decode -> resample(from.rate -> to.rate, skipped when equal) -> encode(to.codec)
+ *   with denoise: decode -> up to 48 kHz, RNNoise, down to to.rate (src/audio/denoise.ts) -> encode
+ *
+ * A suppressor that is missing, cannot make a state, or throws is dropped from the leg, which carries on
+ * through the plain resampler from that chunk on (the chunk that failed included): the failure is kept
+ * for the pipeline to report once (takeFailure), and no audio is lost to it.
  */
 import { bytesFor, decodeInto, encodeInto, LITTLE_ENDIAN, samplesIn } from '../audio/codec.js';
+import { DenoiseStep } from '../audio/denoise.js';
 import type { Codec } from '../audio/format.js';
 import { createResampler, type Resampler } from '../audio/resampler.js';
-import type { LegSpec } from './types.js';
+import type { Suppressor } from './suppressor.js';
+import { denoises, type LegSpec } from './types.js';
 
 /** Input lengths (samples) that get a cached exact-length view: a 20 ms chunk at 48 kHz and below. */
 const INPUT_VIEW_MAX = 960;
@@ -18,6 +25,10 @@ export class LegDsp {
   readonly #spec: LegSpec;
   /** Made with the leg (WebAssembly state, a few KB); none when the rates are equal. */
   #resampler: Resampler | undefined;
+  /** The noise suppressor, while it runs (a leg with the step also has the plain resampler to fall back on). */
+  #denoise: DenoiseStep | undefined;
+  /** Why the suppressor asked for is not running, until the pipeline has taken it to report. */
+  #failure: string | undefined;
   /** Input decoded (or PCM16 copied, whatever its alignment): grows to the largest chunk. */
   #decoded = new Int16Array(320);
   #decodedBytes = new Uint8Array(this.#decoded.buffer);
@@ -36,13 +47,28 @@ export class LegDsp {
   /** PCM16 in and out, rates differing, on a little-endian host: see run. */
   readonly #pcmBytes: boolean;
 
-  constructor(spec: LegSpec) {
+  /** `suppressor`: the thread's RNNoise module (or why it did not load), for a spec with the denoise step. */
+  constructor(spec: LegSpec, suppressor?: Suppressor) {
     // The rates and codecs are checked where the leg is opened (checkSpec), before any chunk comes.
     this.#spec = spec;
     this.#from = spec.from.codec;
     this.#to = spec.to.codec;
+    const denoise = denoises(spec);
+    if (denoise) {
+      try {
+        if (suppressor === undefined || suppressor instanceof Error)
+          throw suppressor ?? new Error('no noise suppressor was loaded');
+        this.#denoise = new DenoiseStep(suppressor, spec.from.rate, spec.to.rate);
+      } catch (err) {
+        this.#failed(err);
+      }
+    }
     this.#pcmBytes =
-      LITTLE_ENDIAN && this.#from === 'slin' && this.#to === 'slin' && spec.from.rate !== spec.to.rate;
+      LITTLE_ENDIAN &&
+      !denoise &&
+      this.#from === 'slin' &&
+      this.#to === 'slin' &&
+      spec.from.rate !== spec.to.rate;
     // Made now, not on the first chunk: the audio path then allocates no WebAssembly memory of its own.
     // Memory can still grow while a view from runView is out (a tap starting to resample, another call's
     // leg opening), which detaches the view: a sink copies what it keeps before it calls anything else.
@@ -59,10 +85,27 @@ export class LegDsp {
     return this.#resampler;
   }
 
+  /** Whether the noise suppressor runs on this leg (asked for, and not failed). */
+  get denoising(): boolean {
+    return this.#denoise !== undefined;
+  }
+
+  /** Why the suppressor asked for does not run, once: undefined after that, and while it runs. */
+  takeFailure(): string | undefined {
+    const failure = this.#failure;
+    this.#failure = undefined;
+    return failure;
+  }
+
   /** Most bytes `run` writes for `inputBytes` (throws odd_length for half a PCM16 sample). */
   bytesFor(inputBytes: number): number {
     const n = samplesIn(this.#from, inputBytes);
-    return bytesFor(this.#to, this.#resamples ? this.#r().maxOutput(n) : n);
+    const plain = this.#resamples ? this.#r().maxOutput(n) : n;
+    // Room for either path: the suppressor may fail during the chunk, which then takes the plain one.
+    return bytesFor(
+      this.#to,
+      this.#denoise === undefined ? plain : Math.max(plain, this.#denoise.maxOutput(n)),
+    );
   }
 
   /**
@@ -76,6 +119,10 @@ export class LegDsp {
       return view.length;
     }
     const n = this.#take(data);
+    if (this.#denoise !== undefined) {
+      const w = this.#denoised(n);
+      if (w >= 0) return this.#emit(this.#resampled, this.#byteViews, w, out, at);
+    }
     if (!this.#resamples) return this.#emit(this.#decoded, this.#decodedViews, n, out, at);
     const w = this.#resample(n); // may grow #resampled: read it after
     return this.#emit(this.#resampled, this.#byteViews, w, out, at);
@@ -101,12 +148,45 @@ export class LegDsp {
   /** Forgets the audio history (the resampler's filter state): what comes next starts afresh. */
   reset(): void {
     this.#resampler?.reset();
+    try {
+      this.#denoise?.reset();
+    } catch (err) {
+      this.#failed(err);
+    }
   }
 
   free(): void {
     this.#freed = true;
     this.#resampler?.free();
     this.#resampler = undefined;
+    this.#denoise?.free();
+    this.#denoise = undefined;
+  }
+
+  /** The suppressor failed (or never started): it is dropped, and the failure kept for takeFailure. */
+  #failed(err: unknown): void {
+    this.#failure = err instanceof Error ? err.message : String(err);
+    this.#denoise?.free();
+    this.#denoise = undefined;
+  }
+
+  /**
+   * Denoises the `n` decoded samples into `#resampled`; returns the samples written, or -1 when the
+   * suppressor failed on them (it is gone then, and the caller takes the plain path with the same input).
+   */
+  #denoised(n: number): number {
+    const step = this.#denoise!;
+    const max = step.maxOutput(n);
+    if (this.#resampled.length < max) {
+      this.#resampled = new Int16Array(Math.max(max, this.#resampled.length * 2));
+      this.#byteViews.clear();
+    }
+    try {
+      return step.process(this.#decoded, n, this.#resampled);
+    } catch (err) {
+      this.#failed(err);
+      return -1;
+    }
   }
 
   /** Resamples the `n` samples in the input scratch into `#resampled`; returns the samples written. */

@@ -8,8 +8,10 @@ import type { Metrics } from '../metrics.js';
 import { LegDsp } from './dsp.js';
 import { PassLeg } from './pass.js';
 import { checkSpec } from './spec.js';
+import type { Suppressor } from './suppressor.js';
 import {
   type DspPipeline,
+  denoises,
   type Leg,
   type LegSink,
   type LegSpec,
@@ -30,6 +32,8 @@ class InlineLeg implements Leg {
   #hadAudio = false;
   /** Chunks since this leg's last timed one (per leg: a call's two legs alternate). */
   #sinceTimed = 0;
+  /** The suppressor runs here: each chunk checks whether it failed. */
+  #denoising: boolean;
 
   constructor(
     readonly spec: LegSpec,
@@ -37,7 +41,14 @@ class InlineLeg implements Leg {
     private readonly dsp: LegDsp,
     private readonly sink: LegSink,
     private readonly log: Logger | undefined,
-  ) {}
+  ) {
+    this.#denoising = dsp.denoising;
+    if (denoises(spec)) owner.denoiseOpened(this, dsp.takeFailure());
+  }
+
+  get denoising(): boolean {
+    return this.#denoising;
+  }
 
   push(data: Uint8Array): void {
     if (this.#closed) return;
@@ -58,10 +69,16 @@ class InlineLeg implements Leg {
       const t0 = timed ? performance.now() : 0;
       const n = dsp.run(data, out, 0);
       if (timed) owner.account(performance.now() - t0);
+      if (this.#denoising && !dsp.denoising) this.#lostSuppressor();
       if (n > 0) this.#deliver(owner.view(out, n));
     } finally {
       owner.done(out);
     }
+  }
+
+  #lostSuppressor(): void {
+    this.#denoising = false;
+    this.owner.denoiseFailed(this.log, this.dsp.takeFailure() ?? 'the noise suppressor failed');
   }
 
   /** Whether this chunk's DSP is timed: one in TIME_EVERY_CHUNKS of this leg's. */
@@ -69,6 +86,10 @@ class InlineLeg implements Leg {
     if (++this.#sinceTimed < TIME_EVERY_CHUNKS) return false;
     this.#sinceTimed = 0;
     return true;
+  }
+
+  get logger(): Logger | undefined {
+    return this.log;
   }
 
   #deliver(view: Uint8Array): void {
@@ -89,6 +110,7 @@ class InlineLeg implements Leg {
   reset(): void {
     if (this.#closed) return;
     this.dsp.reset();
+    if (this.#denoising && !this.dsp.denoising) this.#lostSuppressor();
     const had = this.#hadAudio;
     this.#hadAudio = false;
     this.sink.reset(had);
@@ -122,14 +144,32 @@ export class InlinePipeline implements DspPipeline {
   constructor(
     readonly log: Logger | undefined,
     private readonly metrics: Metrics | undefined,
+    /** The noise suppressor for legs with the denoise step (loaded by the caller: loadSuppressor). */
+    private readonly suppressor: Suppressor | undefined,
   ) {}
 
   open(spec: LegSpec, sink: LegSink, options?: OpenOptions): Leg {
     if (this.#closed) throw new Error('the DSP pipeline is closed');
     checkSpec(spec);
-    if (sameFormat(spec.from, spec.to)) return new PassLeg(spec, sink, options?.log ?? this.log);
+    if (sameFormat(spec.from, spec.to) && !denoises(spec))
+      return new PassLeg(spec, sink, options?.log ?? this.log);
     this.legs++;
-    return new InlineLeg(spec, this, new LegDsp(spec), sink, options?.log);
+    return new InlineLeg(spec, this, new LegDsp(spec, this.suppressor), sink, options?.log);
+  }
+
+  /** @internal A leg with the denoise step opened; `failure`: why its suppressor did not start. */
+  denoiseOpened(leg: InlineLeg, failure: string | undefined): void {
+    this.metrics?.denoisedCalls.inc();
+    if (failure !== undefined) this.denoiseFailed(leg.logger, failure);
+  }
+
+  /** @internal A leg's suppressor failed or never started: said once per leg (its caller sees to that). */
+  denoiseFailed(log: Logger | undefined, failure: string): void {
+    this.metrics?.denoiseFailures.inc();
+    (log ?? this.log)?.warn(
+      { step: 'denoise', reason: failure },
+      'noise suppressor failed; the call goes on without it',
+    );
   }
 
   /** @internal Room for `bytes` of output. */

@@ -1,5 +1,5 @@
 /**
- * A leg whose `from` equals its `to`: no DSP at all, in either mode. The sink gets the pushed bytes (a view
+ * A leg whose `from` equals its `to`, with no steps: no DSP at all, in either mode. The sink gets the pushed bytes (a view
  * valid during the call, as from any leg) and the markers, synchronously and so in order.
  */
 import { samplesIn } from '../audio/codec.js';
@@ -7,6 +7,7 @@ import type { Logger } from '../log.js';
 import type { Leg, LegSink, LegSpec } from './types.js';
 
 export class PassLeg implements Leg {
+  readonly denoising = false;
   #closed = false;
   #hadAudio = false;
 

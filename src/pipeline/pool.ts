@@ -33,6 +33,7 @@ import {
   type BatchWriter,
   batchEnd,
   CONTROL_BYTES,
+  FAULT_DENOISE,
   FAULT_EXIT,
   FAULT_HANG,
   FAULT_SLOW,
@@ -45,6 +46,7 @@ import {
   K_MARKER,
   K_OUT,
   K_RESET,
+  K_STEP_FAILED,
   type Page,
   type PageMessage,
   PageReader,
@@ -55,6 +57,7 @@ import {
 import { checkSpec } from './spec.js';
 import {
   type DspPipeline,
+  denoises,
   type Leg,
   type LegSink,
   type LegSpec,
@@ -95,6 +98,8 @@ function workerEntry(): { entry: URL | string; eval: boolean } {
 
 class WorkerLeg implements Leg {
   closed = false;
+  /** Until a worker says its suppressor failed: then the leg is re-opened without it after a crash too. */
+  denoising: boolean;
   /** Resets so far: audio records carry it, and output from an older generation is dropped. */
   generation = 0;
   /** Audio pushed since the last reset. */
@@ -109,7 +114,14 @@ class WorkerLeg implements Leg {
     readonly sink: LegSink,
     public slot: Slot,
     readonly log: Logger | undefined,
-  ) {}
+  ) {
+    this.denoising = denoises(spec);
+  }
+
+  /** What a (re-)opened worker runs: the spec, less the suppressor once it has failed. */
+  get openSpec(): LegSpec {
+    return this.denoising || !denoises(this.spec) ? this.spec : { from: this.spec.from, to: this.spec.to };
+  }
 
   push(data: Uint8Array): void {
     if (this.closed) return;
@@ -196,6 +208,8 @@ export class WorkerPipeline implements DspPipeline {
     workers: number,
     private readonly log: Logger | undefined,
     private readonly metrics: Metrics | undefined,
+    /** The noise suppressor's module each worker loads (undefined: the package; tests name a missing one). */
+    private readonly suppressorModule: string | undefined,
     /**
      * Told when a worker took long to answer, and asked how long the oldest unanswered batch has been
      * waiting (a worker still stuck): the bridge was held up (src/held-up.ts).
@@ -223,7 +237,8 @@ export class WorkerPipeline implements DspPipeline {
   open(spec: LegSpec, sink: LegSink, options?: OpenOptions): Leg {
     if (this.closing) throw new Error('the DSP pipeline is closed');
     checkSpec(spec);
-    if (sameFormat(spec.from, spec.to)) return new PassLeg(spec, sink, options?.log ?? this.log);
+    if (sameFormat(spec.from, spec.to) && !denoises(spec))
+      return new PassLeg(spec, sink, options?.log ?? this.log);
     let slot = this.slots[0]!;
     for (const s of this.slots) if (s.legs.size < slot.legs.size) slot = s;
     // Beside `near` (a call's other direction): a worker's loss then reaches half as many calls.
@@ -235,6 +250,7 @@ export class WorkerPipeline implements DspPipeline {
     slot.legs.add(leg);
     this.byId.set(id, leg);
     if (!slot.staging.putOpen(id, spec)) this.dropped++;
+    if (leg.denoising) this.metrics?.denoisedCalls.inc();
     this.schedule();
     return leg;
   }
@@ -270,7 +286,13 @@ export class WorkerPipeline implements DspPipeline {
   injectWorkerFault(worker: number, fault: WorkerFault, ms = 0): void {
     const slot = this.slots[worker];
     if (slot === undefined) throw new RangeError(`no worker ${worker}; there are ${this.workers}`);
-    const mode = { throw: FAULT_THROW, exit: FAULT_EXIT, hang: FAULT_HANG, slow: FAULT_SLOW }[fault];
+    const mode = {
+      throw: FAULT_THROW,
+      exit: FAULT_EXIT,
+      hang: FAULT_HANG,
+      slow: FAULT_SLOW,
+      denoise: FAULT_DENOISE,
+    }[fault];
     slot.staging.putInt(0, K_FAULT, mode, ms);
     this.schedule();
   }
@@ -325,7 +347,10 @@ export class WorkerPipeline implements DspPipeline {
     if (this.closing) return;
     const generation = ++slot.generation;
     const { entry, eval: isEval } = workerEntry();
-    const worker = new Worker(entry, { eval: isEval, workerData: { control: slot.pages.control } });
+    const worker = new Worker(entry, {
+      eval: isEval,
+      workerData: { control: slot.pages.control, suppressor: this.suppressorModule },
+    });
     // Never keeps the process alive by itself: a server has its sockets for that.
     worker.unref();
     slot.worker = worker;
@@ -376,6 +401,14 @@ export class WorkerPipeline implements DspPipeline {
       } else if (kind === K_ERROR) {
         const text = Buffer.from(this.replyU8.buffer, at, len).toString('utf8');
         (leg.log ?? this.log)?.warn({ worker: this.replySlot, message: text }, 'dsp chunk failed; skipped');
+      } else if (kind === K_STEP_FAILED && leg.denoising) {
+        leg.denoising = false;
+        this.metrics?.denoiseFailures.inc();
+        const reason = Buffer.from(this.replyU8.buffer, at, len).toString('utf8');
+        (leg.log ?? this.log)?.warn(
+          { step: 'denoise', reason, worker: this.replySlot },
+          'noise suppressor failed; the call goes on without it',
+        );
       }
     } catch (err) {
       // A throwing sink must not take the other legs of this batch (or the process) with it.
@@ -398,7 +431,7 @@ export class WorkerPipeline implements DspPipeline {
     });
     slot.pages = new Pages();
     slot.page = slot.pages.out.acquire()!;
-    for (const leg of slot.legs) slot.staging.putOpen(leg.id, leg.spec);
+    for (const leg of slot.legs) slot.staging.putOpen(leg.id, leg.openSpec);
     if (!slot.staging.append(pending)) this.dropped += pending.records;
     const delayMs =
       slot.failures === 0 ? 0 : Math.min(RESPAWN_MAX_MS, RESPAWN_BASE_MS * 2 ** (slot.failures - 1));

@@ -25,7 +25,7 @@
  * An audio record carries the leg's generation (how many resets came before it) and its output carries the
  * same, so output from before a reset is recognised and dropped on arrival, whatever was in flight.
  *
- * No JSON anywhere: a leg's formats travel once, as four integers in its OPEN record.
+ * No JSON anywhere: a leg's formats and steps travel once, as five integers in its OPEN record.
  */
 import type { Codec } from '../audio/format.js';
 import type { LegSpec } from './types.js';
@@ -47,13 +47,18 @@ export const K_FAULT = 6;
 export const K_OUT = 7;
 /** A record the worker could not process; payload is the UTF-8 message. */
 export const K_ERROR = 8;
+/** A leg's noise suppressor failed or could not start (once per leg and worker); payload is the UTF-8 reason. */
+export const K_STEP_FAILED = 9;
 
 export const FAULT_THROW = 1;
 export const FAULT_EXIT = 2;
 export const FAULT_HANG = 3;
 export const FAULT_SLOW = 4;
+export const FAULT_DENOISE = 5;
 
-export const OPEN_BYTES = 16;
+/** An OPEN record: from codec, from rate, to codec, to rate, steps (bit 0: denoise). */
+export const OPEN_BYTES = 20;
+const STEP_DENOISE = 1;
 
 /** Page flags. */
 export const PAGE_FREE = 0;
@@ -148,6 +153,7 @@ export class BatchWriter {
     this.i32[p + 1] = spec.from.rate;
     this.i32[p + 2] = CODECS.indexOf(spec.to.codec);
     this.i32[p + 3] = spec.to.rate;
+    this.i32[p + 4] = spec.steps?.includes('denoise') === true ? STEP_DENOISE : 0;
     this.end(at, OPEN_BYTES);
     return true;
   }
@@ -315,6 +321,7 @@ export function readOpen(i32: Int32Array, at: number): LegSpec {
   return {
     from: { codec: CODECS[i32[p]!]!, rate: i32[p + 1]! },
     to: { codec: CODECS[i32[p + 2]!]!, rate: i32[p + 3]! },
+    ...((i32[p + 4]! & STEP_DENOISE) !== 0 && { steps: ['denoise'] as const }),
   };
 }
 

@@ -5,6 +5,7 @@ import type { LegSpec } from './types.js';
 
 const CODECS = ['slin', 'pcmu', 'pcma'];
 const RATES: readonly number[] = RESAMPLER_RATES;
+const STEPS: readonly string[] = ['denoise'];
 
 /**
  * Throws `invalid_field` for a spec the DSP cannot run. Called by open() in both modes, so a bad spec
@@ -17,4 +18,6 @@ export function checkSpec(spec: LegSpec): void {
     if (!CODECS.includes(f.codec)) throw invalidField(`${end}.codec`, 'slin, pcmu or pcma', f.codec);
     if (!RATES.includes(f.rate)) throw invalidField(`${end}.rate`, accepted, f.rate);
   }
+  for (const step of spec.steps ?? [])
+    if (!STEPS.includes(step)) throw invalidField('steps', `a list of ${STEPS.join(', ')}`, step);
 }

@@ -1,14 +1,16 @@
 /**
  * The audio pipeline: one-way legs between the media sockets and the DSP core.
  *
- *   pipeline.open({ from, to }, sink) -> leg
+ *   pipeline.open({ from, to, steps }, sink) -> leg
  *   leg.push(audio)     audio in `from` (codec and rate), a whole number of samples
  *   leg.marker(token)   comes out of the sink after every chunk pushed before it
  *   leg.reset()         audio pushed before it never comes out after it (barge-in)
  *   leg.close()
  *
  * A leg decodes `from.codec`, resamples `from.rate -> to.rate` and encodes `to.codec`; a leg whose `from`
- * equals its `to` does no DSP at all (the sink gets the pushed bytes). The DSP runs in worker threads or
+ * equals its `to` and has no steps does no DSP at all (the sink gets the pushed bytes). `steps: ['denoise']`
+ * puts the noise suppressor between the decode and the encode (src/audio/denoise.ts: up to its 48 kHz and
+ * down to `to.rate`); one that fails or never loaded is left out, and the leg goes on as a plain one. The DSP runs in worker threads or
  * inline (0 workers). Audio and markers share one first-in-first-out stream per leg, so ordering travels
  * with the audio: nothing has to count chunks or wait on a timer to keep an event behind its audio.
  * Re-chunking to `chunk_bytes` and real-time pacing happen after the leg, next to the socket.
@@ -22,9 +24,19 @@ export interface Format {
   readonly rate: number;
 }
 
+/** A step of a leg's DSP besides the codecs and the resampler. */
+export type LegStep = 'denoise';
+
 export interface LegSpec {
   readonly from: Format;
   readonly to: Format;
+  /** Steps between the decode and the encode; none by default. */
+  readonly steps?: readonly LegStep[] | undefined;
+}
+
+/** Whether a spec has the suppressor step. */
+export function denoises(spec: LegSpec): boolean {
+  return spec.steps?.includes('denoise') === true;
 }
 
 /**
@@ -50,6 +62,11 @@ export interface LegSink {
 
 export interface Leg {
   readonly spec: LegSpec;
+  /**
+   * Whether the noise suppressor is running on this leg: false for a leg without the step, and from
+   * the moment the pipeline learns that its suppressor failed (a worker's answer may come a batch later).
+   */
+  readonly denoising: boolean;
   /** Audio in `from`, a whole number of samples (else `odd_length`, thrown here); not kept after the call. */
   push(audio: Uint8Array): void;
   /** `token` comes out of the sink after the audio pushed before it. Markers are never shed. */
@@ -84,9 +101,10 @@ export function sameFormat(a: Format, b: Format): boolean {
 /**
  * How a fault test troubles a worker: `throw` raises an uncaught error in it, `exit` calls process.exit in
  * it, `hang` spins it forever (the watchdog then terminates it after ~2 s of silence), `slow` makes it
- * take `ms` longer over every batch from then on (it stays alive: ordering must not depend on timing).
+ * take `ms` longer over every batch from then on (it stays alive: ordering must not depend on timing),
+ * `denoise` makes every noise suppressor in it throw at its next frame (the legs go on without one).
  */
-export type WorkerFault = 'throw' | 'exit' | 'hang' | 'slow';
+export type WorkerFault = 'throw' | 'exit' | 'hang' | 'slow' | 'denoise';
 
 export interface PipelineStats {
   /** Legs open with DSP state (pass-through legs have none). */

@@ -3,13 +3,15 @@
  * order, answers with one batch. Batches arrive and leave in shared pages that are reused, so a batch
  * costs no allocation here. Legs live here between batches; the main thread re-opens them on a fresh
  * worker when this one dies. A marker is handed back in place among its leg's output, which is all the
- * ordering there is.
+ * ordering there is. The noise suppressor is loaded before the first batch is read (batches sent meanwhile
+ * wait in the port); a leg whose suppressor fails is answered with one K_STEP_FAILED and goes on plain.
  */
 import { parentPort, workerData } from 'node:worker_threads';
 import { LegDsp } from './dsp.js';
 import {
   type BatchWriter,
   batchEnd,
+  FAULT_DENOISE,
   FAULT_EXIT,
   FAULT_HANG,
   FAULT_SLOW,
@@ -23,6 +25,7 @@ import {
   K_OPEN,
   K_OUT,
   K_RESET,
+  K_STEP_FAILED,
   type PageMessage,
   PageReader,
   PageWriter,
@@ -30,11 +33,17 @@ import {
   TO_MAIN,
   TO_WORKER,
 } from './protocol.js';
+import { loadSuppressor } from './suppressor.js';
 
 const port = parentPort;
 if (port === null) throw new Error('src/pipeline/worker is a worker thread entry, not a module to import');
-const { control } = workerData as { control: SharedArrayBuffer };
+const { control, suppressor: suppressorModule } = workerData as {
+  control: SharedArrayBuffer;
+  /** The suppressor's module specifier (tests name a missing one); undefined: the package. */
+  suppressor: string | undefined;
+};
 const flags = new Int32Array(control);
+const suppressor = await loadSuppressor(suppressorModule);
 
 const legs = new Map<number, LegDsp>();
 const inbox = new PageReader(flags, TO_WORKER);
@@ -51,6 +60,18 @@ function fault(mode: number, arg: number): void {
   if (mode === FAULT_HANG) for (;;);
   if (mode === FAULT_THROW) faultAfterBatch = mode;
   if (mode === FAULT_SLOW) slowMs = arg;
+  if (mode === FAULT_DENOISE && !(suppressor instanceof Error)) {
+    // Every state in this worker shares the module: each throws at its next frame, as a trap would.
+    suppressor._rnnoise_process_frame = () => {
+      throw new Error('injected noise suppressor fault');
+    };
+  }
+}
+
+/** A leg's suppressor failure, once: the main thread logs and counts it. */
+function reportFailure(id: number, dsp: LegDsp): void {
+  const failure = dsp.takeFailure();
+  if (failure !== undefined) out.put(id, K_STEP_FAILED, encoder.encode(failure));
 }
 
 function reportError(out: BatchWriter, id: number, err: unknown): void {
@@ -71,13 +92,18 @@ function run(id: number, kind: number, generation: number, at: number, len: numb
       const dst = out.begin(id, K_OUT, dsp.bytesFor(len), false, generation);
       if (dst < 0) throw new Error('reply batch over its bound');
       out.end(dst, dsp.run(u8.subarray(at, at + len), out.u8, dst));
+      reportFailure(id, dsp);
     } else if (kind === K_MARKER) {
       out.putInt(id, K_MARKER, i32[at >> 2]!);
     } else if (kind === K_RESET) {
-      legs.get(id)?.reset();
+      const dsp = legs.get(id);
+      dsp?.reset();
+      if (dsp !== undefined) reportFailure(id, dsp);
     } else if (kind === K_OPEN) {
       legs.get(id)?.free();
-      legs.set(id, new LegDsp(readOpen(i32, at)));
+      const dsp = new LegDsp(readOpen(i32, at), suppressor);
+      legs.set(id, dsp);
+      reportFailure(id, dsp);
     } else if (kind === K_CLOSE) {
       legs.get(id)?.free();
       legs.delete(id);
