@@ -72,6 +72,8 @@ export interface Config {
   readonly botSampleRate: number;
   /** Worker threads for the audio pipeline; 0 runs the DSP inline on the main thread. */
   readonly dspWorkers: number;
+  /** DENOISE: every call's caller audio goes through the noise suppressor, not only its tenants'. */
+  readonly denoise: boolean;
   readonly stateStore: string;
   /** AES-256-GCM key that seals media secrets stored in Redis; undefined: a development key. */
   readonly stateSecretKey: Buffer | undefined;
@@ -326,6 +328,7 @@ export function loadConfig(
     logLevel: oneOf('LOG_LEVEL'),
     logFormat: logFormat === 'pretty' ? 'pretty' : 'json',
     recordCalls: oneOf('RECORD_CALLS') === 'true',
+    denoise: oneOf('DENOISE') === 'true',
     recordingsDir: text('RECORDINGS_DIR')!,
     mediaAuth,
     mediaSecret,

@@ -228,6 +228,14 @@ export const CONFIG_SPEC = [
     },
     "Worker threads for the audio DSP; 0 runs it inline on the main thread. On 2 CPUs or fewer a worker thread would only compete with the main thread for the same cores, so the default is inline. Above 2 CPUs a worker has a core of its own, and `bench:worker-default` measured it taking 7-17 % off the main thread's CPU per call (bench/README.md), so the default is CPUs − 1 workers.",
   ),
+  choice(
+    'media',
+    'DENOISE',
+    'denoise',
+    ['false', 'true'],
+    'false',
+    'Clean every caller\'s audio with the noise suppressor (RNNoise) before the bot hears it; recordings and listen-in keep the line as it came. With `false`, only the calls of tenants whose media stream has `"denoise": true`. It adds about 13-16 ms of delay and about 2 % of a core per call (docs/denoise.md).',
+  ),
   int(
     'media',
     'MAX_PAYLOAD_BYTES',

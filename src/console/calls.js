@@ -1,6 +1,7 @@
 // The live calls of the tenant, kept from GET /v1/events: one card per call with its caller, direction,
 // dialect, bot, formats, a running duration, conference members, a level meter per leg, the bot's
-// latency and a timeline; ended calls stay (greyed) for their recordings.
+// latency and a timeline, and a "denoised" badge on a call whose caller the bot hears through the noise
+// suppressor; ended calls stay (greyed) for their recordings.
 import { el } from './dom.js';
 
 const MAX_TIMELINE = 50;
@@ -131,6 +132,7 @@ export class CallList {
       .filter(Boolean)
       .join(' · ');
     c.duration.textContent = duration((c.endedAt ?? Date.now()) - Date.parse(s.started_at));
+    c.denoised.hidden = s.denoise !== true;
     const members = s.conferenceNumbers ?? [];
     c.members.replaceChildren(
       ...members.map((n) =>
@@ -154,6 +156,11 @@ export class CallList {
     const c = { session: s, live: true };
     c.caller = el('strong', { class: 'caller' });
     c.status = el('span', { class: 'status' }, 'live');
+    c.denoised = el(
+      'span',
+      { class: 'badge', title: 'The bot hears the caller through the noise suppressor', hidden: true },
+      'denoised',
+    );
     c.duration = el('span', { class: 'duration', 'aria-label': 'Duration' });
     c.meta = el('div', { class: 'meta' });
     c.callerMeter = el('meter', {
@@ -196,7 +203,7 @@ export class CallList {
     c.root = el(
       'article',
       { class: 'call', 'data-session-id': id, 'aria-label': `Call ${id}` },
-      el('header', {}, c.caller, c.status, c.duration),
+      el('header', {}, c.caller, c.denoised, c.status, c.duration),
       el('div', { class: 'id' }, id),
       c.meta,
       el(

@@ -11,6 +11,7 @@
  * out (or sends null) stores none, so the bridge's `BOT_URL` applies. Reads show it with credentials masked.
  * `bot` is its long form (bot-field.ts): a dialect and the dialect's settings; one or the other, not both.
  * `recording` (ours, never forwarded): true records the tenant's calls (src/recording/); reads show it.
+ * `denoise` (ours, never forwarded): true cleans the tenant's callers' audio for the bot (docs/denoise.md).
  *
  * `provider_auth` is ours too: the tenant's credentials for the platforms in front (provider-auth.ts),
  * write-only like `media_secret`. Unlike the other fields it is a change, not a replacement: a PUT that
@@ -91,6 +92,12 @@ const UPSERT_SCHEMA = {
       description:
         "true: the tenant's calls are recorded (GET /v1/recordings); false or left out: only with RECORD_CALLS",
     },
+    denoise: {
+      type: 'boolean',
+      nullable: true,
+      description:
+        "true: the caller's audio goes through the noise suppressor before the bot hears it (recordings keep it as carried); false or left out: only with DENOISE",
+    },
     // Checked in full before the schema (providerAuthFromUpsert), so no nested field is stripped unseen.
     provider_auth: {
       type: 'object',
@@ -128,6 +135,10 @@ const CONFIG_SCHEMA = {
     recording: {
       type: 'boolean',
       description: "whether the tenant's calls are recorded (RECORD_CALLS records all)",
+    },
+    denoise: {
+      type: 'boolean',
+      description: "whether the tenant's callers are denoised for the bot (DENOISE denoises all)",
     },
     provider_auth: {
       type: 'object',
@@ -209,7 +220,10 @@ export function botUrlFromUpsert(body: Record<string, unknown>, policy: TenantBo
 export function effectiveConfig(
   config: MediaStreamConfig,
 ): Required<
-  Omit<MediaStreamConfig, 'bot_url' | 'bot_url_unreadable' | 'bot' | 'bot_unreadable' | 'recording'>
+  Omit<
+    MediaStreamConfig,
+    'bot_url' | 'bot_url_unreadable' | 'bot' | 'bot_unreadable' | 'recording' | 'denoise'
+  >
 > {
   const f = resolveFormat(undefined, config);
   return {
@@ -259,6 +273,7 @@ function readView(config: MediaStreamConfig, secret: string | undefined, auth: P
     ...effectiveConfig(config),
     secret_hint: secretHint(secret),
     recording: config.recording === true,
+    denoise: config.denoise === true,
     bot_url:
       config.bot_url !== undefined
         ? shownBotUrl(config.bot_url)
@@ -352,6 +367,7 @@ export function registerMediaStreamRoutes(
           ...(bot_url !== undefined && { bot_url }),
           ...(bot !== undefined && { bot }),
           ...(body.recording === true && { recording: true }),
+          ...(body.denoise === true && { denoise: true }),
         };
         const providerAuth = providerAuthFromUpsert(body);
         const secret = typeof body.media_secret === 'string' ? body.media_secret : undefined;
@@ -366,6 +382,7 @@ export function registerMediaStreamRoutes(
             bot: bot === undefined ? null : { dialect: bot.dialect, url: shownBotUrl(bot.url) },
             secret_changed: secret !== undefined,
             recording: config.recording === true,
+            denoise: config.denoise === true,
             // The dialects whose credentials changed (null: removed), never the credentials.
             provider_auth_changed:
               providerAuth === undefined

@@ -24,6 +24,10 @@ const SESSION_SCHEMA = {
       type: 'string',
       description: `The media stream the call came in by: ${PROVIDER_DIALECTS.map((d) => (d === ROOT_DIALECT ? `${d} (/v1/media)` : d)).join(', ')}`,
     },
+    denoise: {
+      type: 'boolean',
+      description: "whether the caller's audio goes through the noise suppressor toward the bot",
+    },
   },
   required: ['session_id', 'started_at', 'conferenceNumbers'],
 } as const;
@@ -37,6 +41,7 @@ export function sessionView(s: SessionInfo) {
     started_at: s.started_at,
     conferenceNumbers: s.conferenceNumbers,
     dialect: s.dialect ?? ROOT_DIALECT,
+    denoise: s.denoise === true,
   };
 }
 

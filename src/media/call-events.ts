@@ -36,6 +36,8 @@ export interface LiveCall {
   readonly taps: { observe(tap: RawTap): () => void };
   /** The call's bot as events show it: dialect and a URL without credentials. */
   readonly botView: { readonly dialect: string; readonly url?: string };
+  /** Whether the caller's audio reaches the bot through the noise suppressor. */
+  readonly denoised: boolean;
 }
 
 interface Entry {
@@ -161,6 +163,7 @@ export class CallEvents {
         encoding: format.encoding,
         chunk_bytes: format.chunkBytes,
       },
+      denoise: e.call.denoised,
     };
   }
 

@@ -187,6 +187,7 @@ export class ProviderConnection {
       started_at: ev.started_at ?? new Date().toISOString(),
       conferenceNumbers: [],
       dialect: this.#deps.dialect.name,
+      ...((ctx.config.denoise || stored?.denoise === true) && { denoise: true }),
     };
     if (this.#state !== 'starting') return; // closed meanwhile
     if (ctx.draining) throw new BridgeError('not_ready', 'the bridge is shutting down; no new sessions');

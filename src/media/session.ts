@@ -132,7 +132,12 @@ export class MediaSession {
         choice: deps.bot,
       });
       this.#callerLeg = callerLeg = pipeline.open(
-        { from: { codec: format.codec, rate: format.inputRate }, to: bot },
+        {
+          from: { codec: format.codec, rate: format.inputRate },
+          to: bot,
+          // After the taps (onFrame): recordings and listen-in keep the caller as the line carried them.
+          ...(info.denoise === true && { steps: ['denoise'] as const }),
+        },
         new ToBot(botSide, this.#botMarks, this.log),
         { near: botLeg, log: this.log },
       );
@@ -148,6 +153,11 @@ export class MediaSession {
     this.botView = botView(deps.bot);
     this.log.info({ format }, 'session started');
     ctx.callEvents.started(this);
+  }
+
+  /** Whether the caller's audio reaches the bot through the noise suppressor (false once it has failed). */
+  get denoised(): boolean {
+    return this.#callerLeg.denoising;
   }
 
   /** From the shared heartbeat timer: the bot leg's socket is checked too. */

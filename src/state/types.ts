@@ -16,6 +16,8 @@ export interface SessionInfo {
   readonly conferenceNumbers: readonly string[];
   /** The provider dialect the call came in by (`default` for /v1/media; absent in entries of older instances). */
   readonly dialect?: string;
+  /** The caller's audio goes through the noise suppressor toward the bot (DENOISE, or the tenant's `denoise`). */
+  readonly denoise?: true;
 }
 
 export interface SessionRegistry {
@@ -61,6 +63,8 @@ export interface MediaStreamConfig {
   readonly bot_unreadable?: true;
   /** The tenant's calls are recorded (ours, never sent to the provider); absent: only with RECORD_CALLS. */
   readonly recording?: true;
+  /** The tenant's callers are denoised for the bot (ours, never sent to the provider); absent: only with DENOISE. */
+  readonly denoise?: true;
 }
 
 /**
