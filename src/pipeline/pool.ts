@@ -4,7 +4,8 @@
  * shared page and handed over by one message from a single setImmediate: one wake-up per turn per worker,
  * whatever the leg count (bench/pipeline-transport.ts measures batches against SharedArrayBuffer rings and
  * per-frame messages). Pages are reused both ways (src/pipeline/protocol.ts), so a batch allocates
- * nothing. Sinks get views into a reply page, valid during the call only (src/pipeline/types.ts).
+ * nothing per chunk. Sinks get a view of a scratch the reply's audio is copied into, valid during the
+ * call only (src/pipeline/types.ts).
  *
  * Order: a leg's records (audio, markers, resets) go to one worker, in one staging buffer, over one FIFO
  * port, and the worker runs them in order, so its outputs and markers come back in order. A reset bumps
@@ -384,6 +385,35 @@ export class WorkerPipeline implements DspPipeline {
   /** The reply batch being delivered, for `deliver`. */
   private replyU8: Uint8Array = new Uint8Array(0);
   private replyI32: Int32Array = new Int32Array(0);
+  /**
+   * Audio for the sinks: each output record is copied here, as 32-bit words (records are 4-aligned),
+   * and handed over as a view of its first `len` bytes, one view kept per length. A view of the reply
+   * page itself would be a new object per chunk on the main thread (test/audio/no-allocation.test.ts).
+   */
+  private out32 = new Int32Array(2048);
+  private outU8 = new Uint8Array(this.out32.buffer);
+  private readonly outViews = new Map<number, Uint8Array>();
+
+  /** The reply page's bytes [at, at + len) in the sinks' scratch, as a view valid during the call. */
+  private outView(at: number, len: number): Uint8Array {
+    const words = (len + 3) >> 2;
+    if (this.out32.length < words) {
+      this.out32 = new Int32Array(Math.max(words, this.out32.length * 2));
+      this.outU8 = new Uint8Array(this.out32.buffer);
+      this.outViews.clear();
+    }
+    const src = this.replyI32;
+    const dst = this.out32;
+    const from = at >> 2;
+    for (let i = 0; i < words; i++) dst[i] = src[from + i]!;
+    let view = this.outViews.get(len);
+    if (view === undefined) {
+      if (this.outViews.size >= 64) this.outViews.clear();
+      view = this.outU8.subarray(0, len);
+      this.outViews.set(len, view);
+    }
+    return view;
+  }
   private replySlot = 0;
 
   /** One reply record to its leg's sink (bound once: no closure per batch or record). */
@@ -394,7 +424,7 @@ export class WorkerPipeline implements DspPipeline {
       if (kind === K_OUT) {
         // A view for the length of the call: sinks copy what they keep (src/pipeline/types.ts). Output of
         // audio pushed before a reset is dropped here.
-        if (gen === leg.generation && len > 0) leg.sink.audio(this.replyU8.subarray(at, at + len));
+        if (gen === leg.generation && len > 0) leg.sink.audio(this.outView(at, len));
       } else if (kind === K_MARKER) {
         leg.markers.shift();
         leg.sink.marker(this.replyI32[at >> 2]!);

@@ -1,6 +1,7 @@
 /**
  * "No allocation per chunk": the resampler (both implementations) and a leg's whole DSP chain
- * (decode, resample, encode) run 20 ms chunks without allocating on the JS heap. Measured by V8's
+ * (decode, resample, encode; with the noise suppressor too) run 20 ms chunks without allocating on the
+ * JS heap, and neither does the main thread of a worker pipeline as its legs' chunks come and go. Measured by V8's
  * new-space usage (every JS allocation lands there first) over two runs of different lengths with no
  * garbage collection inside either: what grows with the chunk count is allocation per chunk; one-off
  * allocations (the JIT settling, a lazy table) cancel out. The smallest JS object is 12-16 bytes.
@@ -10,6 +11,9 @@ import { getHeapSpaceStatistics } from 'node:v8';
 import { describe, expect, it } from 'vitest';
 import { createResampler, type ResamplerImpl } from '../../src/audio/resampler.js';
 import { LegDsp } from '../../src/pipeline/dsp.js';
+import { createPipeline } from '../../src/pipeline/index.js';
+import { loadSuppressor } from '../../src/pipeline/suppressor.js';
+import type { Leg, LegSpec } from '../../src/pipeline/types.js';
 
 const SHORT = 2_000;
 const LONG = 6_000;
@@ -133,6 +137,76 @@ describe('no allocation per chunk', () => {
     const bytes = await bytesPerChunk(() => leg.run(caller, out, 0));
     leg.free();
     expect(bytes).toBeLessThan(MAX_BYTES_PER_CHUNK);
+  });
+
+  it('a caller leg with the noise suppressor: pcmu 8 kHz caller, 16 kHz bot', async () => {
+    const leg = new LegDsp(
+      { from: { codec: 'pcmu', rate: 8000 }, to: { codec: 'slin', rate: 16000 }, steps: ['denoise'] },
+      await loadSuppressor(),
+    );
+    expect(leg.denoising).toBe(true);
+    const caller = new Uint8Array(160).fill(0x55);
+    const out = new Uint8Array(leg.bytesFor(caller.length));
+    const bytes = await bytesPerChunk(() => leg.run(caller, out, 0));
+    expect(leg.denoising).toBe(true);
+    leg.free();
+    expect(bytes).toBeLessThan(MAX_BYTES_PER_CHUNK);
+  });
+
+  it("a worker pipeline's main thread, with the noise suppressor on the worker", async () => {
+    const pipeline = createPipeline({ workers: 1 });
+    const spec: LegSpec = {
+      from: { codec: 'slin', rate: 8000 },
+      to: { codec: 'slin', rate: 16000 },
+      steps: ['denoise'],
+    };
+    let received = 0;
+    let wanted = 0;
+    let wake = () => {};
+    const sink = {
+      audio: (view: Uint8Array) => {
+        received += view.length;
+        if (received >= wanted) wake();
+      },
+      marker: () => {},
+      reset: () => {},
+      gap: () => {},
+    };
+    const legs: Leg[] = [];
+    for (let i = 0; i < 60; i++) legs.push(pipeline.open(spec, sink));
+    const chunk = new Uint8Array(tone(160, 8000).buffer);
+    // One turn: a chunk from each of `n` legs, then the turns it takes for all their audio to come back
+    // (640 bytes each once the suppressor's first frame is through).
+    const turn = async (n: number) => {
+      const p = new Promise<void>((r) => {
+        wake = r;
+      });
+      wanted = received + n * 640;
+      for (let i = 0; i < n; i++) legs[i]!.push(chunk);
+      await p;
+    };
+    for (let i = 0; i < 100; i++) await turn(60); // warm up: the JIT, the pages, the views
+    const measure = async (n: number, turns: number) => {
+      for (let attempt = 0; attempt < 8; attempt++) {
+        const before = gcs;
+        const used0 = newSpaceUsed();
+        for (let t = 0; t < turns; t++) await turn(n);
+        const used1 = newSpaceUsed();
+        await new Promise((r) => setImmediate(r));
+        if (gcs === before && used1 >= used0) return used1 - used0;
+      }
+      throw new Error('every try was interrupted by a garbage collection');
+    };
+    const turns = 40;
+    const few = await measure(10, turns);
+    const many = await measure(60, turns);
+    await pipeline.close();
+    const perChunk = (many - few) / ((60 - 10) * turns);
+    console.log(
+      `worker pipeline main thread: ${(few / turns).toFixed(0)} bytes a turn of 10 chunks, ` +
+        `${(many / turns).toFixed(0)} of 60: ${perChunk.toFixed(2)} bytes a chunk`,
+    );
+    expect(perChunk).toBeLessThan(MAX_BYTES_PER_CHUNK);
   });
 
   it('the measurement sees an allocation of one small object per chunk', async () => {

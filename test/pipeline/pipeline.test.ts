@@ -399,8 +399,8 @@ describe('worker pipeline lifecycle', () => {
       await new Promise((r) => setImmediate(r));
     }
     await waitFor(() => outputs === 600, 10_000, 'outputs === 600');
-    expect([...buffers].every((b) => b instanceof SharedArrayBuffer)).toBe(true);
-    expect(buffers.size).toBeLessThanOrEqual(8);
+    // The sinks get views of one scratch the replies' audio is copied into (no view of a page per chunk).
+    expect(buffers.size).toBe(1);
   });
 
   it('inline: a sink that feeds the pipeline again inside its call does not overwrite what it holds', () => {
