@@ -36,8 +36,15 @@ export function speechMissing(): string | undefined {
   return `recorded speech not found in ${SPEECH_DIR}: install Debian's asterisk-core-sounds-en-wav (scripts/install-test-deps.sh)`;
 }
 
+const prompts = new Map<string, Int16Array>();
+
 function prompt(file: string): Int16Array {
-  return decodeWav(readFileSync(join(SPEECH_DIR, file)), SPEECH_RATE);
+  let pcm = prompts.get(file);
+  if (pcm === undefined) {
+    pcm = decodeWav(readFileSync(join(SPEECH_DIR, file)), SPEECH_RATE);
+    prompts.set(file, pcm);
+  }
+  return pcm;
 }
 
 /** Deterministic uniform numbers in [0, 1) from a seed (mulberry32). */
@@ -152,8 +159,20 @@ export function meanSquare(x: ArrayLike<number>, from: number, to: number): numb
   return s / Math.max(1, to - from);
 }
 
+const clips = new Map<string, NoisySpeech>();
+
 /** The clip with `kind` noise at `snrDb` (speech's active level over the noise's mean level). */
 export function noisySpeech(kind: NoiseKind, snrDb: number, seed = 7): NoisySpeech {
+  const key = `${kind} ${snrDb} ${seed}`;
+  let clip = clips.get(key);
+  if (clip === undefined) {
+    clip = makeNoisySpeech(kind, snrDb, seed);
+    clips.set(key, clip);
+  }
+  return clip;
+}
+
+function makeNoisySpeech(kind: NoiseKind, snrDb: number, seed: number): NoisySpeech {
   const s = speech();
   const lead = Math.round(NOISE_LEAD_S * SPEECH_RATE);
   const n = lead + s.length + Math.round(NOISE_TAIL_S * SPEECH_RATE);
