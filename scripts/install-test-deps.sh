@@ -12,6 +12,8 @@ missing() {
   local m=()
   command -v redis-server >/dev/null 2>&1 || m+=(redis-server)
   [ -x "$chromium" ] || m+=(chromium)
+  # Recorded speech for the noise suppressor's tests.
+  [ -f /usr/share/asterisk/sounds/en_US_f_Allison/cannot-complete-as-dialed.wav ] || m+=(asterisk-core-sounds-en-wav)
   echo "${m[*]}"
 }
 

@@ -73,6 +73,7 @@ describe('configuration spec and docs/configuration.md', () => {
       MEDIA_AUTH: 'mediaAuth',
       RECORD_CALLS: 'recordCalls',
       RECORDINGS_DIR: 'recordingsDir',
+      DENOISE: 'denoise',
     };
     const withDefault = CONFIG_SPEC.filter(
       (r: VarSpec) => r.type !== 'integer' && 'default' in r && r.default !== undefined,

@@ -96,7 +96,7 @@ const UPSERT_SCHEMA = {
       type: 'boolean',
       nullable: true,
       description:
-        "true: the caller's audio goes through the noise suppressor before the bot hears it (recordings keep it as carried); false or left out: only with DENOISE",
+        "true or false: true cleans the caller's audio with the noise suppressor before the bot hears it (recordings keep it as carried); left out: only with DENOISE",
     },
     // Checked in full before the schema (providerAuthFromUpsert), so no nested field is stripped unseen.
     provider_auth: {

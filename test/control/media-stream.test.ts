@@ -60,6 +60,7 @@ describe('media-stream registration', () => {
       chunk_bytes: 640,
       secret_hint: '****2a',
       recording: false,
+      denoise: false,
       bot_url: null,
       bot: null,
       provider_auth: {},
@@ -108,6 +109,7 @@ describe('media-stream registration', () => {
       chunk_bytes: 320,
       secret_hint: '****',
       recording: false,
+      denoise: false,
       bot_url: null,
       bot: null,
       provider_auth: {},
@@ -146,8 +148,12 @@ describe('media-stream registration', () => {
       [{ ...ok, channels: 2 }, 'channels must be 1 (mono), got 2'],
       [{ ...ok, media_secret: 'x' }, 'media_secret must be a string of 8 to 512 characters (write-only)'],
       [
+        { ...ok, denoise: 'yes' },
+        'denoise must be true or false: true cleans the caller\'s audio with the noise suppressor before the bot hears it (recordings keep it as carried); left out: only with DENOISE, got "yes"',
+      ],
+      [
         { ...ok, sample_rate: 8000 },
-        'unknown field "sample_rate"; accepted fields: media_ws_url, codec, input_sample_rate, output_sample_rate, channels, encoding, chunk_bytes, media_secret, bot_url, bot, recording, provider_auth',
+        'unknown field "sample_rate"; accepted fields: media_ws_url, codec, input_sample_rate, output_sample_rate, channels, encoding, chunk_bytes, media_secret, bot_url, bot, recording, denoise, provider_auth',
       ],
     ];
     for (const [body, message] of cases) {
