@@ -1,7 +1,8 @@
 /**
  * The console in a real browser (Debian's chromium through playwright-core), against a real bridge on
  * loopback: the softphone's call to builtin:echo with Chromium's fake microphone playing tone bursts,
- * measured in the page; sign-in and refusals; the live list, listen-in and recordings.
+ * measured in the page; sign-in and refusals; the live list (with the badge of a denoised call),
+ * listen-in and recordings.
  */
 import { join } from 'node:path';
 import type { Page } from 'playwright-core';
@@ -17,6 +18,7 @@ import {
   toneBurstWav,
 } from '../helpers/browser.js';
 import { call } from '../helpers/http-call.js';
+import { TestProvider } from '../helpers/provider.js';
 import { type InProcessRig, startRig } from '../helpers/rig.js';
 import { waitFor } from '../helpers/wait.js';
 
@@ -211,6 +213,34 @@ describe.skipIf(skip !== undefined)('console in chromium', () => {
     expect((lag * 1000) / 16000).toBeGreaterThan(rig.config.echoDelayMs - 40);
     expect((lag * 1000) / 16000).toBeLessThan(rig.config.echoDelayMs + 150);
     await page.close();
+  });
+
+  it('badges a call whose caller the bot hears denoised, and not the others', async () => {
+    const secret = 'console-denoise-secret';
+    for (const [tenant, denoise] of [
+      ['dn-on', true],
+      ['dn-off', false],
+    ] as const) {
+      const put = await call(rig.http, 'PUT', '/v1/media-stream', {
+        token: await rig.restToken(['media:manage'], tenant),
+        body: { media_ws_url: 'wss://example.test/media', media_secret: secret, denoise },
+      });
+      expect(put.status).toBe(200);
+    }
+    const cards: Record<string, boolean> = {};
+    for (const tenant of ['dn-on', 'dn-off']) {
+      const page = await openConsole(ALL, tenant);
+      const provider = new TestProvider(rig.mediaUrl, { token: await rig.mediaToken({ tenant, secret }) });
+      await provider.start(`${tenant}-call`);
+      const card = page.locator(`article.call[data-session-id="${tenant}-call"]`);
+      await card.waitFor({ timeout: 10_000 });
+      const badge = card.locator('.badge');
+      expect(await badge.textContent()).toBe('denoised');
+      cards[tenant] = await badge.isVisible();
+      provider.close();
+      await page.close();
+    }
+    expect(cards).toEqual({ 'dn-on': true, 'dn-off': false });
   });
 
   it('listen-in: a second page with sessions:listen hears the call (tone SNR measured there) until it ends; one without the scope is refused visibly', async () => {
