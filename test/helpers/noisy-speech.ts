@@ -173,7 +173,11 @@ export function noisySpeech(kind: NoiseKind, snrDb: number, seed = 7): NoisySpee
 }
 
 function makeNoisySpeech(kind: NoiseKind, snrDb: number, seed: number): NoisySpeech {
-  const s = speech();
+  return withNoise(speech(), kind, snrDb, seed);
+}
+
+/** `s` (8 kHz) between NOISE_LEAD_S and NOISE_TAIL_S of silence, with `kind` noise at `snrDb`. */
+export function withNoise(s: Int16Array, kind: NoiseKind, snrDb: number, seed = 7): NoisySpeech {
   const lead = Math.round(NOISE_LEAD_S * SPEECH_RATE);
   const n = lead + s.length + Math.round(NOISE_TAIL_S * SPEECH_RATE);
   const clean = new Float64Array(n);
