@@ -409,6 +409,7 @@ function integers(
   const byName = new Map<string, number>();
   const ctx: DefaultContext = {
     cpus: machine.cpus,
+    choiceOf: (name) => read(name as VarName),
     valueOf: (name) => {
       const v = byName.get(name);
       if (v === undefined) throw new Error(`config spec: ${name} is used by a default before it is read`);

@@ -85,16 +85,23 @@ describe('configuration spec and docs/configuration.md', () => {
     }
   });
 
-  it('DSP_WORKERS: inline on 2 CPUs or fewer, CPUs - 1 above; the document states the rule', () => {
+  it('DSP_WORKERS: inline on 2 CPUs or fewer (one worker on 2 with DENOISE=true), CPUs - 1 above; the document states the rule', () => {
     expect(loadConfig({}, [], { cpus: 1 }).dspWorkers).toBe(0);
     expect(loadConfig({}, [], { cpus: 2 }).dspWorkers).toBe(0);
+    expect(loadConfig({ DENOISE: 'true' }, [], { cpus: 1 }).dspWorkers).toBe(0);
+    expect(loadConfig({ DENOISE: 'true' }, [], { cpus: 2 }).dspWorkers).toBe(1);
+    expect(loadConfig({ DENOISE: 'false' }, [], { cpus: 2 }).dspWorkers).toBe(0);
+    expect(loadConfig({ DENOISE: 'true' }, [], { cpus: 4 }).dspWorkers).toBe(3);
+    expect(loadConfig({ DENOISE: 'true', DSP_WORKERS: '0' }, [], { cpus: 2 }).dspWorkers).toBe(0);
     expect(loadConfig({}, [], { cpus: 3 }).dspWorkers).toBe(2);
     expect(loadConfig({}, [], { cpus: 8 }).dspWorkers).toBe(7);
     expect(loadConfig({ DSP_WORKERS: '3' }, [], { cpus: 2 }).dspWorkers).toBe(3);
     const row = renderConfigDoc()
       .split('\n')
       .find((l) => l.startsWith('| `DSP_WORKERS` |'));
-    expect(row).toBe('| `DSP_WORKERS` | integer | 0 with 2 CPUs or fewer, else CPUs − 1 | 0 to 64 |');
+    expect(row).toBe(
+      '| `DSP_WORKERS` | integer | 0 with 1 CPU; with 2, 1 if `DENOISE=true`, else 0; else CPUs − 1 | 0 to 64 |',
+    );
   });
 
   it('REQUEST_TIMEOUT_MS defaults to PROVIDER_READ_TIMEOUT_MS + 5 s, as the document says', () => {

@@ -22,6 +22,8 @@ export interface DefaultContext {
   readonly cpus: number;
   /** An integer variable with a fixed default, already read. */
   readonly valueOf: (name: string) => number;
+  /** An enumeration's value as set (undefined when unset), for a default that follows it. */
+  readonly choiceOf: (name: string) => string | undefined;
 }
 
 /** A default worked out at start-up; `rule` is how the document states it. */

@@ -223,10 +223,11 @@ export const CONFIG_SPEC = [
     'dspWorkers',
     { min: 0, max: 64 },
     {
-      rule: '0 with 2 CPUs or fewer, else CPUs − 1',
-      value: (c) => (c.cpus <= 2 ? 0 : Math.max(1, c.cpus - 1)),
+      rule: '0 with 1 CPU; with 2, 1 if `DENOISE=true`, else 0; else CPUs − 1',
+      value: (c) =>
+        c.cpus <= 1 ? 0 : c.cpus === 2 ? (c.choiceOf('DENOISE') === 'true' ? 1 : 0) : c.cpus - 1,
     },
-    "Worker threads for the audio DSP; 0 runs it inline on the main thread. On 2 CPUs or fewer a worker thread would only compete with the main thread for the same cores, so the default is inline. Above 2 CPUs a worker has a core of its own, and `bench:worker-default` measured it taking 7-17 % off the main thread's CPU per call (bench/README.md), so the default is CPUs − 1 workers.",
+    "Worker threads for the audio DSP; 0 runs it inline on the main thread. On 2 CPUs a worker thread would only compete with the main thread for the same cores when the DSP is light (resampling: `bench:worker-default` measured it saving the main thread 7-17 % per call and costing the process more), so the default is inline; with `DENOISE=true` the noise suppressor is most of a call's CPU (`bench:denoise`), and one worker takes it to the second core. Above 2 CPUs a worker has a core of its own, so the default is CPUs − 1 workers. Tenants that turn `denoise` on themselves do not change the default: set `DSP_WORKERS=1` for them on 2 CPUs (docs/denoise.md).",
   ),
   choice(
     'media',

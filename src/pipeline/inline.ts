@@ -1,7 +1,8 @@
 /**
  * `workers: 0`: the DSP runs synchronously on the calling thread; the sink is called before `push`
  * returns, so audio and markers come out in the order they went in with nothing to keep. The default on
- * machines of two cores or fewer, where a worker is a third busy thread (see bench/README.md).
+ * machines of two cores or fewer (but for DENOISE=true on two), where a worker is a third busy thread
+ * (see bench/README.md).
  */
 import type { Logger } from '../log.js';
 import type { Metrics } from '../metrics.js';
