@@ -145,16 +145,27 @@ for (const w of setups) {
 interface Ladder {
   workers: number;
   capacity: number;
+  /** The largest rung with nothing lost, whatever its pacing: on a shared machine the p99 rule fails first. */
+  lossless: number;
   failsInRow: number;
   rungs: (RungReport & { pass: boolean })[];
 }
-const ladders: Ladder[] = setups.map((workers) => ({ workers, capacity: 0, failsInRow: 0, rungs: [] }));
+const ladders: Ladder[] = setups.map((workers) => ({
+  workers,
+  capacity: 0,
+  lossless: 0,
+  failsInRow: 0,
+  rungs: [],
+}));
+const lossless = (r: RungReport) =>
+  r.failed === 0 && r.dropped === 0 && r.markers.lost === 0 && r.audioReturnedPct >= 98;
 for (const calls of ladder) {
   for (const l of ladders) {
     if (stopAfter! > 0 && l.failsInRow >= stopAfter!) continue;
     const r = await runRung(name(l.workers), 'binary', calls, seconds!, ctx, { env: DENOISE });
     const ok = carries(r);
     if (ok && calls > l.capacity) l.capacity = calls;
+    if (lossless(r) && calls > l.lossless) l.lossless = calls;
     l.failsInRow = ok ? 0 : l.failsInRow + 1;
     l.rungs.push({ ...r, pass: ok });
     say(`ladder ${ok ? 'pass' : 'FAIL'} ${describeRung(label(l.workers, true), r)}`);
@@ -163,7 +174,7 @@ for (const calls of ladder) {
 for (const l of ladders)
   say(
     `capacity with the suppressor, DSP_WORKERS=${l.workers}${pin === undefined ? ', unpinned' : ', pinned'}: ` +
-      `${l.capacity} calls (nothing lost, pacing p99 <= 25 ms)`,
+      `${l.capacity} calls (nothing lost, pacing p99 <= 25 ms); ${l.lossless} with nothing lost, whatever the pacing`,
   );
 
 process.stdout.write(`${lines.join('\n')}\n`);

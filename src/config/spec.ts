@@ -235,7 +235,7 @@ export const CONFIG_SPEC = [
     'denoise',
     ['false', 'true'],
     'false',
-    'Clean every caller\'s audio with the noise suppressor (RNNoise) before the bot hears it; recordings and listen-in keep the line as it came. With `false`, only the calls of tenants whose media stream has `"denoise": true`. It adds about 13-16 ms of delay and about 2 % of a core per call (docs/denoise.md).',
+    'Clean every caller\'s audio with the noise suppressor (RNNoise) before the bot hears it; recordings and listen-in keep the line as it came. With `false`, only the calls of tenants whose media stream has `"denoise": true`. It adds 11-16 ms of delay and about 1.6 % of a core per call (docs/denoise.md).',
   ),
   int(
     'media',
