@@ -33,7 +33,7 @@ export function speechInstalled(): boolean {
  */
 export function speechMissing(): string | undefined {
   if (speechInstalled()) return undefined;
-  return `recorded speech not found in ${SPEECH_DIR}: install Debian's asterisk-core-sounds-en-wav (scripts/install-test-deps.sh)`;
+  return `no recorded speech in ${SPEECH_DIR} (scripts/install-test-deps.sh installs asterisk-core-sounds-en-wav)`;
 }
 
 const prompts = new Map<string, Int16Array>();

@@ -55,6 +55,7 @@ describe('sessions routes', () => {
         started_at: '2026-01-02T03:04:05Z',
         conferenceNumbers: [],
         dialect: 'default',
+        denoise: false,
       },
     ]);
     const one = await get('/v1/sessions/call-a', token);

@@ -79,6 +79,7 @@ describe.skipIf(skip !== undefined)('several instances sharing Redis', () => {
       started_at: '2026-11-22T00:00:00.000Z',
       conferenceNumbers: [],
       dialect: 'default',
+      denoise: false,
     });
 
     const consult = await rest(b.http, 'POST', '/v1/sessions/call-a1/consult', rt, {
