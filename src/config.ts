@@ -65,6 +65,8 @@ export interface Config {
    * `botUrl`. Its `apiKey` (BOT_API_KEY) is never printed.
    */
   readonly bot: BotSettings;
+  /** The default bot's key for signing its webhook tools' calls (BOT_TOOL_SECRET); never printed. */
+  readonly botToolSecret: string | undefined;
   /** The directory (absolute) a tenant's `bot_url` of `builtin:wav:<path>` must lie in; undefined: refused. */
   readonly botWavDir: string | undefined;
   /** The hosts a tenant's ws/wss `bot_url` may dial (BOT_URL_ALLOWED_HOSTS); `BOT_URL` itself is not limited. */
@@ -342,6 +344,7 @@ export function loadConfig(
     botUrl,
     // Unused: a problem stops the configuration below.
     bot: defaultBot.bot ?? { dialect: DEFAULT_BOT_DIALECT.builtin, url: 'builtin:echo' },
+    botToolSecret: read('BOT_TOOL_SECRET') || undefined,
     botWavDir,
     botUrlAllowedHosts,
     stateStore,

@@ -26,6 +26,10 @@ export const REDACT_PATHS: readonly string[] = [
     'req.headers.authorization',
     'req.query.token',
     'headers.authorization',
+    'tool_secret',
+    '*.tool_secret',
+    'botToolSecret',
+    '*.botToolSecret',
     ...DIALECT_REDACT_PATHS,
   ]),
 ];

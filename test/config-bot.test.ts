@@ -97,8 +97,8 @@ describe('the default bot from the environment', () => {
       PORT: 'x',
     });
     expect(lines).toEqual([
-      'BOT_API_KEY does not apply to dialect bridge (only to openai-realtime); dialect bridge takes BOT_DIALECT, BOT_URL',
-      'BOT_VOICE does not apply to dialect bridge (only to openai-realtime); dialect bridge takes BOT_DIALECT, BOT_URL',
+      'BOT_API_KEY does not apply to dialect bridge (only to openai-realtime); dialect bridge takes BOT_DIALECT, BOT_URL, BOT_TOOLS, BOT_HOLD_AUDIO, BOT_TOOL_HOLD_MS, BOT_IDLE',
+      'BOT_VOICE does not apply to dialect bridge (only to openai-realtime); dialect bridge takes BOT_DIALECT, BOT_URL, BOT_TOOLS, BOT_HOLD_AUDIO, BOT_TOOL_HOLD_MS, BOT_IDLE',
       'PORT must be an integer from 0 to 65535, got "x"',
     ]);
     expect(problems({ BOT_URL: 'ws://h:1', BOT_DIALECT: 'twilio', BOT_MODEL: 'x' })).toEqual([

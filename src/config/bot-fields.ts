@@ -52,7 +52,8 @@ export type RawBotFields = Readonly<Record<string, unknown>>;
  * other field against its declaration and its dialect. `urlProblem` is the source's own URL rule (the
  * tenant's adds BOT_URL_ALLOWED_HOSTS, BOT_WAV_DIR and the tone band). A dialect named without a `url`
  * gets the one it declares, if any. A field declared `dials` (a URL the bridge calls) is also held to
- * `dialled`, the tenant's host rule (none for the environment's bot, as for BOT_URL). Every problem is
+ * `dialled`, the tenant's host rule (none for the environment's bot, as for BOT_URL); a field naming a
+ * file the bridge reads asks `readable`, the tenant's BOT_WAV_DIR rule. Every problem is
  * returned, in that order; `bot` only when there are none. `registry` is the bot dialects' (a test may
  * give its own).
  */
@@ -62,8 +63,13 @@ export function checkBotFields(
   urlProblem: (url: string) => BotUrlProblem | undefined,
   {
     dialled,
+    readable,
     registry = BOTS,
-  }: { dialled?: (url: string) => BotUrlProblem | undefined; registry?: BotRegistry } = {},
+  }: {
+    dialled?: (url: string) => BotUrlProblem | undefined;
+    readable?: (path: string) => string | undefined;
+    registry?: BotRegistry;
+  } = {},
 ): { bot: BotSettings; problems: [] } | { bot: undefined; problems: BotProblem[] } {
   const problems: BotProblem[] = [];
   const fail = (key: string, text: string) =>
@@ -116,7 +122,10 @@ export function checkBotFields(
       );
       continue;
     }
-    const problem = field.check(value, names[field.key]!, { ...(dialled !== undefined && { dialled }) });
+    const problem = field.check(value, names[field.key]!, {
+      ...(dialled !== undefined && { dialled }),
+      ...(readable !== undefined && { readable }),
+    });
     if (problem !== undefined) {
       problems.push({ field: problem.field, message: problem.message });
       continue;

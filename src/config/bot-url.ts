@@ -238,6 +238,17 @@ export function tenantDialledProblem(url: string, policy: TenantBotPolicy): BotU
   return undefined;
 }
 
+/**
+ * Why a file a tenant's bot has the bridge read besides its `url` (a hold sound) may not be read: what
+ * is accepted, or undefined when the path lies inside BOT_WAV_DIR.
+ */
+export function tenantFileProblem(path: string, policy: TenantBotPolicy): string | undefined {
+  if (wavPathInside(path, policy.botWavDir) !== undefined) return undefined;
+  return policy.botWavDir === undefined
+    ? 'builtin:hold or none (a WAV file is refused: the bridge has no BOT_WAV_DIR)'
+    : 'a path inside BOT_WAV_DIR';
+}
+
 /** A bot URL as a read shows it to its tenant: a ws URL with credentials and query values masked. */
 export function shownBotUrl(url: string): string {
   return isWsBotUrl(url) ? maskedUrl(url) : url;

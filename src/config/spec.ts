@@ -152,6 +152,13 @@ export const CONFIG_SPEC = [
   ...BOT_VARS,
   other(
     'bots',
+    'BOT_TOOL_SECRET',
+    'secret',
+    { accepts: 'a string' },
+    "The key the default bot's webhook tool calls are signed with (`X-Voicebridge-Signature`). Never printed. A tenant sets its own as `tool_secret`.",
+  ),
+  other(
+    'bots',
     'BOT_URL_ALLOWED_HOSTS',
     'list',
     {

@@ -11,10 +11,12 @@ import {
   type TenantBotPolicy,
   tenantBotUrlProblem,
   tenantDialledProblem,
+  tenantFileProblem,
 } from '../config/bot-url.js';
 import { secretHint } from '../dialects/fields.js';
 import { BOT_DIALECTS, BOTS, type BotFieldDecl } from '../dialects/index.js';
 import { BridgeError } from '../errors.js';
+import { maskedUrl } from '../log.js';
 import type { MediaStreamConfig } from '../state/types.js';
 
 /** The fields of `bot`, as the tenant writes them, and the BotSettings field each fills. */
@@ -117,6 +119,7 @@ export function botFromUpsert(
   }
   const checked = checkBotFields(fields, REST_BOT_FIELDS, (url) => tenantBotUrlProblem(url, policy), {
     dialled: (url) => tenantDialledProblem(url, policy),
+    readable: (path) => tenantFileProblem(path, policy),
   });
   const first = checked.problems[0];
   if (first !== undefined) throw new BridgeError('invalid_field', first.message, { field: first.field });
@@ -138,6 +141,7 @@ export function shownBot(bot: BotSettings): Record<string, unknown> {
     const value = values[f.key];
     if (value === undefined) continue;
     if (f.secret === true) shown[hintName(f)] = secretHint(String(value));
+    else if (f.shown !== undefined) shown[f.rest] = f.shown(value, maskedUrl);
     else shown[f.rest] = typeof value === 'object' && value !== null ? structuredClone(value) : value;
   }
   return shown;

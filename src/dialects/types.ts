@@ -5,7 +5,8 @@
  * fields with their env twins, and the log paths holding its secrets. The code that runs a dialect
  * (its wire, its leg format, its constructor) is in src/media/, joined to these by src/media/dialects.ts.
  *
- * Nothing here imports from the rest of src/: the logger (redaction), the configuration (env twins,
+ * Nothing here imports from the rest of src/ but src/tools/settings.ts, the tool fields' rules, which
+ * itself imports nothing of src/ (bot/tools.ts): the logger (redaction), the configuration (env twins,
  * the spec table, the checks) and every folder above read it, so it sits below them all.
  */
 
@@ -44,6 +45,11 @@ export interface FieldContext {
    * the operator wrote (as BOT_URL is not limited).
    */
   readonly dialled?: (url: string) => UrlProblem | undefined;
+  /**
+   * The source's rule for a file the bridge will read for this bot (a hold sound): for a tenant's bot,
+   * only inside BOT_WAV_DIR (what is accepted, when refused); undefined for the environment's bot.
+   */
+  readonly readable?: (path: string) => string | undefined;
 }
 
 /**
@@ -86,6 +92,11 @@ export interface BotFieldDecl<K extends string = string, V = unknown> {
   check(value: unknown, field: string, context: FieldContext): FieldProblem | undefined;
   /** The value kept once checked; the value as given when absent. */
   value?(checked: unknown): V;
+  /**
+   * The value as a read shows it, when not as stored: URLs inside it with `maskUrl` (credentials and
+   * query values masked). A value shown as stored is a copy.
+   */
+  shown?(value: V, maskUrl: (url: string) => string): unknown;
 }
 
 /** How a bot dialect's `url` is read. */

@@ -170,7 +170,7 @@ describe('bot in PUT /v1/media-stream', () => {
     const cases: [unknown, string][] = [
       [
         'wss://bot.example/ws',
-        `bot must be an object with url and optionally dialect, parameters, api_key, model, instructions, voice, turn_detection, dtmf (null: the bridge's bot), got a string`,
+        `bot must be an object with url and optionally dialect, tools, hold_audio, tool_hold_ms, idle, parameters, api_key, model, instructions, voice, turn_detection, dtmf (null: the bridge's bot), got a string`,
       ],
       [[ws], 'bot must be an object with url'],
       [
@@ -214,11 +214,11 @@ describe('bot in PUT /v1/media-stream', () => {
       ],
       [
         { ...rt, parameters: { a: 'b' } },
-        'bot.parameters does not apply to dialect openai-realtime (only to twilio); dialect openai-realtime takes bot.dialect, bot.url, bot.api_key, bot.model, bot.instructions, bot.voice, bot.turn_detection',
+        'bot.parameters does not apply to dialect openai-realtime (only to twilio); dialect openai-realtime takes bot.dialect, bot.url, bot.api_key, bot.model, bot.instructions, bot.voice, bot.turn_detection, bot.dtmf, bot.tools, bot.hold_audio, bot.tool_hold_ms, bot.idle',
       ],
       [
         { url: ws, model: 'gpt-realtime' },
-        'bot.model does not apply to dialect bridge (only to openai-realtime); dialect bridge takes bot.dialect, bot.url',
+        'bot.model does not apply to dialect bridge (only to openai-realtime); dialect bridge takes bot.dialect, bot.url, bot.tools, bot.hold_audio, bot.tool_hold_ms, bot.idle',
       ],
       [{ url: 'builtin:echo', voice: 'marin' }, 'bot.voice does not apply to dialect builtin'],
       [
@@ -275,7 +275,7 @@ describe('bot in PUT /v1/media-stream', () => {
       [{ ...rt, api_key: `${API_KEY}${'k'.repeat(500)}` }, 'got 532 characters'],
       [
         { ...rt, apiKey: API_KEY },
-        'unknown field "bot.apiKey"; accepted fields of bot: dialect, url, parameters, api_key, model, instructions, voice, turn_detection',
+        'unknown field "bot.apiKey"; accepted fields of bot: dialect, url, tools, hold_audio, tool_hold_ms, idle, parameters, api_key, model, instructions, voice, turn_detection, dtmf',
       ],
     ];
     for (const [bot, message] of cases) {
@@ -335,6 +335,10 @@ describe('bot in PUT /v1/media-stream', () => {
     expect(Object.keys(upsert.properties!)).toEqual([
       'dialect',
       'url',
+      'tools',
+      'hold_audio',
+      'tool_hold_ms',
+      'idle',
       'parameters',
       'api_key',
       'model',

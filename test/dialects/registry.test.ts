@@ -116,7 +116,7 @@ describe('a dialect declared as data', () => {
       },
     );
     expect(checked.problems.map((p) => p.message)).toEqual([
-      'bot.api_base does not apply to dialect bridge (only to vendor-agent); dialect bridge takes bot.dialect, bot.url',
+      'bot.api_base does not apply to dialect bridge (only to vendor-agent); dialect bridge takes bot.dialect, bot.url, bot.tools, bot.hold_audio, bot.tool_hold_ms, bot.idle',
     ]);
   });
 

@@ -6,6 +6,7 @@
 import { enumField } from '../fields.js';
 import type { BotDialectDecl } from '../types.js';
 import { apiKey, dtmf, instructions, model, voice } from './speech.js';
+import { TOOL_FIELDS } from './tools.js';
 
 export const TURN_DETECTIONS = ['server_vad', 'semantic_vad', 'none'] as const;
 export type TurnDetection = (typeof TURN_DETECTIONS)[number];
@@ -29,6 +30,6 @@ export const turnDetection = enumField({
 export const openaiRealtime = {
   name: 'openai-realtime',
   url: { kind: 'ws' },
-  fields: [apiKey, model, instructions, voice, turnDetection, dtmf],
+  fields: [apiKey, model, instructions, voice, turnDetection, dtmf, ...TOOL_FIELDS],
   summary: 'as a client of an OpenAI Realtime server',
 } as const satisfies BotDialectDecl;
