@@ -43,6 +43,7 @@ import { resolveFormat } from '../media/format.js';
 import { PROVIDER_AUTH_ACCEPTS, providerAuthFromUpsert } from '../media/providers/provider-auth.js';
 import type { MediaStreamUpsert } from '../provider/types.js';
 import type { MediaStreamConfig, ProviderAuth } from '../state/types.js';
+import { unsignedWebhookTool } from '../tools/fields.js';
 import {
   BOT_READ_SCHEMA,
   BOT_UPSERT_SCHEMA,
@@ -81,6 +82,14 @@ const UPSERT_SCHEMA = {
       maxLength: 512,
       writeOnly: true,
       description: 'a string of 8 to 512 characters (write-only)',
+    },
+    tool_secret: {
+      type: 'string',
+      minLength: 16,
+      maxLength: 512,
+      writeOnly: true,
+      description:
+        "a string of 16 to 512 characters (write-only): the key the bot's webhook tool calls are signed with (X-Voicebridge-Signature); kept until replaced",
     },
     // Its length is checked in botUrlFromUpsert: a schema error would quote the start of the value,
     // which may be a URL's credentials.
@@ -124,6 +133,10 @@ const CONFIG_SCHEMA = {
     encoding: { type: 'string' },
     chunk_bytes: { type: 'integer' },
     secret_hint: { type: 'string', description: 'the last 2 characters of the secret at most' },
+    tool_secret_hint: {
+      type: 'string',
+      description: 'the last 2 characters of the tool secret at most; absent when none is set',
+    },
     bot_url: {
       type: 'string',
       nullable: true,
@@ -268,10 +281,16 @@ export function providerAuthView(
 }
 
 /** A stored config as GET and PUT answer with it: effective values, the secret's hint, the masked bot. */
-function readView(config: MediaStreamConfig, secret: string | undefined, auth: ProviderAuth) {
+function readView(
+  config: MediaStreamConfig,
+  secret: string | undefined,
+  auth: ProviderAuth,
+  toolSecret: string | undefined,
+) {
   return {
     ...effectiveConfig(config),
     secret_hint: secretHint(secret),
+    tool_secret_hint: secretHint(toolSecret),
     recording: config.recording === true,
     denoise: config.denoise === true,
     bot_url:
@@ -318,6 +337,7 @@ export function registerMediaStreamRoutes(
           config,
           await ctx.tenants.getMediaSecret(tenant),
           await ctx.tenants.getProviderAuth(tenant),
+          await ctx.tenants.getToolSecret(tenant),
         );
       },
     );
@@ -371,8 +391,12 @@ export function registerMediaStreamRoutes(
         };
         const providerAuth = providerAuthFromUpsert(body);
         const secret = typeof body.media_secret === 'string' ? body.media_secret : undefined;
+        const toolSecret = typeof body.tool_secret === 'string' ? body.tool_secret : undefined;
+        // A webhook tool's calls are signed: a key must be there before the first call needs it.
+        const unsigned = unsignedWebhookTool(bot, toolSecret ?? (await ctx.tenants.getToolSecret(tenant)));
+        if (unsigned !== undefined) throw unsigned;
         if (ctx.provider !== undefined) await ctx.provider.putMediaStream(forwardedUpsert(body));
-        await ctx.tenants.putMediaStream(config, secret, providerAuth);
+        await ctx.tenants.putMediaStream(config, secret, providerAuth, toolSecret);
         req.log.info(
           {
             tenant,
@@ -381,6 +405,7 @@ export function registerMediaStreamRoutes(
             // Never the api key, the parameters or the instructions: the dialect and where it is.
             bot: bot === undefined ? null : { dialect: bot.dialect, url: shownBotUrl(bot.url) },
             secret_changed: secret !== undefined,
+            tool_secret_changed: toolSecret !== undefined,
             recording: config.recording === true,
             denoise: config.denoise === true,
             // The dialects whose credentials changed (null: removed), never the credentials.
@@ -397,6 +422,7 @@ export function registerMediaStreamRoutes(
           config,
           await ctx.tenants.getMediaSecret(tenant),
           await ctx.tenants.getProviderAuth(tenant),
+          await ctx.tenants.getToolSecret(tenant),
         );
       },
     );

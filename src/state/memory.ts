@@ -52,6 +52,7 @@ export class MemoryTenantStore implements TenantStore {
   readonly #configs = new Map<string, MediaStreamConfig>();
   readonly #secrets = new Map<string, string>();
   readonly #providerAuth = new Map<string, Readonly<Record<string, ProviderCredential>>>();
+  readonly #toolSecrets = new Map<string, string>();
 
   constructor(initialSecrets: Readonly<Record<string, string>> = {}) {
     for (const [tenant, secret] of Object.entries(initialSecrets)) this.#secrets.set(tenant, secret);
@@ -69,13 +70,19 @@ export class MemoryTenantStore implements TenantStore {
     return this.#providerAuth.get(tenant) ?? {};
   }
 
+  async getToolSecret(tenant: string): Promise<string | undefined> {
+    return this.#toolSecrets.get(tenant);
+  }
+
   async putMediaStream(
     config: MediaStreamConfig,
     secret: string | undefined,
     providerAuth?: ProviderAuthPatch,
+    toolSecret?: string,
   ): Promise<void> {
     this.#configs.set(config.tenant, config);
     if (secret !== undefined) this.#secrets.set(config.tenant, secret);
+    if (toolSecret !== undefined) this.#toolSecrets.set(config.tenant, toolSecret);
     if (providerAuth !== undefined)
       this.#providerAuth.set(config.tenant, applyPatch(this.#providerAuth.get(config.tenant), providerAuth));
   }

@@ -7,8 +7,8 @@
  * fail with `store_unavailable` when it is away, so instances never disagree for long.
  *
  * Layout (prefix P): `P tenant:<tenant>` hash {config (JSON), secret (sealed), bot_url (sealed), bot
- * (sealed JSON)}; `P tenants` set of names. The secret, the bot URL (which may carry the bot's
- * credentials) and the `bot` object (its api key, its URL) are sealed with AES-256-GCM (secret-box.ts),
+ * (sealed JSON), tool_secret (sealed)}; `P tenants` set of names. The secrets, the bot URL (which may
+ * carry the bot's credentials) and the `bot` object (its api key, its URL, its tools' URLs) are sealed with AES-256-GCM (secret-box.ts),
  * each under its own context, so a dump of Redis alone does not reveal them; the config JSON never holds
  * the bot. A tenant's provider credentials (`provider_auth`) are a hash of their own, `P tenant:<tenant>:
  * provider_auth`, one field per dialect holding its sealed JSON (context `provider_auth`, the dialect, the
@@ -28,7 +28,7 @@ import type {
 } from './types.js';
 
 /** The hash fields of a tenant, in the order #apply takes them. */
-const FIELDS = ['config', 'secret', 'bot_url', 'bot'] as const;
+const FIELDS = ['config', 'secret', 'bot_url', 'bot', 'tool_secret'] as const;
 
 /** Tenants read per pipeline when loading the cache. */
 const BATCH = 500;
@@ -37,6 +37,7 @@ interface Cached {
   config: MediaStreamConfig | undefined;
   secret: string | undefined;
   providerAuth: ProviderAuth;
+  toolSecret: string | undefined;
 }
 
 export class RedisTenantStore implements TenantStore {
@@ -98,10 +99,15 @@ export class RedisTenantStore implements TenantStore {
     return this.#cache.get(tenant)?.providerAuth ?? {};
   }
 
+  async getToolSecret(tenant: string): Promise<string | undefined> {
+    return this.#cache.get(tenant)?.toolSecret;
+  }
+
   async putMediaStream(
     config: MediaStreamConfig,
     secret: string | undefined,
     providerAuth?: ProviderAuthPatch,
+    toolSecret?: string,
   ): Promise<void> {
     const { tenant } = config;
     const { bot_url, bot_url_unreadable: _unreadable, bot, bot_unreadable: _botUnreadable, ...rest } = config;
@@ -109,6 +115,7 @@ export class RedisTenantStore implements TenantStore {
     if (secret !== undefined) fields.secret = this.#box.seal(secret, secretContext(tenant));
     if (bot_url !== undefined) fields.bot_url = this.#box.seal(bot_url, botUrlContext(tenant));
     if (bot !== undefined) fields.bot = this.#box.seal(JSON.stringify(bot), botContext(tenant));
+    if (toolSecret !== undefined) fields.tool_secret = this.#box.seal(toolSecret, toolSecretContext(tenant));
     await this.#link.run('put_media_stream', async (r) => {
       const key = this.#tenantKey(tenant);
       const m = r.multi().hset(key, fields);
@@ -133,7 +140,12 @@ export class RedisTenantStore implements TenantStore {
       if (cred === null) delete auth[dialect];
       else auth = { ...auth, [dialect]: cred };
     }
-    this.#cache.set(tenant, { config, secret: secret ?? prev?.secret, providerAuth: auth });
+    this.#cache.set(tenant, {
+      config,
+      secret: secret ?? prev?.secret,
+      providerAuth: auth,
+      toolSecret: toolSecret ?? prev?.toolSecret,
+    });
     // Every other instance re-reads the tenant now; the message names the tenant only.
     await this.#link.publish('put_media_stream', { t: 'tenant', tenant });
   }
@@ -171,7 +183,7 @@ export class RedisTenantStore implements TenantStore {
 
   #apply(
     tenant: string,
-    [configText, sealed, sealedBot, sealedBotObject]: (string | null)[],
+    [configText, sealed, sealedBot, sealedBotObject, sealedToolSecret]: (string | null)[],
     sealedAuth: Readonly<Record<string, string>>,
   ): void {
     if (configText === null || configText === undefined) return;
@@ -218,7 +230,26 @@ export class RedisTenantStore implements TenantStore {
         );
       }
     }
-    this.#cache.set(tenant, { config, secret, providerAuth: this.#openProviderAuth(tenant, sealedAuth) });
+    let toolSecret = prev?.toolSecret;
+    if (typeof sealedToolSecret === 'string') {
+      try {
+        toolSecret = this.#box.open(sealedToolSecret, toolSecretContext(tenant));
+      } catch {
+        // Its webhook tools' calls then answer the model an error (no key to sign with). Never the value.
+        toolSecret = undefined;
+        this.#metrics.errors.labels('open_tool_secret').inc();
+        this.#log.error(
+          { tenant },
+          'stored tool secret does not open with this STATE_SECRET_KEY; every instance needs the same key',
+        );
+      }
+    }
+    this.#cache.set(tenant, {
+      config,
+      secret,
+      providerAuth: this.#openProviderAuth(tenant, sealedAuth),
+      toolSecret,
+    });
   }
 
   /** The tenant's provider credentials, each failing closed (`unreadable`: that dialect refuses) alone. */
@@ -297,6 +328,10 @@ function botUrlContext(tenant: string): string {
 
 function botContext(tenant: string): string {
   return `bot\u0000${tenant}`;
+}
+
+function toolSecretContext(tenant: string): string {
+  return `tool_secret\u0000${tenant}`;
 }
 
 function providerAuthContext(dialect: string, tenant: string): string {

@@ -85,14 +85,18 @@ export interface TenantStore {
   getMediaSecret(tenant: string): Promise<string | undefined>;
   /** The tenant's stored provider credentials by dialect (empty when none). */
   getProviderAuth(tenant: string): Promise<ProviderAuth>;
+  /** The key the tenant's webhook tool calls are signed with (`tool_secret`); undefined when none is set. */
+  getToolSecret(tenant: string): Promise<string | undefined>;
   /**
-   * Stores the config, the secret when given (a secret is kept until replaced), and the provider
-   * credentials' changes when given (dialects not named keep theirs).
+   * Stores the config, the secret when given (a secret is kept until replaced), the provider
+   * credentials' changes when given (dialects not named keep theirs), and the tool secret when given
+   * (kept until replaced, like the media secret).
    */
   putMediaStream(
     config: MediaStreamConfig,
     secret: string | undefined,
     providerAuth?: ProviderAuthPatch,
+    toolSecret?: string,
   ): Promise<void>;
 }
 

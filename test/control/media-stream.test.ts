@@ -153,7 +153,7 @@ describe('media-stream registration', () => {
       ],
       [
         { ...ok, sample_rate: 8000 },
-        'unknown field "sample_rate"; accepted fields: media_ws_url, codec, input_sample_rate, output_sample_rate, channels, encoding, chunk_bytes, media_secret, bot_url, bot, recording, denoise, provider_auth',
+        'unknown field "sample_rate"; accepted fields: media_ws_url, codec, input_sample_rate, output_sample_rate, channels, encoding, chunk_bytes, media_secret, tool_secret, bot_url, bot, recording, denoise, provider_auth',
       ],
     ];
     for (const [body, message] of cases) {

@@ -30,7 +30,7 @@ function policy(context: FieldContext): ToolPolicy {
 }
 
 const problemOf = (c: Checked<unknown>): FieldProblem | undefined => ('problem' in c ? c.problem : undefined);
-const valueOf = <V>(c: Checked<V>): V => {
+const checkedValue = <V>(c: Checked<V>): V => {
   if ('problem' in c) throw new Error(c.problem.message);
   return c.value;
 };
@@ -59,7 +59,7 @@ export const tools: BotFieldDecl<'tools', readonly ToolItem[]> = {
   },
   envValue: 'json',
   check: (value, field, context) => problemOf(checkTools(value, field, policy(context))),
-  value: (checked) => valueOf(checkTools(checked, 'tools')),
+  value: (checked) => checkedValue(checkTools(checked, 'tools')),
   shown: (value, maskUrl) =>
     value.map((t) => (typeof t === 'string' ? t : { ...structuredClone(t), url: maskUrl(t.url) })),
 };
@@ -116,7 +116,7 @@ export const idle: BotFieldDecl<'idle', IdlePolicy> = {
   },
   envValue: 'json',
   check: (value, field) => problemOf(checkIdle(value, field)),
-  value: (checked) => valueOf(checkIdle(checked, 'idle')),
+  value: (checked) => checkedValue(checkIdle(checked, 'idle')),
 };
 
 /** Every tool field, for a dialect that carries tools. */
