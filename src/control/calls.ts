@@ -5,15 +5,15 @@
  *
  * A consult blocks until the second party answers, the dial fails or the provider's 20 s + 5 s run out;
  * the provider client's bound (>= 30 s) and the server's request timeout (above it) leave room for that.
+ * What the routes do for a session is call-control.ts's, which the model's tools call too.
  */
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { RestVerifier } from '../auth/jwt.js';
 import type { BridgeContext } from '../context.js';
-import { ROOT_DIALECT } from '../dialects/index.js';
-import { BridgeError, invalidField, isBridgeError } from '../errors.js';
-import type { ProviderClient } from '../provider/client.js';
+import { BridgeError, invalidField } from '../errors.js';
 import type { ConferenceRequest, ConsultRequest } from '../provider/types.js';
 import type { SessionInfo } from '../state/types.js';
+import { checkVoiceApiCall, conferenceCall, consultCall } from './call-control.js';
 import { principal, scopeGuard } from './guard.js';
 import { BARE_NUMBER, BEARER, errorResponses, SESSION_ID_PARAMS } from './schemas.js';
 import { rejectUnknownFields, useUniformValidation } from './validation.js';
@@ -60,16 +60,6 @@ const CONFERENCE_RESULT = {
   },
 } as const;
 
-function providerOf(ctx: BridgeContext): ProviderClient {
-  if (ctx.provider === undefined) {
-    throw new BridgeError(
-      'upstream_unavailable',
-      'no provider is configured for call control: set PROVIDER_BASE_URL (and PROVIDER_TOKEN)',
-    );
-  }
-  return ctx.provider;
-}
-
 async function heldSession(ctx: BridgeContext, req: FastifyRequest): Promise<SessionInfo> {
   const { tenant } = principal(req);
   const { id } = req.params as { id: string };
@@ -77,14 +67,7 @@ async function heldSession(ctx: BridgeContext, req: FastifyRequest): Promise<Ses
   if (session === undefined) {
     throw new BridgeError('not_found', `session "${id}" is not live on this bridge for tenant "${tenant}"`);
   }
-  // Consult and conference are the voice API provider's own call control: a call that came in by another
-  // platform's media stream is not one of its calls.
-  if (session.dialect !== undefined && session.dialect !== ROOT_DIALECT) {
-    throw new BridgeError(
-      'unsupported_for_dialect',
-      `session "${id}" came in through the ${session.dialect} media stream; consult and conference are for calls of the voice API provider (dialect ${ROOT_DIALECT}) only`,
-    );
-  }
+  checkVoiceApiCall(session);
   return session;
 }
 
@@ -108,19 +91,7 @@ export function registerCallRoutes(app: FastifyInstance, ctx: BridgeContext, ver
           response: { 200: CONSULT_RESULT, ...errorResponses(400, 401, 403, 404, 409, 502, 503, 504) },
         },
       },
-      async (req) => {
-        const session = await heldSession(ctx, req);
-        const provider = providerOf(ctx);
-        const body = req.body as ConsultRequest;
-        const result = await provider
-          .consult(session.session_id, body)
-          .catch(logFailure(req, session.session_id, 'consult'));
-        req.log.info(
-          { session_id: session.session_id, status: result.status, dialStatus: result.dialStatus },
-          'consult finished',
-        );
-        return result;
-      },
+      async (req) => consultCall(ctx, await heldSession(ctx, req), req.body as ConsultRequest, req.log),
     );
 
     scope.post(
@@ -142,48 +113,8 @@ export function registerCallRoutes(app: FastifyInstance, ctx: BridgeContext, ver
         if (body.action === 'delete' && body.callerId !== undefined) {
           throw invalidField('callerId', 'left out on delete (it is for add only)', body.callerId);
         }
-        const session = await heldSession(ctx, req);
-        const provider = providerOf(ctx);
-        const result = await provider
-          .conference(session.session_id, body)
-          .catch(logFailure(req, session.session_id, 'conference'));
-        await syncConferenceNumbers(ctx, session, body, result.status);
-        req.log.info(
-          { session_id: session.session_id, action: body.action, status: result.status },
-          'conference changed',
-        );
-        return result;
+        return conferenceCall(ctx, await heldSession(ctx, req), body, req.log);
       },
     );
   });
-}
-
-/**
- * Logs a failed provider call with the session it was for (the provider client's own line names the
- * call, not the session), then rethrows: upstream faults at warn, the provider's own refusals at info.
- */
-function logFailure(req: FastifyRequest, sessionId: string, call: string) {
-  return (err: unknown): never => {
-    const code = isBridgeError(err) ? err.code : 'internal';
-    req.log[code.startsWith('upstream_') || code === 'internal' ? 'warn' : 'info'](
-      { session_id: sessionId, call, code },
-      'call control failed',
-    );
-    throw err;
-  };
-}
-
-/** Keeps the session's `conferenceNumbers` in step with what the provider just did. */
-async function syncConferenceNumbers(
-  ctx: BridgeContext,
-  session: SessionInfo,
-  body: ConferenceRequest,
-  status: string,
-): Promise<void> {
-  // Re-read: another request may have changed the list while the provider was dialling.
-  const now = (await ctx.sessions.get(session.tenant, session.session_id)) ?? session;
-  const numbers = now.conferenceNumbers.filter((n) => n !== body.number);
-  if (body.action === 'add' && status === 'answered') numbers.push(body.number);
-  await ctx.sessions.setConferenceNumbers(session.tenant, session.session_id, numbers);
-  ctx.callEvents.updated(session.tenant, session.session_id, numbers);
 }
