@@ -36,6 +36,7 @@ import type { AudioPipeline } from './pipeline/types.js';
 import { createProviderClient, type ProviderClient } from './provider/client.js';
 import { Recordings } from './recording/index.js';
 import { createStateStore } from './state/index.js';
+import { createTools } from './tools/index.js';
 
 export interface BridgeOptions {
   /** A logger to use instead of one made from `config.logLevel` (tests capture logs this way). */
@@ -126,8 +127,11 @@ export async function createBridge(config: Config, options: BridgeOptions = {}):
     }),
     clock: options.clock ?? systemClock,
     heldUp: new HeldUp(),
+    // The model's tools on each call whose bot has them (src/tools/); set up just below.
+    tools: (setup) => callTools.open(setup),
     draining: false,
   };
+  const callTools = createTools(ctx);
   ctx.recordings.startRetention();
 
   const app = Fastify({
@@ -255,6 +259,7 @@ export async function createBridge(config: Config, options: BridgeOptions = {}):
       await Promise.all([media.close(), audioSocket?.close()]);
       listen.close();
       ctx.callEvents.close();
+      await callTools.close();
       // The calls' recordings are finished (sizes patched, sidecars final) before the process goes.
       await ctx.recordings.close();
       await app.close();

@@ -7,6 +7,7 @@ import type { Config } from './config.js';
 import type { HeldUp } from './held-up.js';
 import type { Logger } from './log.js';
 import type { CallEvents } from './media/call-events.js';
+import type { OpenCallTools } from './media/call-tools.js';
 import type { MessageStore } from './messaging/records.js';
 import type { MessagingClient } from './messaging/types.js';
 import type { Metrics } from './metrics.js';
@@ -39,6 +40,8 @@ export interface BridgeContext {
    * connection's session_start and token bounds, a bot's redials). The system's; tests drive their own.
    */
   readonly clock: Clock;
+  /** A call's tools (src/tools/, set by app.ts); undefined: no call gets any. */
+  readonly tools?: OpenCallTools;
   /** When this bridge was last held up (its event loop or a DSP worker late): see src/held-up.ts. */
   readonly heldUp: HeldUp;
   /** Set once shutdown begins: readiness turns false and no new sessions are accepted. */

@@ -45,6 +45,10 @@ export const ERRORS = {
   // messaged on the channel asked for; the message says what is wrong and what is accepted, never the number.
   unusable_customer_phone: { status: 422 },
 
+  // A tool's arguments that do not fit its parameters: an output to the bot's model (CONTRACT §10), never
+  // a response or a close, listed here so that every code the bridge reports is in one table.
+  invalid_arguments: { status: 400 },
+
   // Media socket: frames that are reported with an `error` event and skipped
   bad_json: { status: 400 },
   unknown_event: { status: 400 },

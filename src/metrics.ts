@@ -199,6 +199,12 @@ export function createMetrics() {
       labelNames: ['outcome'] as const,
       registers: r,
     }),
+    toolCalls: new Counter({
+      name: 'voicebridge_tool_calls_total',
+      help: "Calls of a tool by a bot's model, by tool and outcome (ok, error, timeout, invalid_arguments, cancelled)",
+      labelNames: ['tool', 'outcome'] as const,
+      registers: r,
+    }),
     upstreamSeconds: new Histogram({
       name: 'voicebridge_upstream_seconds',
       help: 'Provider API call latency, by call and outcome',

@@ -393,7 +393,12 @@ export function registerMediaStreamRoutes(
         const secret = typeof body.media_secret === 'string' ? body.media_secret : undefined;
         const toolSecret = typeof body.tool_secret === 'string' ? body.tool_secret : undefined;
         // A webhook tool's calls are signed: a key must be there before the first call needs it.
-        const unsigned = unsignedWebhookTool(bot, toolSecret ?? (await ctx.tenants.getToolSecret(tenant)));
+        const unsigned = unsignedWebhookTool(
+          bot,
+          toolSecret ??
+            (await ctx.tenants.getToolSecret(tenant)) ??
+            (tenant === 'default' ? ctx.config.botToolSecret : undefined),
+        );
         if (unsigned !== undefined) throw unsigned;
         if (ctx.provider !== undefined) await ctx.provider.putMediaStream(forwardedUpsert(body));
         await ctx.tenants.putMediaStream(config, secret, providerAuth, toolSecret);

@@ -52,12 +52,20 @@ export interface SessionEndEvent {
 export interface ClearEvent {
   readonly event: 'clear';
 }
+/** The bot's model calls one of the call's tools (docs/tools.md); answered with `tool_result`. */
+export interface ToolCallEvent {
+  readonly event: 'tool_call';
+  readonly id: string;
+  readonly name: string;
+  /** The arguments object (absent: `{}`). */
+  readonly arguments: unknown;
+}
 
 export type ProviderEvent = SessionStartEvent | MediaEvent | DtmfEvent | MarkEvent | SessionEndEvent;
-export type BotEvent = MarkEvent | ClearEvent | DtmfEvent | SessionEndEvent;
+export type BotEvent = MarkEvent | ClearEvent | DtmfEvent | SessionEndEvent | ToolCallEvent;
 
 const PROVIDER_EVENTS = 'session_start, media, dtmf, mark or session_end';
-const BOT_EVENTS = 'mark, clear, dtmf or session_end (audio as binary frames)';
+const BOT_EVENTS = 'mark, clear, dtmf, tool_call or session_end (audio as binary frames)';
 const DIGITS = /^[0-9*#A-D]$/i;
 const NAME_MAX = 256;
 
@@ -269,6 +277,12 @@ export function parseBotEvent(text: string): BotEvent {
       return dtmf(o);
     case 'session_end':
       return { event: 'session_end', reason: optStr(o, 'reason') };
+    case 'tool_call': {
+      const args = o.arguments ?? {};
+      if (typeof args !== 'object' || Array.isArray(args))
+        throw invalidField('arguments', "an object (the tool's arguments)", args);
+      return { event: 'tool_call', id: str(o, 'id'), name: str(o, 'name', 64), arguments: args };
+    }
     default:
       throw new BridgeError(
         'unknown_event',

@@ -125,12 +125,28 @@ export class MediaSession {
       const toCaller = new ToCaller(botLeg, callerMarks, this.#out, ctx.metrics, this.log, (event, fields) =>
         this.#report(event, fields),
       );
-      this.#bot = botSide = createBotLeg(info, toCaller, bot, {
+      // The model's tools, hold audio and idle policy, where the bot has them (src/media/call-tools.ts).
+      const tools =
+        'settings' in deps.bot
+          ? ctx.tools?.({
+              info,
+              settings: deps.bot.settings,
+              own: deps.bot.own,
+              format: bot,
+              carriesDigits: wire.dtmfFrame('0') !== undefined,
+              port: toCaller,
+              loop: deps.loop,
+              log: this.log,
+            })
+          : undefined;
+      const dialect = createBotLeg(info, tools?.port ?? toCaller, bot, {
         ctx,
         loop: deps.loop,
         log: this.log,
         choice: deps.bot,
+        tools: tools?.bot,
       });
+      this.#bot = botSide = tools?.attach(dialect) ?? dialect;
       this.#callerLeg = callerLeg = pipeline.open(
         {
           from: { codec: format.codec, rate: format.inputRate },

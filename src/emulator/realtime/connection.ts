@@ -2,6 +2,11 @@
  * One client connection: the session, the input audio buffer and its VAD, the conversation's items and
  * the response in progress. Each client event is recorded, handled, and answered with the server
  * events the GA interface defines, or with an `error` event (the session goes on).
+ *
+ * Tools: the model calls one of the session's declared tools when told to (voice.ts `scriptedToolCalls`:
+ * `tool=<name>{json}` in the instructions, one per caller turn, in order; or `callTool`, the control
+ * API's `POST .../tool-call`), after speaking `reply_ms` (or `speak_ms`). A `function_call_output` item
+ * is recorded, and the response the client then asks for is a plain reply.
  */
 import type { WebSocket } from 'ws';
 import { decodeAudio, formatInfo } from './audio-io.js';
@@ -19,9 +24,9 @@ import {
 import { type MalformedKind, sendMalformed } from './faults.js';
 import { InputBuffer } from './input.js';
 import { SessionRecord } from './record.js';
-import { ResponseStream, type StreamTiming } from './response.js';
+import { type PlannedToolCall, ResponseStream, type StreamTiming } from './response.js';
 import { applySessionUpdate, defaultSession } from './session-config.js';
-import { replyMsFrom, replyToneHz } from './voice.js';
+import { replyMsFrom, replyToneHz, type ScriptedToolCall, scriptedToolCalls } from './voice.js';
 
 export interface ConnectionOptions extends StreamTiming {
   /** Reply length when the instructions do not set one. */
@@ -50,6 +55,11 @@ export class RealtimeConnection {
   private readonly conversation = new Conversation();
   private response: ResponseStream | undefined;
   private replies = 0;
+  /** The instructions' scripted tool calls, and how many have been made. */
+  private scripted: ScriptedToolCall[] = [];
+  private scriptedMade = 0;
+  /** A function_call_output came since the last response: the next one answers it, calling nothing. */
+  private answering = false;
 
   constructor(
     private readonly ws: WebSocket,
@@ -159,6 +169,7 @@ export class RealtimeConnection {
 
   private sessionUpdate(update: unknown): void {
     this.session = applySessionUpdate(this.session, update);
+    this.scripted = scriptedToolCalls(this.session.instructions);
     this.input.configure(formatInfo(this.session.audio?.input?.format), this.turnDetection());
     this.send({ type: 'session.updated', session: this.sessionView() });
   }
@@ -231,6 +242,21 @@ export class RealtimeConnection {
       throw invalidValue('item.role', item.role, ['user', 'assistant', 'system']);
     if (previous !== undefined && previous !== 'root') this.conversation.get(previous);
     const id = typeof item.id === 'string' ? item.id : newId('item');
+    if (item.type === 'function_call_output') {
+      if (typeof item.call_id !== 'string') throw missingParameter('item.call_id');
+      if (typeof item.output !== 'string')
+        throw new RealtimeRequestError(
+          'invalid_type',
+          "Invalid type for 'item.output': expected a string.",
+          'item.output',
+        );
+      this.record.toolOutputs.push({
+        at_ms: this.record.nowMs(),
+        call_id: item.call_id,
+        output: item.output,
+      });
+      this.answering = true;
+    }
     const full = { ...item, id, object: 'realtime.item', status: 'completed' } as ConversationItem;
     this.addItem(full, typeof previous === 'string' ? previous : this.conversation.last);
   }
@@ -280,9 +306,60 @@ export class RealtimeConnection {
     this.startResponse(typeof instructions === 'string' ? instructions : undefined);
   }
 
-  private startResponse(instructions: string | undefined): void {
+  /** The names of the session's declared function tools. */
+  private declaredTools(): string[] {
+    return (this.session.tools ?? []).flatMap((t) =>
+      isObject(t) && t.type === 'function' && typeof t.name === 'string' ? [t.name] : [],
+    );
+  }
+
+  /**
+   * The model calls `name` now (a control hook): a response that speaks `speakMs` of its tone, then calls
+   * the tool. Refused while a response is in progress, or for a tool the session has not declared.
+   */
+  callTool(
+    name: string,
+    args: unknown,
+    speakMs = 0,
+    callId = newId('item').replace('item_', 'call_'),
+  ): string {
+    if (this.response?.active === true)
+      throw new RealtimeRequestError(
+        'conversation_already_has_active_response',
+        'A response is in progress.',
+      );
+    if (!this.declaredTools().includes(name))
+      throw new RealtimeRequestError(
+        'invalid_value',
+        `The session declares no tool named '${name}' (declared: ${this.declaredTools().join(', ') || 'none'}).`,
+      );
+    this.startResponse(
+      undefined,
+      { itemId: newId('item'), callId, name, arguments: JSON.stringify(args ?? {}) },
+      speakMs,
+    );
+    return callId;
+  }
+
+  /** The next scripted call for a response to the caller's turn, if one is left and declared. */
+  private nextScripted(): PlannedToolCall | undefined {
+    const answering = this.answering;
+    this.answering = false;
+    if (answering || this.scriptedMade >= this.scripted.length) return undefined;
+    const s = this.scripted[this.scriptedMade++]!;
+    if (!this.declaredTools().includes(s.name)) return undefined;
+    return {
+      itemId: newId('item'),
+      callId: newId('item').replace('item_', 'call_'),
+      name: s.name,
+      arguments: JSON.stringify(s.arguments),
+    };
+  }
+
+  private startResponse(instructions: string | undefined, call?: PlannedToolCall, speakMs?: number): void {
+    const toolCall = call ?? this.nextScripted();
     const replyMs =
-      replyMsFrom(instructions) ?? replyMsFrom(this.session.instructions) ?? this.options.replyMs;
+      speakMs ?? replyMsFrom(instructions) ?? replyMsFrom(this.session.instructions) ?? this.options.replyMs;
     const format = formatInfo(this.session.audio?.output?.format);
     const hz = replyToneHz(this.replies++);
     const voice = this.session.audio?.output?.voice;
@@ -297,6 +374,7 @@ export class RealtimeConnection {
       format,
       voice: typeof voice === 'string' ? voice : (voice?.id ?? 'marin'),
       modality,
+      ...(toolCall !== undefined && { toolCall }),
     } as const;
     const rec = {
       id: plan.id,
@@ -319,6 +397,16 @@ export class RealtimeConnection {
       this.options,
       rec,
       (item) => this.conversation.update(item),
+      (item) => {
+        this.conversation.add(item);
+        if (item.type === 'function_call')
+          this.record.toolCalls.push({
+            at_ms: this.record.nowMs(),
+            call_id: item.call_id!,
+            name: item.name!,
+            arguments: item.arguments!,
+          });
+      },
     );
     this.response = stream;
     stream.start();

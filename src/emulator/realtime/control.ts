@@ -1,7 +1,7 @@
 /**
  * The control API on the stand-in's port, under /emulator/realtime/: the per-connection records, the
  * decoded input audio as a WAV, and the hooks tests use (refuse connects, close a session, send
- * malformed frames, emit speech_started). JSON in, JSON out; it has no authentication, like the rest of
+ * malformed frames, emit speech_started, make the model call a tool). JSON in, JSON out; it has no authentication, like the rest of
  * the stand-in, which listens on 127.0.0.1 unless told otherwise.
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
@@ -131,6 +131,24 @@ async function route(
   if (action === '/speech-started') {
     s.speechStarted(undefined, true);
     return reply(res, 200, { session: s.record.id });
+  }
+  if (action === '/tool-call') {
+    // The model calls a tool now: {name, arguments?, speak_ms?, call_id?}.
+    const name = body.name;
+    if (typeof name !== 'string' || !/^[a-z0-9_]{1,64}$/.test(name))
+      throw new HttpError(400, 'name must be a tool name of 1 to 64 characters of a-z, 0-9 and _');
+    const args = body.arguments ?? {};
+    if (typeof args !== 'object' || args === null || Array.isArray(args))
+      throw new HttpError(400, 'arguments must be a JSON object');
+    const speakMs = int(body, 'speak_ms', 0, 600_000, 0);
+    const callId = body.call_id;
+    if (callId !== undefined && (typeof callId !== 'string' || callId.length === 0 || callId.length > 64))
+      throw new HttpError(400, 'call_id must be a string of 1 to 64 characters');
+    try {
+      return reply(res, 200, { call_id: s.callTool(name, args, speakMs, callId) });
+    } catch (err) {
+      throw new HttpError(409, (err as Error).message);
+    }
   }
   if (action === '/malformed') {
     const kind = body.kind ?? 'json';

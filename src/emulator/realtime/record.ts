@@ -1,7 +1,8 @@
 /**
  * What one connection received and did, kept for tests and the control API: the client events in order
  * (audio payloads replaced by their byte count), the input audio decoded to PCM16 at its rate, the
- * truncates with their audio_end_ms, and each response with its tone, planned and sent audio.
+ * truncates with their audio_end_ms, each response with its tone, planned and sent audio, and the
+ * tools the model called with the outputs the client sent back.
  */
 
 export interface ReceivedEvent {
@@ -34,6 +35,23 @@ export interface ResponseRecord {
   reason?: string;
 }
 
+/** A call of a tool the stand-in's model made. */
+export interface ToolCallRecord {
+  readonly at_ms: number;
+  readonly call_id: string;
+  readonly name: string;
+  /** JSON text, as sent. */
+  readonly arguments: string;
+}
+
+/** A `function_call_output` the client sent back. */
+export interface ToolOutputRecord {
+  readonly at_ms: number;
+  readonly call_id: string;
+  /** As sent: the output's text (the bridge sends JSON). */
+  readonly output: string;
+}
+
 export interface InputSegment {
   readonly format: string;
   readonly rate: number;
@@ -56,6 +74,8 @@ export class SessionRecord {
   events_dropped = 0;
   readonly truncates: TruncateRecord[] = [];
   readonly responses: ResponseRecord[] = [];
+  readonly toolCalls: ToolCallRecord[] = [];
+  readonly toolOutputs: ToolOutputRecord[] = [];
   readonly input: InputSegment[] = [];
   /** Server event types sent, in order. */
   readonly sent: string[] = [];
@@ -117,6 +137,8 @@ export class SessionRecord {
       input: this.input.map((s) => ({ format: s.format, rate: s.rate, samples: s.samples })),
       responses: this.responses,
       truncates: this.truncates,
+      tool_calls: this.toolCalls,
+      tool_outputs: this.toolOutputs,
     };
   }
 

@@ -3,7 +3,10 @@
  * added, the transcript, `response.output_audio.delta` events of `deltaMs` of audio each sent
  * `outputRateFactor` times faster than real time (the real server also sends faster than real time;
  * the client paces), then the `.done` events and `response.done`. A cancel stops the deltas and closes
- * the item as `incomplete` and the response as `cancelled` with its reason.
+ * the item as `incomplete` and the response as `cancelled` with its reason. A response that calls a tool
+ * (`plan.toolCall`) ends, after its audio, with a second output item of type `function_call`: its
+ * arguments as one delta and `response.function_call_arguments.done`, as the real server streams them;
+ * a response cancelled before then calls nothing.
  */
 import { encodeAudio, type FormatInfo } from './audio-io.js';
 import type { ConversationItem, Outgoing, RealtimeResponse } from './events.js';
@@ -20,6 +23,17 @@ export interface ResponsePlan {
   readonly format: FormatInfo;
   readonly voice: string;
   readonly modality: 'audio' | 'text';
+  /** The tool the model calls once it has spoken. */
+  readonly toolCall?: PlannedToolCall;
+}
+
+/** A call of a tool as the stand-in's model makes it. */
+export interface PlannedToolCall {
+  readonly itemId: string;
+  readonly callId: string;
+  readonly name: string;
+  /** The arguments as JSON text. */
+  readonly arguments: string;
 }
 
 export interface StreamTiming {
@@ -47,6 +61,7 @@ export class ResponseStream {
     private readonly timing: StreamTiming,
     readonly record: ResponseRecord,
     private readonly onEnd: (item: ConversationItem) => void,
+    private readonly onToolCall?: (item: ConversationItem) => void,
   ) {
     const total = Math.round((plan.replyMs * plan.format.rate) / 1000);
     this.voice = new ToneVoice(plan.hz, plan.format.rate, total);
@@ -87,11 +102,26 @@ export class ResponseStream {
     };
   }
 
+  private functionCall(status: 'in_progress' | 'completed'): ConversationItem {
+    const call = this.plan.toolCall!;
+    return {
+      id: call.itemId,
+      object: 'realtime.item',
+      type: 'function_call',
+      status,
+      call_id: call.callId,
+      name: call.name,
+      arguments: status === 'completed' ? call.arguments : '',
+    };
+  }
+
   private response(
     status: 'in_progress' | 'completed' | 'cancelled',
     reason?: 'turn_detected' | 'client_cancelled',
   ): RealtimeResponse {
     const done = status !== 'in_progress';
+    const calls =
+      status === 'completed' && this.plan.toolCall !== undefined ? [this.functionCall('completed')] : [];
     const outputTokens = Math.ceil((this.sentSamples * 1000) / this.plan.format.rate / 50);
     return {
       id: this.plan.id,
@@ -99,7 +129,7 @@ export class ResponseStream {
       status,
       status_details:
         reason === undefined ? (done ? { type: 'completed' } : undefined) : { type: 'cancelled', reason },
-      output: done ? [this.item(status === 'completed' ? 'completed' : 'incomplete')] : [],
+      output: done ? [this.item(status === 'completed' ? 'completed' : 'incomplete'), ...calls] : [],
       conversation_id: this.plan.conversationId,
       output_modalities: [this.plan.modality],
       max_output_tokens: 'inf',
@@ -178,6 +208,34 @@ export class ResponseStream {
     this.timer = setTimeout(this.tick, wait);
   };
 
+  /** The function_call output item, streamed as the real server streams one. */
+  private callTool(call: PlannedToolCall): void {
+    const { response_id } = this.ids();
+    const ids = { response_id, item_id: call.itemId, output_index: 1, call_id: call.callId };
+    this.send({
+      type: 'response.output_item.added',
+      response_id,
+      output_index: 1,
+      item: this.functionCall('in_progress'),
+    });
+    this.send({
+      type: 'conversation.item.added',
+      previous_item_id: this.plan.itemId,
+      item: this.functionCall('in_progress'),
+    });
+    this.send({ type: 'response.function_call_arguments.delta', ...ids, delta: call.arguments });
+    this.send({
+      type: 'response.function_call_arguments.done',
+      ...ids,
+      name: call.name,
+      arguments: call.arguments,
+    });
+    const item = this.functionCall('completed');
+    this.send({ type: 'response.output_item.done', response_id, output_index: 1, item });
+    this.send({ type: 'conversation.item.done', previous_item_id: this.plan.itemId, item });
+    this.onToolCall?.(item);
+  }
+
   /** Stops the reply where it is (a client `response.cancel` or speech detected). */
   cancel(reason: 'turn_detected' | 'client_cancelled'): void {
     if (!this.ended) this.finish('cancelled', reason);
@@ -204,6 +262,7 @@ export class ResponseStream {
     const item = this.item(status === 'completed' ? 'completed' : 'incomplete');
     this.send({ type: 'response.output_item.done', response_id: ids.response_id, output_index: 0, item });
     this.send({ type: 'conversation.item.done', previous_item_id: this.plan.previousItemId, item });
+    if (status === 'completed' && this.plan.toolCall !== undefined) this.callTool(this.plan.toolCall);
     this.send({ type: 'response.done', response: this.response(status, reason) });
     this.record.status = status;
     if (reason !== undefined) this.record.reason = reason;

@@ -1,8 +1,10 @@
 /**
  * The `bridge` dialect: our own protocol toward a bot's WebSocket server (docs/protocol.md). The bot is
- * told `session_start` with `media` at its format (PCM16 at BOT_SAMPLE_RATE), gets caller audio as binary
- * frames and `dtmf`/`mark`/`session_end` events; it sends binary audio back plus `mark`, `clear`, `dtmf`
- * and `session_end`, and is told of bad frames with `error` events.
+ * told `session_start` with `media` at its format (PCM16 at BOT_SAMPLE_RATE) and the call's `tools`
+ * (docs/tools.md), gets caller audio as binary frames and `dtmf`/`mark`/`session_end` events; it sends
+ * binary audio back plus `mark`, `clear`, `dtmf` and `session_end`, and is told of bad frames with `error`
+ * events. Its model calls a tool with `tool_call {id, name, arguments}` and gets `tool_result {id,
+ * output}`; the idle policy asks it to speak with `prompt {text}`.
  */
 
 import { bridge } from '../../dialects/bot/bridge.js';
@@ -10,7 +12,7 @@ import { BridgeError } from '../../errors.js';
 import type { Format } from '../../pipeline/types.js';
 import { errorFrame, parseBotEvent } from '../protocol.js';
 import type { BotDialect } from './dialect.js';
-import type { BotCall, CallerPort } from './types.js';
+import type { BotCall, BotTools, CallerPort } from './types.js';
 import { WsLink, type WsLinkOptions } from './ws-link.js';
 
 /** PCM16 at the configured bot rate, both ways. */
@@ -20,11 +22,21 @@ export function bridgeFormat(botRate: number): Format {
 
 export class BridgeBot extends WsLink {
   readonly #rate: number;
+  readonly #tools: BotTools | undefined;
 
-  constructor(call: BotCall, port: CallerPort, o: WsLinkOptions & { readonly botRate: number }) {
+  constructor(
+    call: BotCall,
+    port: CallerPort,
+    o: WsLinkOptions & { readonly botRate: number; readonly tools?: BotTools | undefined },
+  ) {
     super(call, port, o);
     this.#rate = o.botRate;
+    this.#tools = o.tools;
     this.start();
+  }
+
+  prompt(text: string): void {
+    this.sendText(JSON.stringify({ event: 'prompt', text }));
   }
 
   audio(pcm: Uint8Array): void {
@@ -61,6 +73,7 @@ export class BridgeBot extends WsLink {
           encoding: 'binary',
           chunk_bytes: (rate / 50) * 2,
         },
+        ...(this.#tools !== undefined && { tools: this.#tools.specs }),
       }),
     );
   }
@@ -90,6 +103,24 @@ export class BridgeBot extends WsLink {
         this.hangingUp = true;
         this.port.hangup(ev.reason ?? 'bot');
         return;
+      case 'tool_call': {
+        const tools = this.#tools;
+        if (tools === undefined) {
+          this.sendText(
+            JSON.stringify({
+              event: 'tool_result',
+              id: ev.id,
+              output: { error: 'not_found', message: 'this call has no tools (bot.tools is empty)' },
+            }),
+          );
+          return;
+        }
+        const id = ev.id;
+        tools.call({ callId: id, name: ev.name, arguments: ev.arguments }, (output) =>
+          this.sendText(JSON.stringify({ event: 'tool_result', id, output })),
+        );
+        return;
+      }
     }
   }
 
@@ -106,6 +137,6 @@ export class BridgeBot extends WsLink {
 export const bridgeBot: BotDialect = {
   decl: bridge,
   format: (_settings, _caller, botRate) => bridgeFormat(botRate),
-  create: (call, port, { link, deps }) =>
-    new BridgeBot(call, port, { ...link, botRate: deps.ctx.config.botSampleRate }),
+  create: (call, port, { link, deps, tools }) =>
+    new BridgeBot(call, port, { ...link, botRate: deps.ctx.config.botSampleRate, tools }),
 };

@@ -10,7 +10,7 @@ import type { Logger } from '../../log.js';
 import type { Format } from '../../pipeline/types.js';
 import type { SessionFormat } from '../format.js';
 import type { PacingLoop } from '../pacing-loop.js';
-import type { BotCall, BotLeg, CallerPort } from './types.js';
+import type { BotCall, BotLeg, BotTools, CallerPort } from './types.js';
 import type { WsLinkOptions } from './ws-link.js';
 
 /** What a call's bot leg is made with. */
@@ -33,6 +33,8 @@ export interface BotLegSetup {
    */
   readonly link: WsLinkOptions;
   readonly deps: BotDeps;
+  /** The call's tools, for a dialect that carries them (src/media/call-tools.ts); undefined: none. */
+  readonly tools?: BotTools | undefined;
 }
 
 export interface BotDialect {

@@ -17,7 +17,7 @@ import type { Format } from '../../pipeline/types.js';
 import { BOT_DIALECT_MODULES } from '../dialects.js';
 import type { SessionFormat } from '../format.js';
 import type { BotDeps } from './dialect.js';
-import type { BotCall, BotLeg, CallerPort } from './types.js';
+import type { BotCall, BotLeg, BotTools, CallerPort } from './types.js';
 import type { WsLinkOptions } from './ws-link.js';
 
 export type { BotDeps } from './dialect.js';
@@ -42,7 +42,11 @@ export function createBotLeg(
   call: BotCall,
   port: CallerPort,
   format: Format,
-  deps: BotDeps & { readonly choice: BotChoice },
+  deps: BotDeps & {
+    readonly choice: BotChoice;
+    /** The call's tools, for the dialects that carry them (src/media/call-tools.ts). */
+    readonly tools?: BotTools | undefined;
+  },
 ): BotLeg {
   const { config, metrics } = deps.ctx;
   const { choice } = deps;
@@ -93,7 +97,7 @@ export function createBotLeg(
     log: deps.log,
     clock: deps.ctx.clock,
   };
-  const setup = { settings, own, format, link, deps };
+  const setup = { settings, own, format, link, deps, tools: deps.tools };
   if (dialect.decl.url.kind !== 'ws') return dialect.create(call, port, setup);
   try {
     return dialect.create(call, port, setup);

@@ -13,6 +13,11 @@
  *   DTMF:        a user text item "[DTMF 5]" (BOT_DTMF / bot.dtmf: `text`, the model takes it in with the next
  *                turn; `respond`, and a response at once; `ignore`)
  *   errors:      `error` events are logged with their type and code, and the call goes on
+ *   tools:       declared in `session.update` (`tools` of type function); a call comes as
+ *                `response.function_call_arguments.done` (or a function_call item of `response.done`,
+ *                whichever is first) and is answered with a `function_call_output` item, then one
+ *                `response.create` once every call in flight is answered and no response is active
+ *   reprompt:    a user text item and `response.create` (the idle policy)
  *
  * What the caller heard: the dialect places its own marks (`vb:<n>:<ms>`) on the bot leg before an item's
  * first audio and after each delta. Each is reported when playback reaches it (the bridge's mark rule,
@@ -28,7 +33,7 @@ import { BridgeError } from '../../errors.js';
 import type { Format } from '../../pipeline/types.js';
 import type { SessionFormat } from '../format.js';
 import type { BotDialect } from './dialect.js';
-import type { BotCall, CallerPort } from './types.js';
+import type { BotCall, BotTools, CallerPort, ToolOutput } from './types.js';
 import { WsLink, type WsLinkOptions } from './ws-link.js';
 
 /** Caller audio per `input_audio_buffer.append`: 60 ms, a few events a second per call, no audible lag. */
@@ -36,6 +41,8 @@ export const APPEND_MS = 60;
 /** Items whose playback is tracked; older ones are forgotten. */
 const MAX_ITEMS = 16;
 const PCM24: Format = { codec: 'slin', rate: 24_000 };
+/** Tool call ids remembered, so a call reported twice (its arguments' done event and `response.done`) runs once. */
+const MAX_SEEN_CALLS = 64;
 
 /** G.711 8 kHz both ways passes as it is; anything else is PCM16 at 24 kHz (the only PCM rate offered). */
 export function realtimeFormat(caller: SessionFormat): Format {
@@ -63,6 +70,7 @@ export interface RealtimeBotOptions extends WsLinkOptions {
   readonly voice?: string | undefined;
   readonly turnDetection?: TurnDetection | undefined;
   readonly dtmf?: DtmfMode | undefined;
+  readonly tools?: BotTools | undefined;
 }
 
 /** One model item's audio toward the caller, and how much of it the caller has heard. */
@@ -92,6 +100,13 @@ export class OpenAIRealtimeBot extends WsLink {
   readonly #items: Item[] = [];
   #nextItem = 0;
   #now: () => number = () => performance.now();
+  /** A response is in progress (between `response.created` and `response.done`). */
+  #responding = false;
+  /** A response is wanted once none is in progress (tool outputs all in, or a reprompt). */
+  #wantResponse = false;
+  /** Tool calls not yet answered, and every call id seen lately. */
+  readonly #pendingCalls = new Set<string>();
+  readonly #seenCalls: string[] = [];
 
   constructor(call: BotCall, port: CallerPort, o: RealtimeBotOptions) {
     super(call, port, o);
@@ -127,6 +142,17 @@ export class OpenAIRealtimeBot extends WsLink {
     if (mode === 'respond') this.#send({ type: 'response.create' });
   }
 
+  /** Asks the model to speak: a user text item and a response. */
+  prompt(text: string): void {
+    this.#flush();
+    this.#send({
+      type: 'conversation.item.create',
+      item: { type: 'message', role: 'user', content: [{ type: 'input_text', text }] },
+    });
+    this.#wantResponse = true;
+    this.#respondWhenFree();
+  }
+
   /** One of our marks is reported played (a cleared one says nothing of what was heard). */
   mark(name: string, cleared: boolean): void {
     if (cleared) return;
@@ -156,6 +182,7 @@ export class OpenAIRealtimeBot extends WsLink {
   protected opened(): void {
     this.#batched = 0;
     const f = wireFormat(this.#o.format);
+    const tools = this.#o.tools?.specs ?? [];
     const session: RT.RealtimeSessionCreateRequest = {
       type: 'realtime',
       ...(this.#o.model !== undefined && { model: this.#o.model }),
@@ -165,6 +192,15 @@ export class OpenAIRealtimeBot extends WsLink {
         input: { format: f, turn_detection: turnDetection(this.#o.turnDetection) },
         output: { format: f, ...(this.#o.voice !== undefined && { voice: this.#o.voice }) },
       },
+      ...(tools.length > 0 && {
+        tools: tools.map((t) => ({
+          type: 'function' as const,
+          name: t.name,
+          description: t.description,
+          parameters: t.parameters,
+        })),
+        tool_choice: 'auto' as const,
+      }),
     };
     this.#send({ type: 'session.update', session });
   }
@@ -187,6 +223,23 @@ export class OpenAIRealtimeBot extends WsLink {
       case 'input_audio_buffer.speech_started':
         this.#bargeIn();
         return;
+      case 'response.function_call_arguments.done': {
+        const e = ev as unknown as RT.ResponseFunctionCallArgumentsDoneEvent;
+        this.#toolCall(e.call_id, e.name, e.arguments);
+        return;
+      }
+      case 'response.created':
+        this.#responding = true;
+        return;
+      case 'response.done': {
+        this.#responding = false;
+        const output = (ev as unknown as RT.ResponseDoneEvent).response?.output;
+        if (Array.isArray(output))
+          for (const item of output)
+            if (item?.type === 'function_call') this.#toolCall(item.call_id, item.name, item.arguments);
+        this.#respondWhenFree();
+        return;
+      }
       case 'error': {
         const e = (ev as unknown as RT.RealtimeErrorEvent).error;
         this.log.warn({ type: e?.type, code: e?.code, param: e?.param }, 'realtime server error event');
@@ -242,6 +295,39 @@ export class OpenAIRealtimeBot extends WsLink {
   #placeMark(item: Item, ms: number): void {
     item.marks.push(ms);
     this.port.mark(`vb:${item.n}:${ms}`);
+  }
+
+  /** The model called a tool: run once per call id, answered with its output and, later, a response. */
+  #toolCall(callId: unknown, name: unknown, args: unknown): void {
+    const tools = this.#o.tools;
+    if (typeof callId !== 'string' || typeof name !== 'string' || this.#seenCalls.includes(callId)) return;
+    this.#seenCalls.push(callId);
+    if (this.#seenCalls.length > MAX_SEEN_CALLS) this.#seenCalls.shift();
+    if (tools === undefined) {
+      this.#answer(callId, { error: 'not_found', message: 'this call has no tools' }, true);
+      return;
+    }
+    this.#pendingCalls.add(callId);
+    tools.call({ callId, name, arguments: args }, (output, respond) => this.#answer(callId, output, respond));
+  }
+
+  #answer(callId: string, output: ToolOutput, respond: boolean): void {
+    this.#pendingCalls.delete(callId);
+    this.#send({
+      type: 'conversation.item.create',
+      item: { type: 'function_call_output', call_id: callId, output: JSON.stringify(output) },
+    });
+    if (respond) this.#wantResponse = true;
+    this.#respondWhenFree();
+  }
+
+  /** `response.create` once wanted, every tool call answered, and no response in progress. */
+  #respondWhenFree(): void {
+    if (!this.#wantResponse || this.#responding || this.#pendingCalls.size > 0) return;
+    this.#wantResponse = false;
+    // Counted as in progress at once: a second request before `response.created` would be refused.
+    this.#responding = true;
+    this.#send({ type: 'response.create' });
   }
 
   #heard(item: Item): number {
@@ -304,7 +390,7 @@ function realtimeUrl(url: string, model: string | undefined): string {
 export const openaiRealtimeBot: BotDialect = {
   decl: openaiRealtime,
   format: (_settings, caller) => realtimeFormat(caller),
-  create: (call, port, { link, settings, format }) =>
+  create: (call, port, { link, settings, format, tools }) =>
     new OpenAIRealtimeBot(call, port, {
       ...link,
       url: realtimeUrl(link.url, settings.model),
@@ -315,5 +401,6 @@ export const openaiRealtimeBot: BotDialect = {
       voice: settings.voice,
       turnDetection: settings.turnDetection,
       dtmf: settings.dtmf,
+      tools,
     }),
 };

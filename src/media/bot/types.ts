@@ -57,6 +57,46 @@ export interface BotLeg {
    * a tapped button (`message_button`): a ws bot gets it as a JSON text frame; built-in bots ignore it.
    */
   notify?(event: BotNotice): void;
+  /**
+   * Asks the model to speak (the idle policy's reprompt): `text` as a user text, and a response request
+   * where the dialect has one. Dialects without a model leave it out.
+   */
+  prompt?(text: string): void;
+}
+
+/** A tool as the model is told of it at the session's start (src/tools/ makes the list). */
+export interface ToolSpec {
+  readonly name: string;
+  readonly description: string;
+  /** JSON Schema of the arguments, `type: "object"`. */
+  readonly parameters: Readonly<Record<string, unknown>>;
+}
+
+/** What a tool answers the model: a JSON object (`{error, message}` when it failed). */
+export type ToolOutput = Readonly<Record<string, unknown>>;
+
+/** One call of a tool by the model, as its dialect carries it. */
+export interface ToolRequest {
+  /** The model's own id for the call (OpenAI `call_id`, Gemini `id`, our protocol's `id`, ...). */
+  readonly callId: string;
+  readonly name: string;
+  /** The arguments: the object, or the JSON text of one (as OpenAI and Deepgram send them). */
+  readonly arguments: unknown;
+}
+
+/**
+ * The call's tools as a bot dialect sees them (src/tools/ runs them; undefined when the bot has none).
+ * A dialect declares `specs` in its own form when its session starts, hands each call of a tool by the
+ * model to `call`, and sends `answer`'s output back in its own answer message. `answer` is called once
+ * per call, later (never from inside `call`), unless the call was cancelled or the session ended;
+ * several calls may be in flight at once, each answered to its own id. `respond` false (after
+ * `end_call`: the call is ending) asks the dialect not to request a response where it would. `cancel`
+ * is the model withdrawing a call (Gemini's `toolCallCancellation`): no answer comes for it.
+ */
+export interface BotTools {
+  readonly specs: readonly ToolSpec[];
+  call(request: ToolRequest, answer: (output: ToolOutput, respond: boolean) => void): void;
+  cancel(callId: string): void;
 }
 
 /** What `notify` hands a bot: a JSON object with its `event` name. */
