@@ -1,7 +1,11 @@
 /**
- * What the tools' tests share: the caller's received audio cut by arrival time, and how much of it is
- * the built-in hold sound (its two notes), measured by least-squares fits at the notes' frequencies.
+ * What the tools' tests share: the caller's received audio cut by arrival time, how much of it is the
+ * built-in hold sound (its two notes, measured by least-squares fits at their frequencies), and a real
+ * HTTP server standing in for a tenant's webhook tool.
  */
+import { createServer, type IncomingHttpHeaders, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { performance } from 'node:perf_hooks';
 import { levelOf } from '../../src/audio/level.js';
 import { fitTone } from '../../src/audio/tone.js';
 import type { TestProvider } from '../helpers/provider.js';
@@ -46,4 +50,45 @@ export function holdShare(x: Int16Array, rate: number): number {
 /** dBFS of `x`, -Infinity for silence. */
 export function dbfsOf(x: Int16Array): number {
   return levelOf(x) ?? Number.NEGATIVE_INFINITY;
+}
+
+/** A request the test's tool server received. */
+export interface ToolRequestSeen {
+  readonly at: number;
+  readonly headers: IncomingHttpHeaders;
+  readonly body: string;
+}
+
+/** A real HTTP server on 127.0.0.1 standing in for a tenant's tool: `answer` says what each request gets. */
+export async function startToolServer(
+  answer: (req: ToolRequestSeen, res: ServerResponse) => void,
+): Promise<{ url: string; requests: ToolRequestSeen[]; close(): Promise<void> } & AsyncDisposable> {
+  const requests: ToolRequestSeen[] = [];
+  const server = createServer((req, res) => {
+    const parts: Buffer[] = [];
+    req.on('data', (c: Buffer) => parts.push(c));
+    req.on('end', () => {
+      const seen = {
+        at: performance.now(),
+        headers: req.headers,
+        body: Buffer.concat(parts).toString('utf8'),
+      };
+      requests.push(seen);
+      answer(seen, res);
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as AddressInfo;
+  const close = async () => {
+    server.closeAllConnections();
+    await new Promise<void>((resolve) => server.close(() => resolve()));
+  };
+  return { url: `http://127.0.0.1:${port}`, requests, close, [Symbol.asyncDispose]: close };
+}
+
+/** Answers `value` as JSON. */
+export function json(res: ServerResponse, value: unknown, status = 200): void {
+  const text = JSON.stringify(value);
+  res.writeHead(status, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(text) });
+  res.end(text);
 }
