@@ -32,7 +32,7 @@ import {
 
 const USAGE = `usage: npm run call -- [--dialect ${DIALECT_CHOICES}]
                         [--url ws://127.0.0.1:8080/v1/media[/<dialect>]] [--tenant T]
-                        [--audio tone:440|wav:<path>|speech:<text>|silence] [--seconds 10] [--rate R]
+                        [--audio tone:440|turns:440|wav:<path>|speech:<text>|silence] [--seconds 10] [--rate R]
                         [--codec slin|pcmu|pcma] [--dtmf 1@500,#@900] [--phone 15550100] [--json]
                         [--record out.wav]
   ${ROOT_DIALECT_NAME} dialect:  [--secret S | --no-auth] [--output-rate R] [--encoding binary|base64] [--chunk-ms 20]

@@ -44,6 +44,10 @@ function describe(type, d) {
       return `bot answered in ${Math.round(d.bot_latency_ms)} ms`;
     case 'message_status':
       return `${d.channel ?? 'message'} ${d.message_id ?? ''} ${d.status ?? ''}${d.error ? ` (${d.error.message ?? d.error.code ?? 'error'})` : ''}`;
+    case 'tool_call':
+      return `tool ${d.name ?? ''} ${d.outcome ?? ''} in ${Math.round(d.duration_ms ?? 0)} ms`;
+    case 'idle':
+      return `silent ${Math.round((d.silent_ms ?? 0) / 1000)} s: ${d.action === 'hangup' ? 'the call ends' : 'the bot is asked to speak'}`;
     case 'message_button':
       return `${d.channel ?? 'message'} button "${d.button_text ?? d.button_id ?? ''}" tapped`;
     default: {
@@ -109,7 +113,7 @@ export class CallList {
     if (type === 'bot_latency_ms') {
       c.latency.textContent = `${Math.round(d.bot_latency_ms)} ms`;
     }
-    this.addLine(c, describe(type, d), type === 'error');
+    this.addLine(c, describe(type, d), type === 'error' || (type === 'tool_call' && d.outcome !== 'ok'));
   }
 
   addLine(c, text, bad = false) {

@@ -1,6 +1,8 @@
 /**
- * What a synthetic call says: `tone:<hz>`, `wav:<path>`, `speech:<text>` (espeak-ng, where installed) or
- * `silence`, rendered once up front as PCM16 mono at the call's input rate (no work while pacing).
+ * What a synthetic call says: `tone:<hz>`, `turns:<hz>[/<on ms>/<off ms>]` (a caller who speaks in
+ * turns: the tone for `on`, quiet for `off`, again and again; 1000/3000 by default, so a bot's voice
+ * detection sees each turn end), `wav:<path>`, `speech:<text>` (espeak-ng, where installed) or `silence`,
+ * rendered once up front as PCM16 mono at the call's input rate (no work while pacing).
  */
 import { execFile } from 'node:child_process';
 import { readFile } from 'node:fs/promises';
@@ -10,11 +12,13 @@ import { BridgeError } from '../errors.js';
 
 export type AudioSpec =
   | { readonly kind: 'tone'; readonly hz: number }
+  | { readonly kind: 'turns'; readonly hz: number; readonly onMs: number; readonly offMs: number }
   | { readonly kind: 'wav'; readonly path: string }
   | { readonly kind: 'speech'; readonly text: string }
   | { readonly kind: 'silence' };
 
-export const AUDIO_SPEC_ACCEPTS = '"tone:<hz>", "wav:<path>", "speech:<text>" or "silence"';
+export const AUDIO_SPEC_ACCEPTS =
+  '"tone:<hz>", "turns:<hz>[/<on ms>/<off ms>]", "wav:<path>", "speech:<text>" or "silence"';
 
 /** Bound on espeak-ng: a sentence renders in well under a second. */
 const ESPEAK_TIMEOUT_MS = 15_000;
@@ -43,6 +47,12 @@ export function parseAudioSpec(spec: unknown, field = 'audio'): AudioSpec {
     }
     return { kind: 'tone', hz };
   }
+  if (kind === 'turns') {
+    const m = /^(\d+(?:\.\d+)?)(?:\/(\d{2,6})\/(\d{2,6}))?$/.exec(arg);
+    const hz = Number(m?.[1]);
+    if (m === null || !(hz > 0 && hz < 4000)) throw bad();
+    return { kind: 'turns', hz, onMs: Number(m[2] ?? 1000), offMs: Number(m[3] ?? 3000) };
+  }
   if (kind === 'wav') return { kind: 'wav', path: arg };
   if (kind === 'speech') return { kind: 'speech', text: arg };
   throw bad();
@@ -56,6 +66,13 @@ export async function renderAudio(spec: AudioSpec, rate: number, seconds: number
       return new Int16Array(samples);
     case 'tone':
       return generateTone(spec.hz, rate, samples, 0.5);
+    case 'turns': {
+      const out = generateTone(spec.hz, rate, samples, 0.5);
+      const period = ((spec.onMs + spec.offMs) * rate) / 1000;
+      const on = (spec.onMs * rate) / 1000;
+      for (let i = 0; i < out.length; i++) if (i % period >= on) out[i] = 0;
+      return out;
+    }
     case 'wav': {
       let bytes: Buffer;
       try {

@@ -23,8 +23,11 @@ describe('synthetic call audio', () => {
     expect(parseAudioSpec('speech:hello there')).toEqual({ kind: 'speech', text: 'hello there' });
     expect(parseAudioSpec('silence')).toEqual({ kind: 'silence' });
     expect(() => parseAudioSpec('noise')).toThrow(
-      /audio must be "tone:<hz>", "wav:<path>", "speech:<text>" or "silence"/,
+      /audio must be "tone:<hz>", "turns:<hz>\[\/<on ms>\/<off ms>\]", "wav:<path>", "speech:<text>" or "silence"/,
     );
+    expect(parseAudioSpec('turns:440')).toEqual({ kind: 'turns', hz: 440, onMs: 1000, offMs: 3000 });
+    expect(parseAudioSpec('turns:300/500/1500')).toEqual({ kind: 'turns', hz: 300, onMs: 500, offMs: 1500 });
+    expect(() => parseAudioSpec('turns:440/500')).toThrow(/turns:<hz>/);
     expect(() => parseAudioSpec('tone:9000')).toThrow(/below 4000 Hz/);
   });
 
@@ -32,6 +35,15 @@ describe('synthetic call audio', () => {
     const pcm = await renderAudio({ kind: 'tone', hz: 440 }, 16000, 1.5);
     expect(pcm.length).toBe(24000);
     expect(fitTone(pcm, 440, 16000).snrDb).toBeGreaterThan(80);
+  });
+
+  it('renders turns: the tone for on ms, quiet for off ms, again and again', async () => {
+    const pcm = await renderAudio({ kind: 'turns', hz: 440, onMs: 500, offMs: 1500 }, 8000, 5);
+    expect(pcm.length).toBe(40_000);
+    for (const start of [0, 16_000, 32_000]) {
+      expect(fitTone(pcm.subarray(start, start + 4000), 440, 8000).snrDb).toBeGreaterThan(60);
+      expect(pcm.subarray(start + 4000, start + 16_000).every((v) => v === 0)).toBe(true);
+    }
   });
 
   it('converts a WAV of another rate and depth to PCM16 at the call rate, padded to length', async () => {
