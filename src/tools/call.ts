@@ -22,21 +22,13 @@ import type { Clock, ClockTimer } from '../clock.js';
 import type { BotSettings } from '../config/bot-settings.js';
 import { tenantDialledProblem, wavPathInside } from '../config/bot-url.js';
 import type { BridgeContext } from '../context.js';
-import type { BridgeError } from '../errors.js';
-import type {
-  BotLeg,
-  BotNotice,
-  BotTools,
-  CallerPort,
-  ToolOutput,
-  ToolRequest,
-  ToolSpec,
-} from '../media/bot/types.js';
+import type { BotLeg, BotTools, CallerPort, ToolOutput, ToolRequest, ToolSpec } from '../media/bot/types.js';
 import { loadWav } from '../media/bot/wav.js';
 import type { CallTools, CallToolsSetup } from '../media/call-tools.js';
 import { BUILTINS, type Builtin, errorOutput } from './builtins.js';
 import { builtinHold, encodeHold, HoldAudio } from './hold.js';
 import { IdleWatch } from './idle.js';
+import { type LineWatcher, WatchedLeg, WatchedPort } from './lines.js';
 import { argumentsProblem } from './schema.js';
 import { type WebhookTool, webhookTimeoutMs } from './settings.js';
 import { callWebhook } from './webhook.js';
@@ -87,7 +79,7 @@ export function outcomeOf(output: ToolOutput): ToolOutcome {
 
 const holdCache = new Map<string, Uint8Array>();
 
-class CallToolRunner implements CallTools {
+class CallToolRunner implements CallTools, LineWatcher {
   readonly port: CallerPort;
   readonly bot: BotTools | undefined;
   readonly #deps: ToolsDeps;
@@ -179,6 +171,10 @@ class CallToolRunner implements CallTools {
 
   callerDigit(): void {
     this.#idle?.callerDigit();
+  }
+
+  ownMark(name: string): boolean {
+    return name.startsWith(TOOL_MARK_PREFIX);
   }
 
   /** A mark of the tools' own was played (or cleared: the audio before it will not play either). */
@@ -451,86 +447,5 @@ class CallToolRunner implements CallTools {
           'hold_audio cannot be played: the call has none',
         ),
     );
-  }
-}
-
-/** The bot's way to the caller, seen by the tools on its way (bot dialect -> this -> ToCaller). */
-class WatchedPort implements CallerPort {
-  readonly #tools: CallToolRunner;
-  readonly #next: CallerPort;
-
-  constructor(tools: CallToolRunner, next: CallerPort) {
-    this.#tools = tools;
-    this.#next = next;
-  }
-
-  audio(pcm: Uint8Array): void {
-    this.#tools.botAudio(pcm.length);
-    this.#next.audio(pcm);
-  }
-
-  mark(name: string): void {
-    this.#next.mark(name);
-  }
-
-  dtmf(digit: string): void {
-    this.#next.dtmf(digit);
-  }
-
-  hangup(reason: string): void {
-    this.#next.hangup(reason);
-  }
-
-  clear(): void {
-    this.#tools.botCleared();
-    this.#next.clear();
-  }
-
-  failed(err: BridgeError): void {
-    this.#next.failed(err);
-  }
-}
-
-/** The bot leg the session drives (ToBot -> this -> bot dialect): the caller's speech seen, the tools' marks taken out. */
-class WatchedLeg implements BotLeg {
-  readonly #tools: CallToolRunner;
-  readonly #next: BotLeg;
-
-  constructor(tools: CallToolRunner, next: BotLeg) {
-    this.#tools = tools;
-    this.#next = next;
-  }
-
-  audio(pcm: Uint8Array): void {
-    this.#tools.callerAudio(pcm);
-    this.#next.audio(pcm);
-  }
-
-  dtmf(digit: string): void {
-    this.#tools.callerDigit();
-    this.#next.dtmf(digit);
-  }
-
-  /** A mark reported played, or cleared (its audio will not play: a hang-up waiting on it goes now). */
-  mark(name: string, cleared: boolean): void {
-    if (name.startsWith(TOOL_MARK_PREFIX)) this.#tools.markPlayed(name);
-    else this.#next.mark(name, cleared);
-  }
-
-  end(reason: string): void {
-    this.#tools.end();
-    this.#next.end(reason);
-  }
-
-  heartbeat(): void {
-    this.#next.heartbeat?.();
-  }
-
-  notify(event: BotNotice): void {
-    this.#next.notify?.(event);
-  }
-
-  prompt(text: string): void {
-    this.#next.prompt?.(text);
   }
 }

@@ -4,7 +4,8 @@
  * policy (src/media/call-tools.ts). The folder's files, in the order a call meets them:
  *
  *   settings.ts  the settings' rules (config/ and control/ check bots with them); fields.ts their REST form
- *   call.ts      one call's tools: calls checked, run, answered, counted; end_call; the two lines watched
+ *   call.ts      one call's tools: calls checked, run, answered, counted; end_call
+ *   lines.ts     where they sit on the call's two lines
  *   builtins.ts  end_call, consult, conference, send_dtmf, send_message
  *   webhook.ts   a webhook tool's signed POST (signature.ts), bounded
  *   schema.ts    arguments checked against JSON Schema (ajv)
