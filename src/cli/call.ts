@@ -39,6 +39,7 @@ const USAGE = `usage: npm run call -- [--dialect ${DIALECT_CHOICES}]
   other dialects:   [--auth-token T] [--user U --password P] [--header name:value]
 ${credentialFlagsUsage('    ')}
   --url            for ${TCP_DIALECT_NAMES}: tcp://host:port (required)
+  --audio turns:<hz>[/<on ms>/<off ms>]  a caller who speaks in turns (1 s of tone, 3 s of quiet)
   --record         save the call as the caller had it: a stereo WAV, what it sent left and what it
                    heard right, at the caller's rate
 `;
