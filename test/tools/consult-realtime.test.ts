@@ -52,6 +52,9 @@ describe('consult on openai-realtime', () => {
         (e.event as { item: { type: string } }).item.type === 'function_call_output',
     );
     expect(events.slice(outputAt).filter((e) => e.type === 'response.create')).toHaveLength(1);
+    // Reported twice by the server (its arguments' done event and response.done), run and answered once.
+    expect(conn.record.toolOutputs).toHaveLength(1);
+    expect(events.filter((e) => e.type === 'conversation.item.create')).toHaveLength(1);
 
     // Hold audio from tool_hold_ms into the consult until its output; nothing before.
     const before = heardBetween(p, t0, t0 + HOLD_MS - 100);
