@@ -158,3 +158,21 @@ export function botReadFields(config: MediaStreamConfig) {
   }
   return { bot: null };
 }
+
+/**
+ * A 400 for a bot with a webhook tool and no key to sign its calls with (`secret`: the one given in
+ * the upsert, else the one stored); undefined when there is none or the key is there.
+ */
+export function unsignedWebhookTool(
+  bot: BotSettings | undefined,
+  secret: string | undefined,
+): BridgeError | undefined {
+  if (secret !== undefined) return undefined;
+  const i = bot?.tools?.findIndex((t) => typeof t !== 'string') ?? -1;
+  if (i < 0) return undefined;
+  return new BridgeError(
+    'invalid_field',
+    `bot.tools[${i}] is a webhook tool, whose calls are signed with the tenant's tool_secret: give tool_secret (16 to 512 characters) in this upsert, or leave the webhook tools out`,
+    { field: 'tool_secret' },
+  );
+}

@@ -43,13 +43,13 @@ import { resolveFormat } from '../media/format.js';
 import { PROVIDER_AUTH_ACCEPTS, providerAuthFromUpsert } from '../media/providers/provider-auth.js';
 import type { MediaStreamUpsert } from '../provider/types.js';
 import type { MediaStreamConfig, ProviderAuth } from '../state/types.js';
-import { unsignedWebhookTool } from '../tools/fields.js';
 import {
   BOT_READ_SCHEMA,
   BOT_UPSERT_SCHEMA,
   botFromUpsert,
   botReadFields,
   dropNullFields,
+  unsignedWebhookTool,
 } from './bot-field.js';
 import { principal, scopeGuard } from './guard.js';
 import { BEARER, errorResponses } from './schemas.js';

@@ -3,7 +3,7 @@
  * what `BridgeContext.tools` holds (app.ts), opened by each session whose bot has tools or an idle
  * policy (src/media/call-tools.ts). The folder's files, in the order a call meets them:
  *
- *   settings.ts  the settings' rules (config/ and control/ check bots with them); fields.ts their REST form
+ *   settings.ts  the settings' rules (the registry declares the fields with them: src/dialects/bot/tools.ts)
  *   call.ts      one call's tools: calls checked, run, answered, counted; end_call
  *   lines.ts     where they sit on the call's two lines
  *   builtins.ts  end_call, consult, conference, send_dtmf, send_message

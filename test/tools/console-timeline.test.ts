@@ -7,7 +7,7 @@ import { describe, expect, it } from 'vitest';
 import { browserSkipReason, launchBrowser, tempDir, toneBurstWav } from '../helpers/browser.js';
 import { startRig } from '../helpers/rig.js';
 
-const skip = browserSkipReason();
+const skip = browserSkipReason('tools/console-timeline.test.ts');
 if (skip !== undefined) console.warn(`tools console test skipped: ${skip}`);
 
 describe.skipIf(skip !== undefined)('the console timeline', () => {

@@ -23,7 +23,7 @@ function watch() {
   const acts: [string, number, number][] = [];
   const idle = new IdleWatch({
     clock,
-    policy: { repromptAfterMs: R, hangupAfterMs: H },
+    policy: { reprompt_after_ms: R, hangup_after_ms: H },
     codec: 'slin',
     reprompt: (ms) => acts.push(['reprompt', clock.now(), ms]),
     hangup: (ms) => acts.push(['hangup', clock.now(), ms]),

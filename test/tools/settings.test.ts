@@ -71,9 +71,8 @@ describe('tool settings', () => {
     expect(problemOf(checkTools(cases[0]![0], 'bot.tools'))).toMatch(/must be an array/);
     for (const [value, want] of cases.slice(1))
       expect(problemOf(checkTools(value, 'bot.tools'))).toContain(want);
-    expect(checkTools(['end_call', HOOK], 'bot.tools')).toEqual({
-      value: ['end_call', { ...HOOK, timeoutMs: 10_000 }],
-    });
+    // Kept as written: timeout_ms stays absent when left out.
+    expect(checkTools(['end_call', HOOK], 'bot.tools')).toEqual({ value: ['end_call', HOOK] });
     expect(problemOf(checkHoldAudio('jazz', 'bot.hold_audio'))).toBe(
       'bot.hold_audio must be builtin:hold (default), none, or wav:<path>, got "jazz"',
     );
@@ -82,14 +81,18 @@ describe('tool settings', () => {
     expect(problemOf(checkIdle({ reprompt_after_ms: 5000, hangup_after_ms: 5000 }, 'bot.idle'))).toMatch(
       /^bot\.idle\.hangup_after_ms must be above reprompt_after_ms/,
     );
-    expect(checkIdle({ hangup_after_ms: 60_000 }, 'bot.idle')).toEqual({ value: { hangupAfterMs: 60_000 } });
+    expect(checkIdle({ hangup_after_ms: 60_000 }, 'bot.idle')).toEqual({
+      value: { hangup_after_ms: 60_000 },
+    });
   });
 
   it('the environment twins: JSON and integers, each problem naming its variable', () => {
     const env = { BOT_URL: 'ws://127.0.0.1:1/bot' };
-    expect(() => loadConfig({ ...env, BOT_TOOLS: '["consult"' })).toThrow(/BOT_TOOLS must be JSON/);
+    expect(() => loadConfig({ ...env, BOT_TOOLS: '["consult"' })).toThrow(
+      /BOT_TOOLS must be an array of at most 32 tools, .*, as JSON, got text that is not JSON/,
+    );
     expect(() => loadConfig({ ...env, BOT_TOOL_HOLD_MS: '1s' })).toThrow(
-      /BOT_TOOL_HOLD_MS must be an integer/,
+      /BOT_TOOL_HOLD_MS must be an integer from 0 to 30000 \(default 1000\), got a string/,
     );
     expect(() => loadConfig({ ...env, BOT_IDLE: '{"hangup_after_ms":10}' })).toThrow(
       /BOT_IDLE.hangup_after_ms must be an integer from 1000/,
@@ -116,7 +119,7 @@ describe('tool settings', () => {
     const cases: [Record<string, unknown>, string][] = [
       [
         bot({ tools: ['consult', { ...HOOK, url: 'https://elsewhere.example/x' }] }),
-        'bot.tools[1].url must be an http:// or https:// URL whose host the operator has listed in BOT_URL_ALLOWED_HOSTS, got https://elsewhere.example/x',
+        'bot.tools[1].url must be an https:// URL whose host the operator has listed in BOT_URL_ALLOWED_HOSTS, got https://elsewhere.example/x',
       ],
       [
         bot({ tools: ['consult'], idle: { reprompt_after_ms: 500 } }),
@@ -124,11 +127,11 @@ describe('tool settings', () => {
       ],
       [
         bot({ hold_audio: 'wav:/etc/passwd' }),
-        'bot.hold_audio must be builtin:hold or none (wav:<path> is refused: the bridge has no BOT_WAV_DIR)',
+        'bot.hold_audio must be builtin:hold or none (a WAV file is refused: the bridge has no BOT_WAV_DIR)',
       ],
       [
         { bot: { dialect: 'twilio', url: 'wss://rt.example/b', tools: ['end_call'] } },
-        'bot.tools does not apply to dialect twilio (only to openai-realtime, bridge)',
+        'bot.tools does not apply to dialect twilio (only to bridge, openai-realtime)',
       ],
       [
         bot({ tools: [HOOK] }),
@@ -162,7 +165,7 @@ describe('tool settings', () => {
     expect(ok.text).not.toContain('zz9');
     expect(ok.body.tool_secret_hint).toBe('****9d');
     expect(ok.body.bot).toMatchObject({
-      tools: ['end_call', { ...HOOK, url: 'https://tools.example/lookup?key=****', timeout_ms: 10_000 }],
+      tools: ['end_call', { ...HOOK, url: 'https://tools.example/lookup?key=****' }],
       hold_audio: 'none',
       tool_hold_ms: 1500,
       idle: { reprompt_after_ms: 8000, hangup_after_ms: 20_000 },
@@ -175,7 +178,7 @@ describe('tool settings', () => {
   });
 });
 
-const skip = redisSkipReason();
+const skip = redisSkipReason('tools/settings.test.ts');
 
 describe.skipIf(skip !== undefined)('tool_secret in Redis', () => {
   let redis: TestRedis | undefined;

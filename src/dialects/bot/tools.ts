@@ -38,16 +38,9 @@ const checkedValue = <V>(c: Checked<V>): V => {
 export const tools: BotFieldDecl<'tools', readonly ToolItem[]> = {
   key: 'tools',
   rest: 'tools',
-  example: [
-    'end_call',
-    {
-      name: 'lookup_order',
-      description: "Looks up an order's status by its id.",
-      parameters: { type: 'object', properties: { order_id: { type: 'string' } }, required: ['order_id'] },
-      url: 'https://tools.example/orders',
-      timeout_ms: 5000,
-    },
-  ],
+  // Built-ins only: a webhook tool needs a tool_secret beside the bot (control/media-stream.ts), which a
+  // bot's fields alone do not carry (test/tools/settings.test.ts stores one and reads it back masked).
+  example: ['end_call', 'consult'],
   accepts: TOOL_ACCEPTS.tools,
   schema: { type: 'array', items: {} },
   note: 'docs/tools.md; webhook URLs read back masked',
