@@ -124,7 +124,7 @@ describe('synthetic calls placed by the emulator', () => {
     });
     expect(badAudio.status).toBe(400);
     expect(badAudio.body.message).toMatch(
-      /audio must be "tone:<hz>", "wav:<path>", "speech:<text>" or "silence"/,
+      /audio must be "tone:<hz>", "turns:<hz>\[\/<on ms>\/<off ms>\]", "wav:<path>", "speech:<text>" or "silence"/,
     );
 
     const placed = await call(url, 'POST', '/emulator/calls', {
