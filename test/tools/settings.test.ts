@@ -142,6 +142,21 @@ describe('tool settings', () => {
         'tool_secret must be a string of 16 to 512 characters',
       ],
     ];
+    // An https URL without a port is on 443, as a wss one is.
+    const port443 = await startRig({ env: { BOT_URL_ALLOWED_HOSTS: 'rt.example,tools.example:443' } });
+    try {
+      const r = await call(port443.http, 'PUT', '/v1/media-stream', {
+        token: await port443.restToken(['media:manage']),
+        body: {
+          media_ws_url: 'wss://media.example/v1/media',
+          tool_secret: 'ts-0000000000000000',
+          ...bot({ tools: [HOOK] }),
+        },
+      });
+      expect(r.status, r.text).toBe(200);
+    } finally {
+      await port443.close();
+    }
     for (const [body, want] of cases) {
       const r = await put(body);
       expect({ status: r.status, message: r.body.message }).toEqual({
