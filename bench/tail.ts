@@ -7,7 +7,7 @@
  * bench/capacity-lib.ts.
  *
  *   npm run build && npm run bench:tail -- [--ladder 100,150,200] [--seconds 30] [--rounds 2]
- *     [--targets bridge,echo-delayed] [--pin [--pin-cpus 1,0]] [--json FILE]
+ *     [--targets bridge,echo-delayed] [--ramp-ms MS] [--pin [--pin-cpus 1,0]] [--json FILE]
  *
  * With `--pin` the target runs on one core and the client on the other (taskset), as with
  * bench:capacity. The goal it reads: the bridge's p99 within 5 ms of echo-delayed's, at each rung, over
@@ -32,6 +32,7 @@ const { values } = parseArgs({
     pin: { type: 'boolean', default: false },
     'pin-cpus': { type: 'string', default: '1,0' },
     json: { type: 'string' },
+    'ramp-ms': { type: 'string' },
   },
 });
 const ladder = values.ladder.split(',').map(Number);
@@ -82,7 +83,7 @@ async function runClient(url: string, calls: number): Promise<ClientReport> {
     '--seconds',
     String(seconds),
     '--ramp-ms',
-    String(Math.max(1000, calls * 10)),
+    values['ramp-ms'] ?? String(Math.max(1000, calls * 10)),
   ];
   const child = spawn(argv[0]!, argv.slice(1), { stdio: ['ignore', 'pipe', 'inherit'] });
   let out = '';
