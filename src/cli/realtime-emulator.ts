@@ -7,7 +7,7 @@
 import { readFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import { createRealtimeEmulator, type RealtimeEmulator } from '../emulator/realtime/server.js';
-import { MAX_REPLY_MS } from '../emulator/realtime/voice.js';
+import { MAX_REPLY_MS } from '../emulator/s2s/voice.js';
 import { createLogger } from '../log.js';
 
 const USAGE = `usage: npm run realtime-emulator -- [--port 9191] [--host 127.0.0.1] [--api-key K] [--reply-ms 1500]

@@ -4,6 +4,7 @@
  * events the GA interface defines, or with an `error` event (the session goes on).
  */
 import type { WebSocket } from 'ws';
+import { replyMsFrom, replyToneHz } from '../s2s/voice.js';
 import { decodeAudio, formatInfo } from './audio-io.js';
 import { Conversation } from './conversation.js';
 import {
@@ -21,7 +22,6 @@ import { InputBuffer } from './input.js';
 import { SessionRecord } from './record.js';
 import { ResponseStream, type StreamTiming } from './response.js';
 import { applySessionUpdate, defaultSession } from './session-config.js';
-import { replyMsFrom, replyToneHz } from './voice.js';
 
 export interface ConnectionOptions extends StreamTiming {
   /** Reply length when the instructions do not set one. */

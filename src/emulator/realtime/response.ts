@@ -5,10 +5,11 @@
  * the client paces), then the `.done` events and `response.done`. A cancel stops the deltas and closes
  * the item as `incomplete` and the response as `cancelled` with its reason.
  */
+
+import { ToneVoice } from '../s2s/voice.js';
 import { encodeAudio, type FormatInfo } from './audio-io.js';
 import type { ConversationItem, Outgoing, RealtimeResponse } from './events.js';
 import type { ResponseRecord } from './record.js';
-import { ToneVoice } from './voice.js';
 
 export interface ResponsePlan {
   readonly id: string;

@@ -1,7 +1,6 @@
 /**
- * One spoken reply of a stand-in: a tone of known frequency and length (the voice of
- * src/emulator/realtime/voice.ts), cut into chunks of `chunkMs` and handed to `emit` on a timer paced
- * against `performance.now()`. Chunk k is due at `start + k·chunkMs / rateFactor − leadMs`:
+ * One spoken reply of a stand-in: a tone of known frequency and length (voice.ts), cut into chunks of
+ * `chunkMs` and handed to `emit` on a timer paced against `performance.now()`. Chunk k is due at `start + k·chunkMs / rateFactor − leadMs`:
  * - `rateFactor` > 1 sends faster than real time, as a vendor's TTS streams (ElevenLabs); 0 sends as fast
  *   as the socket takes;
  * - `leadMs` keeps up to that much audio ahead of real time, the client's playback buffer a server models
@@ -10,8 +9,9 @@
  * stand-in knows the agent is "speaking" until then, and can emit a few more chunks after a stop (the
  * late-audio fault).
  */
-import { ToneVoice } from '../realtime/voice.js';
+
 import type { ReplyRecord } from './record.js';
+import { ToneVoice } from './voice.js';
 
 export interface ReplyTiming {
   /** Audio per chunk, in ms. */
