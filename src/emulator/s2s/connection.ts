@@ -22,4 +22,10 @@ export interface StandInConnection {
   speechStarted(): void;
   /** Asks the client to run a tool; returns the call's id, or throws an Error saying why it cannot. */
   callTool(name: string, parameters: Record<string, unknown>): string;
+  /**
+   * A control hook of the dialect's own (`POST .../sessions/{id}/<name>`, e.g. Gemini's `go-away`): its
+   * JSON answer, or undefined when the dialect has no such hook. A bad body throws HttpError(400); an
+   * Error says why the session cannot do it now (409).
+   */
+  action?(name: string, body: Record<string, unknown>): Record<string, unknown> | undefined;
 }

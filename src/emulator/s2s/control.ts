@@ -1,8 +1,8 @@
 /**
  * The control API of a speech-to-speech stand-in, under `/emulator/<name>/` on its port: the
  * per-connection records, the decoded input audio as a WAV, and the hooks tests use (refuse or drop
- * connects, close a session, send malformed frames, start speech, ask the client to run a tool). JSON in,
- * JSON out; no authentication, like the rest of the stand-in, which listens on 127.0.0.1 unless told
+ * connects, close a session, send malformed frames, start speech, ask the client to run a tool, and a
+ * dialect's own hooks such as Gemini's `go-away`). JSON in, JSON out; no authentication, like the rest of the stand-in, which listens on 127.0.0.1 unless told
  * otherwise.
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
@@ -145,6 +145,15 @@ async function route(
     } catch (err) {
       throw new HttpError(409, (err as Error).message);
     }
+  }
+  if (s.action !== undefined) {
+    let answer: Record<string, unknown> | undefined;
+    try {
+      answer = s.action(action.slice(1), body);
+    } catch (err) {
+      throw err instanceof HttpError ? err : new HttpError(409, (err as Error).message);
+    }
+    if (answer !== undefined) return replyJson(res, 200, answer);
   }
   throw noRoute();
 }
