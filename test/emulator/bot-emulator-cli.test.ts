@@ -99,9 +99,14 @@ describe('npm run bot-emulator', () => {
     ws.on('message', (d, isBinary) =>
       types.push(isBinary ? 'audio' : (JSON.parse(String(d)) as { type: string }).type),
     );
-    const closed = new Promise<number>((r) => ws.once('close', (code) => r(code)));
+    let closed: number | undefined;
+    ws.once('close', (code) => {
+      closed = code;
+    });
     await new Promise((r) => ws.once('open', r));
-    expect(await closed).toBe(1011);
+    // The 300 ms idle timeout, not Deepgram's 10 s.
+    await waitFor(() => closed !== undefined, 3000, 'the idle close');
+    expect(closed).toBe(1011);
     expect(types).toEqual(['Welcome', 'Error']);
   });
 
