@@ -126,8 +126,11 @@ describe('Gemini Live stand-in with @google/genai', () => {
     expect(conn.record.notes).toEqual([]);
   });
 
-  it('speech over a long reply brings serverContent.interrupted then turnComplete at the client; the reply stops', async () => {
-    const c = await connect(await start({ outputRateFactor: 1 }), { systemInstruction: 'reply_ms=20000' });
+  it('speech over a long reply brings serverContent.interrupted, turnComplete and a fresh handle at the client; the reply stops', async () => {
+    const c = await connect(await start({ outputRateFactor: 1 }), {
+      systemInstruction: 'reply_ms=20000',
+      sessionResumption: {},
+    });
     const conn = await emulator!.waitForSession();
     c.session.sendRealtimeInput({ text: 'Tell me a long story.' });
     await waitFor(() => c.audio().length >= 24000 * 0.5, 5000, '0.5 s of the reply');
@@ -136,6 +139,8 @@ describe('Gemini Live stand-in with @google/genai', () => {
     await waitFor(() => c.count((m) => m.serverContent?.interrupted) === 1, 2000, 'interrupted');
     const at = c.messages.findIndex((m) => m.serverContent?.interrupted);
     expect(c.messages[at + 1]?.serverContent?.turnComplete).toBe(true);
+    // The turn is over: a fresh resumption handle follows.
+    expect(c.messages[at + 2]?.sessionResumptionUpdate?.resumable).toBe(true);
     const reply = conn.record.replies[0]!;
     expect(reply.status).toBe('interrupted');
     expect(reply.sent_ms).toBeLessThan(3000);

@@ -334,6 +334,7 @@ export class GeminiConnection implements StandInConnection {
     this.record.interruptions.push({ at_ms: this.record.nowMs(), turn: null });
     this.send({ serverContent: { interrupted: true } }, 'serverContent.interrupted');
     this.send({ serverContent: { turnComplete: true } }, 'serverContent.turnComplete');
+    this.offerHandle();
   }
 
   private userText(type: string, text: string, answer: boolean): void {
