@@ -5,9 +5,14 @@
  * text written from the registry, then the stand-in listening until SIGINT or SIGTERM.
  */
 import { parseArgs } from 'node:util';
-import type { BotDialectName } from '../dialects/index.js';
-import { MAX_REPLY_MS } from '../emulator/realtime/voice.js';
-import { type NumberFlag, STAND_INS, type StandIn, type StandInFlags } from '../emulator/stand-ins.js';
+import { MAX_REPLY_MS } from '../emulator/s2s/voice.js';
+import {
+  type NumberFlag,
+  STAND_INS,
+  type StandIn,
+  type StandInFlags,
+  type StandInName,
+} from '../emulator/stand-ins.js';
 import { createLogger } from '../log.js';
 
 type Values = Record<string, string | boolean | undefined>;
@@ -21,9 +26,9 @@ const COMMON_FLAGS: StandInFlags = {
   help: { type: 'boolean', default: false },
 };
 
-const standIns = Object.entries(STAND_INS) as [BotDialectName, StandIn][];
+const standIns = Object.entries(STAND_INS) as [StandInName, StandIn][];
 
-function usage(command: string, only: BotDialectName | undefined): string {
+function usage(command: string, only: StandInName | undefined): string {
   const listed = standIns.filter(([name]) => only === undefined || name === only);
   const dialect = only === undefined ? `--dialect <${listed.map(([n]) => n).join('|')}> ` : '';
   return `usage: npm run ${command} -- ${dialect}[--port N] [--host 127.0.0.1] [--api-key K] [--reply-ms 1500]
@@ -37,7 +42,7 @@ ${listed.map(([name, s]) => (only === undefined ? `--dialect ${name}:\n${s.usage
 /** Runs the stand-in `--dialect` names (or `only`) with `args`; exits 2 naming a bad flag. */
 export async function runStandIn(
   args: readonly string[],
-  { command, only }: { command: string; only?: BotDialectName },
+  { command, only }: { command: string; only?: StandInName },
 ): Promise<void> {
   const text = usage(command, only);
   const fail = (message: string): never => {
@@ -53,7 +58,7 @@ export async function runStandIn(
   }
   const name = only ?? loose.dialect;
   if (typeof name !== 'string') return fail('--dialect is required');
-  const standIn = STAND_INS[name as BotDialectName];
+  const standIn = STAND_INS[name as StandInName];
   if (standIn === undefined)
     return fail(`--dialect must be one of ${standIns.map(([n]) => n).join(', ')}, got ${name}`);
   let values: Values = {};

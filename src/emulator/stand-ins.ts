@@ -6,11 +6,24 @@
  * `npm run realtime-emulator` is the `openai-realtime` one under its own name.
  */
 import type { BotDialectName } from '../dialects/index.js';
+import { deepgramAgentStandIn } from './deepgram-agent/stand-in.js';
+import { geminiLiveStandIn } from './gemini-live/stand-in.js';
 import { realtimeStandIn } from './realtime/stand-in.js';
 import type { StandIn } from './stand-in.js';
 
 export type * from './stand-in.js';
 
-export const STAND_INS: { readonly [N in BotDialectName]?: StandIn } = {
+/**
+ * Bot dialects whose stand-in is here before the dialect itself is declared in src/dialects/. A name
+ * leaves this list once its dialect is registered (then BotDialectName holds it).
+ */
+export type UnregisteredStandInName = 'gemini-live' | 'deepgram-agent' | 'elevenlabs-agent' | 'ultravox';
+
+/** The name a stand-in is listed under: its bot dialect's. */
+export type StandInName = BotDialectName | UnregisteredStandInName;
+
+export const STAND_INS: { readonly [N in StandInName]?: StandIn } = {
   'openai-realtime': realtimeStandIn,
+  'gemini-live': geminiLiveStandIn,
+  'deepgram-agent': deepgramAgentStandIn,
 };

@@ -8,7 +8,7 @@ import { OpenAIRealtimeWebSocket, RealtimeAgent, RealtimeSession } from '@openai
 import { afterEach, describe, expect, it } from 'vitest';
 import { generateTone, steadyToneSnrDb } from '../../src/audio/tone.js';
 import { createRealtimeEmulator, type RealtimeEmulator } from '../../src/emulator/realtime/server.js';
-import { replyToneHz } from '../../src/emulator/realtime/voice.js';
+import { replyToneHz } from '../../src/emulator/s2s/voice.js';
 import { waitFor } from '../helpers/wait.js';
 
 let emulator: RealtimeEmulator | undefined;

@@ -22,7 +22,7 @@ import { decodeInto, encodeInto } from '../../src/audio/codec.js';
 import { steadyToneSnrDb, trimSilence } from '../../src/audio/tone.js';
 import type { RealtimeConnection } from '../../src/emulator/realtime/connection.js';
 import { createRealtimeEmulator, type RealtimeEmulator } from '../../src/emulator/realtime/server.js';
-import { replyToneHz } from '../../src/emulator/realtime/voice.js';
+import { replyToneHz } from '../../src/emulator/s2s/voice.js';
 import { tonePcm16 } from '../helpers/audio.js';
 import { type BridgeWatch, watchBridge } from '../helpers/bridge-process.js';
 import { interArrival, TestProvider } from '../helpers/provider.js';

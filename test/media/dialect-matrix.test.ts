@@ -12,7 +12,7 @@ import { afterAll, expect, it } from 'vitest';
 import { generateTone, steadyToneSnrDb, trimSilence } from '../../src/audio/tone.js';
 import { type CallerOptions, SyntheticCall } from '../../src/emulator/caller.js';
 import { createRealtimeEmulator } from '../../src/emulator/realtime/server.js';
-import { replyToneHz } from '../../src/emulator/realtime/voice.js';
+import { replyToneHz } from '../../src/emulator/s2s/voice.js';
 import { TestBot } from '../helpers/bot.js';
 import { startBridge, type TestBridge } from '../helpers/bridge.js';
 import { TwilioEchoBot } from '../helpers/twilio-bot.js';

@@ -7,7 +7,7 @@
 import { describe, expect, it } from 'vitest';
 import { steadyToneSnrDb } from '../../src/audio/tone.js';
 import { SyntheticCall } from '../../src/emulator/caller.js';
-import { replyToneHz } from '../../src/emulator/realtime/voice.js';
+import { replyToneHz } from '../../src/emulator/s2s/voice.js';
 import { startRig } from '../helpers/rig.js';
 import { waitFor } from '../helpers/wait.js';
 

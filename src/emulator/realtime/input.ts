@@ -4,9 +4,27 @@
  * since the session started, kept across clears and format changes, as the server's `audio_start_ms`
  * and `audio_end_ms` are.
  */
+
+import { EnergyVad, type VadEvent, type VadSettings } from '../s2s/vad.js';
 import type { FormatInfo } from './audio-io.js';
 import { newId, type TurnDetection } from './events.js';
-import { EnergyVad, type VadEvent, vadSettings } from './vad.js';
+
+/**
+ * The server's turn detection as VAD settings: `threshold` (0..1, default 0.5) maps to a block level of
+ * -70 + 60·threshold dBFS, -40 dBFS by default. `semantic_vad` has no model here: its eagerness picks a
+ * fixed silence (low 1000 ms, auto/medium 600, high 300).
+ */
+export function vadSettings(td: TurnDetection): VadSettings {
+  if (td.type === 'server_vad') {
+    return {
+      thresholdDbfs: -70 + 60 * (td.threshold ?? 0.5),
+      silenceMs: td.silence_duration_ms ?? 500,
+      prefixPaddingMs: td.prefix_padding_ms ?? 300,
+    };
+  }
+  const silenceMs = td.eagerness === 'low' ? 1000 : td.eagerness === 'high' ? 300 : 600;
+  return { thresholdDbfs: -40, silenceMs, prefixPaddingMs: 300 };
+}
 
 const settingsOf = (td: TurnDetection | null) => vadSettings(td ?? { type: 'server_vad' });
 

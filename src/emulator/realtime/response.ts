@@ -8,10 +8,11 @@
  * arguments as one delta and `response.function_call_arguments.done`, as the real server streams them;
  * a response cancelled before then calls nothing.
  */
+
+import { ToneVoice } from '../s2s/voice.js';
 import { encodeAudio, type FormatInfo } from './audio-io.js';
 import type { ConversationItem, Outgoing, RealtimeResponse } from './events.js';
 import type { ResponseRecord } from './record.js';
-import { ToneVoice } from './voice.js';
 
 export interface ResponsePlan {
   readonly id: string;

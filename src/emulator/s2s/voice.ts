@@ -1,8 +1,8 @@
 /**
- * The stand-in's deterministic voice: each reply is a tone at a known frequency (the n-th reply of a
- * connection at REPLY_TONES_HZ[n % 5]), so a test can measure what it received by its SNR; and a reply
- * length that instructions can set (`reply_ms=20000` anywhere in the session's or the response's
- * instructions), so barge-in can be tried during a long reply.
+ * The stand-ins' deterministic voice: each reply is a tone at a known frequency (the n-th reply of a
+ * conversation at REPLY_TONES_HZ[n % 5]), so a test can measure what it received by its SNR; and a reply
+ * length that instructions can set (`reply_ms=20000` anywhere in the instructions, the prompt or a user
+ * text, as each vendor names them), so barge-in can be tried during a long reply.
  */
 import { generateTone } from '../../audio/tone.js';
 

@@ -1,13 +1,11 @@
 /**
- * An energy VAD over 10 ms blocks, on the audio timeline (milliseconds of input audio since the session
- * started), so its events are deterministic for a given input. Speech starts at the first block louder
- * than the threshold and stops once `silenceMs` of quieter blocks follow.
- *
- * The server's `threshold` (0..1, default 0.5) maps to a block level of -70 + 60·threshold dBFS: -40 dBFS
- * by default, so a test tone or speech near -20 dBFS is speech and G.711 silence is not. `semantic_vad`
- * has no model here: its eagerness picks a fixed silence (low 1000 ms, auto/medium 600, high 300).
+ * The stand-ins' energy VAD over 10 ms blocks, on the audio timeline (milliseconds of input audio since
+ * the session started), so its events are deterministic for a given input. Speech starts at the first
+ * block louder than the threshold and stops once `silenceMs` of quieter blocks follow. Each stand-in maps
+ * its vendor's settings onto a threshold, a silence and a prefix padding (the Realtime one in
+ * src/emulator/realtime/input.ts); -40 dBFS makes a test tone or speech near -20 dBFS speech and G.711
+ * silence not.
  */
-import type { TurnDetection } from './events.js';
 
 export type VadEvent = { readonly kind: 'start' | 'stop'; readonly ms: number };
 
@@ -15,18 +13,6 @@ export interface VadSettings {
   readonly thresholdDbfs: number;
   readonly silenceMs: number;
   readonly prefixPaddingMs: number;
-}
-
-export function vadSettings(td: TurnDetection): VadSettings {
-  if (td.type === 'server_vad') {
-    return {
-      thresholdDbfs: -70 + 60 * (td.threshold ?? 0.5),
-      silenceMs: td.silence_duration_ms ?? 500,
-      prefixPaddingMs: td.prefix_padding_ms ?? 300,
-    };
-  }
-  const silenceMs = td.eagerness === 'low' ? 1000 : td.eagerness === 'high' ? 300 : 600;
-  return { thresholdDbfs: -40, silenceMs, prefixPaddingMs: 300 };
 }
 
 export class EnergyVad {
@@ -42,7 +28,8 @@ export class EnergyVad {
     private readonly rate: number,
     private settings: VadSettings,
   ) {
-    this.block = rate / 100;
+    // 10 ms blocks, rounded where the rate is not a multiple of 100 Hz (22,050 and 44,100).
+    this.block = Math.round(rate / 100);
     this.partial = new Int16Array(this.block);
   }
 
