@@ -42,7 +42,8 @@ export class EnergyVad {
     private readonly rate: number,
     private settings: VadSettings,
   ) {
-    this.block = rate / 100;
+    // 10 ms blocks, rounded where the rate is not a multiple of 100 Hz (22,050 and 44,100).
+    this.block = Math.round(rate / 100);
     this.partial = new Int16Array(this.block);
   }
 

@@ -1,0 +1,25 @@
+/**
+ * What the stand-in shell (host.ts) and the control API (control.ts) know of a connection: its record,
+ * its frames, and the hooks tests drive. Each dialect's connection class implements it.
+ */
+import type { StandInRecord } from './record.js';
+
+export const MALFORMED_KINDS = ['json', 'binary', 'unknown_event', 'no_type', 'oversized'] as const;
+export type MalformedKind = (typeof MALFORMED_KINDS)[number];
+/** Bytes of the `oversized` frame. */
+export const OVERSIZED_BYTES = 16 * 1024 * 1024;
+
+/** One client connection as the shell and the control API see it. */
+export interface StandInConnection {
+  readonly record: StandInRecord;
+  onFrame(data: Buffer, isBinary: boolean): void;
+  /** The socket closed (either side). */
+  closed(code: number, reason: string): void;
+  /** Closes the socket from the stand-in's side. */
+  close(code: number, reason: string): void;
+  sendMalformed(kind: MalformedKind): void;
+  /** Speech starts now, as if the VAD had heard it (barge-in without audio). */
+  speechStarted(): void;
+  /** Asks the client to run a tool; returns the call's id, or throws an Error saying why it cannot. */
+  callTool(name: string, parameters: Record<string, unknown>): string;
+}
