@@ -5,13 +5,13 @@
  * (frequency and SNR measured at the client), barge-in with late audio the client must drop, pings the
  * client answers, a client tool round trip and a user text. Real servers on 127.0.0.1 port 0.
  */
-// The conversation class takes the generated client (Client.js), not the package root's wrapper.
-
+// The package's index does not hand ClientTools to an ES import; its own file does.
+import { ClientTools } from '@elevenlabs/elevenlabs-js/api/resources/conversationalAi/conversation/ClientTools.js';
 import {
   AudioInterface,
-  type ClientTools,
   Conversation,
 } from '@elevenlabs/elevenlabs-js/api/resources/conversationalAi/conversation/index.js';
+// The conversation class takes the generated client (Client.js), not the package root's wrapper.
 import { ElevenLabsClient } from '@elevenlabs/elevenlabs-js/Client.js';
 import alawmulaw from 'alawmulaw';
 import { afterEach, describe, expect, it } from 'vitest';
@@ -183,5 +183,139 @@ describe('ElevenLabs Agents stand-in with @elevenlabs/elevenlabs-js', () => {
     expect(reply.length).toBe(8000);
     expect(Math.abs(dominantHz(reply, 8000) - replyToneHz(0))).toBeLessThan(2);
     expect(steadyToneSnrDb(reply, replyToneHz(0), 8000)).toBeGreaterThanOrEqual(30);
+  });
+
+  it('barges in: speech over a long reply sends interruption, the client stops, drops the late audio of the cut reply and plays the next reply', async () => {
+    const base = await start({
+      replyMs: 20_000,
+      outputRateFactor: 10,
+      lateAudioChunks: 3,
+      replyTurnAfterInterruption: 'next',
+    });
+    const s = await converse(base);
+    speak(s, toneChunks(1000, 16000, 300, 700, 50));
+    const conv = await emulator!.waitForSession();
+    await waitFor(() => heard(s).length >= 16000, 5000, '1 s of the long reply at the client');
+    speak(s, toneChunks(1000, 16000, 400, 700, 50));
+    await waitFor(() => conv.record.replies[1]?.status === 'completed', 5000, 'the reply to the barge-in');
+    await waitFor(() => s.messages.filter((m) => m.type === 'audio').length >= 1, 1000, 'audio');
+
+    const [cut, next] = conv.record.replies;
+    expect(cut).toMatchObject({ turn: 1, status: 'interrupted', late_ms: 300 });
+    expect(cut!.sent_ms).toBeLessThan(20_000);
+    expect(conv.record.interruptions).toHaveLength(1);
+    const interruption = s.messages.find((m) => m.type === 'interruption');
+    expect(interruption).toMatchObject({ interruption_event: { event_id: 2 } });
+    expect(s.audio.interrupts).toBe(1);
+    // The stand-in sent 300 ms of the cut reply (event_id 1) after the interruption (event_id 2): the
+    // client dropped them before its message callback, so every audio message it handled after the
+    // interruption is the next reply's.
+    const afterInterruption = s.messages.slice(s.messages.indexOf(interruption!) + 1);
+    const audioIds = afterInterruption.flatMap((m) =>
+      m.type === 'audio'
+        ? [(m as unknown as { audio_event: { event_id: number } }).audio_event.event_id]
+        : [],
+    );
+    expect(audioIds.length).toBeGreaterThan(0);
+    expect(new Set(audioIds)).toEqual(new Set([3]));
+    expect(next).toMatchObject({ turn: 3, status: 'completed', planned_ms: 20_000 });
+    const cutSamples = (cut!.sent_ms * 16000) / 1000;
+    await waitFor(() => heard(s).length >= cutSamples + 16000 * 20, 3000, 'the next reply at the client');
+    const all = heard(s);
+    expect(all.length).toBe(cutSamples + 16000 * 20);
+    const played = all.subarray(cutSamples);
+    expect(Math.abs(dominantHz(played, 16000) - replyToneHz(1))).toBeLessThan(2);
+    expect(steadyToneSnrDb(played, replyToneHz(1), 16000)).toBeGreaterThanOrEqual(60);
+    expect(s.messages.find((m) => m.type === 'agent_response_correction')).toMatchObject({
+      agent_response_correction_event: { event_id: 1 },
+    });
+  });
+
+  it('pings with ping_event ids and ping_ms; the client answers every ping and the conversation stays open', async () => {
+    const base = await start({ pingIntervalMs: 100, pongTimeoutMs: 300 });
+    const s = await converse(base);
+    const conv = await emulator!.waitForSession();
+    await waitFor(
+      () => conv.record.pings.filter((p) => p.answered_at_ms !== null).length >= 8,
+      5000,
+      '8 pongs',
+    );
+    expect(conv.record.closed_at).toBeNull();
+    expect(s.conversation.isSessionActive()).toBe(true);
+    const pings = s.messages.filter((m) => m.type === 'ping') as never as {
+      ping_event: { event_id: number; ping_ms?: number };
+    }[];
+    expect(pings.map((p) => p.ping_event.event_id).slice(0, 4)).toEqual([1, 2, 3, 4]);
+    expect(pings[0]!.ping_event.ping_ms).toBeUndefined();
+    expect(pings[1]!.ping_event.ping_ms).toBeGreaterThanOrEqual(0);
+    expect(conv.record.notes).toEqual([]);
+  });
+
+  it('runs a client tool through client_tool_call and records the client_tool_result, then speaks', async () => {
+    const base = await start({ replyMs: 300 });
+    const tools = new ClientTools();
+    const calls: Record<string, unknown>[] = [];
+    tools.register('lookup_order', async (p) => {
+      calls.push(p);
+      return JSON.stringify({ status: 'shipped' });
+    });
+    const s = await converse(base, { tools });
+    const conv = await emulator!.waitForSession();
+    await waitFor(() => conv.record.sent.includes('conversation_initiation_metadata'), 3000, 'metadata');
+    const res = await fetch(`${base}/emulator/elevenlabs-agent/sessions/${conv.record.id}/tool-call`, {
+      method: 'POST',
+      body: JSON.stringify({ name: 'lookup_order', parameters: { order_id: 'A17' } }),
+    });
+    expect(res.status).toBe(200);
+    const { id } = (await res.json()) as { id: string };
+    await waitFor(() => conv.record.tool_calls[0]?.answered_at_ms !== null, 3000, 'the tool result');
+    expect(calls).toEqual([{ tool_call_id: id, order_id: 'A17' }]);
+    expect(conv.record.tool_calls[0]).toMatchObject({
+      id,
+      name: 'lookup_order',
+      parameters: { order_id: 'A17' },
+      answer: {
+        type: 'client_tool_result',
+        tool_call_id: id,
+        result: '{"status":"shipped"}',
+        is_error: false,
+      },
+    });
+    await waitFor(() => conv.record.replies[0]?.status === 'completed', 3000, 'the reply after the tool');
+    // A tool the client does not have comes back as an error result.
+    emulator!.session(conv.record.id)!.callTool('transfer_call', {});
+    await waitFor(() => conv.record.tool_calls[1]?.answered_at_ms !== null, 3000, 'the second result');
+    expect(conv.record.tool_calls[1]!.answer).toMatchObject({ is_error: true });
+    expect(conv.record.notes).toEqual([]);
+    expect(s.messages.filter((m) => m.type === 'client_tool_call')).toHaveLength(2);
+  });
+
+  it('records user_message text (DTMF as the dialect sends it) and answers it with a reply of the length it asks for', async () => {
+    const base = await start({ replyMs: 5000 });
+    const s = await converse(base);
+    const conv = await emulator!.waitForSession();
+    await waitFor(() => conv.record.sent.includes('conversation_initiation_metadata'), 3000, 'metadata');
+    s.conversation.sendUserMessage('[DTMF 5] reply_ms=200');
+    await waitFor(() => conv.record.replies[0]?.status === 'completed', 3000, 'the reply');
+    expect(conv.record.texts).toEqual([
+      { at_ms: expect.any(Number), type: 'user_message', text: '[DTMF 5] reply_ms=200' },
+    ]);
+    expect(conv.record.replies[0]!.planned_ms).toBe(200);
+  });
+
+  it("ends the conversation at the agent's maximum duration with max_duration_exceeded and a normal close", async () => {
+    const base = await start({ defaultAgent: { maxDurationMs: 300 } });
+    const s = await converse(base);
+    const ended = new Promise<number>((resolve) =>
+      s.conversation.on('session_ended', (_id, code) => resolve(code)),
+    );
+    expect(await ended).toBe(1000);
+    expect(s.messages.at(-1)).toMatchObject({
+      type: 'error',
+      error_event: { code: 1000, error_type: 'max_duration_exceeded' },
+    });
+    const record = emulator!.sessions()[0]!.record;
+    await waitFor(() => record.closed_at !== null, 1000, 'the close on the stand-in');
+    expect(record).toMatchObject({ closed_by: 'server', close_code: 1000 });
   });
 });
