@@ -4,6 +4,7 @@
  * - start: the client's `conversation_initiation_client_data` (overrides, `dynamic_variables`) is answered
  *   with `conversation_initiation_metadata` carrying the agent's audio formats; a client that sends
  *   anything else first, or nothing for `initiationTimeoutMs`, gets the metadata all the same, noted;
+ *   a `first_message` override (or the agent's `firstMessageMs`) makes the agent greet first;
  * - caller audio: `{"user_audio_chunk": <base64>}` (no `type`) in the input format, decoded, recorded and
  *   fed to an energy VAD; a turn that ends is answered with `user_transcript`, `agent_response` and the
  *   reply's `audio` events, all carrying the turn's `event_id`;
@@ -105,6 +106,8 @@ export class ElevenLabsConversation implements StandInConnection {
   private started = false;
   private textOnly = false;
   private prompt: string | undefined;
+  /** The `first_message` override: the agent greets with a reply (`reply_ms=N` in it sets the length). */
+  private firstMessage: string | undefined;
   private readonly vad: EnergyVad;
   /** The latest `event_id` (a turn counter: a turn's transcript, response and audio share it). */
   private turn = 0;
@@ -236,6 +239,8 @@ export class ElevenLabsConversation implements StandInConnection {
     const agent = isObject(override.agent) ? override.agent : {};
     const prompt = isObject(agent.prompt) ? agent.prompt.prompt : undefined;
     if (typeof prompt === 'string') this.prompt = prompt;
+    if (typeof agent.first_message === 'string' && agent.first_message !== '')
+      this.firstMessage = agent.first_message;
     const conversation = isObject(override.conversation) ? override.conversation : {};
     this.textOnly = conversation.text_only === true;
     if (msg.dynamic_variables !== undefined && !isObject(msg.dynamic_variables))
@@ -271,7 +276,10 @@ export class ElevenLabsConversation implements StandInConnection {
         this.close(1000, 'max duration exceeded');
       });
     }
-    const greeting = this.agent.firstMessageMs ?? 0;
+    const greeting =
+      this.firstMessage !== undefined
+        ? this.replyLength(this.firstMessage)
+        : (this.agent.firstMessageMs ?? 0);
     if (greeting > 0) this.startReply(++this.turn, greeting);
   }
 
