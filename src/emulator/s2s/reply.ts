@@ -105,9 +105,13 @@ export class ReplyStream {
     return true;
   }
 
-  /** Stops sending (barge-in, a new reply, the connection closing); `status` says why. */
+  /**
+   * Stops sending (barge-in, a new reply, the connection closing); `status` says why. A reply all sent
+   * but still playing at the client counts as interrupted too.
+   */
   stop(status: 'interrupted' | 'stopped'): void {
     if (!this.ended) this.finish(status);
+    else if (status === 'interrupted' && this.record.status === 'completed') this.record.status = status;
   }
 
   /**
