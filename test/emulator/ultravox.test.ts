@@ -46,6 +46,8 @@ const medium = (extra: Record<string, unknown> = {}) => ({
 interface Joined {
   readonly ws: WebSocket;
   readonly messages: Record<string, unknown>[];
+  /** Every text frame as received, JSON or not. */
+  readonly texts: string[];
   /** Binary audio frames with their arrival time (performance.now()). */
   readonly audio: { at: number; bytes: Buffer }[];
   readonly closed: Promise<{ code: number; reason: string }>;
@@ -56,9 +58,15 @@ async function join(joinUrl: string): Promise<Joined> {
   sockets.push(ws);
   const messages: Record<string, unknown>[] = [];
   const audio: Joined['audio'] = [];
+  const texts: string[] = [];
   ws.on('message', (d, binary) => {
     if (binary) audio.push({ at: performance.now(), bytes: d as Buffer });
-    else messages.push(JSON.parse(String(d)));
+    else {
+      texts.push(String(d));
+      try {
+        messages.push(JSON.parse(String(d)));
+      } catch {}
+    }
   });
   const closed = new Promise<{ code: number; reason: string }>((r) =>
     ws.once('close', (code, reason) => r({ code, reason: String(reason) })),
@@ -67,7 +75,7 @@ async function join(joinUrl: string): Promise<Joined> {
     ws.once('open', resolve);
     ws.once('error', reject);
   });
-  return { ws, messages, audio, closed };
+  return { ws, messages, texts, audio, closed };
 }
 
 async function call(base: string, body: Record<string, unknown>): Promise<Joined> {
@@ -191,6 +199,11 @@ describe('Ultravox stand-in on the serverWebSocket medium', () => {
     await waitFor(() => conn.record.replies[0]?.status === 'completed', 2000, 'the greeting sent');
     speak(j, toneChunks(1000, 16000, 300, 700, 20));
     await waitFor(() => conn.record.replies[1]?.status === 'completed', 3000, 'the reply to the barge-in');
+    await waitFor(
+      () => of(j, 'state').filter((m) => m.state === 'speaking').length === 2,
+      2000,
+      'the messages',
+    );
     expect(of(j, 'playback_clear_buffer')).toHaveLength(1);
     expect(conn.record.replies[0]).toMatchObject({ status: 'interrupted', sent_ms: 500 });
     expect(conn.record.interruptions).toHaveLength(1);
@@ -269,5 +282,56 @@ describe('Ultravox stand-in on the serverWebSocket medium', () => {
     hung.ws.send(JSON.stringify({ type: 'hang_up', message: 'Goodbye!' }));
     expect(await hung.closed).toEqual({ code: 1000, reason: 'hang up' });
     expect(heard(hung).length).toBe(24000 * 0.2);
+  });
+
+  it('refuses and drops joins on request, sends malformed frames, and notes what a sloppy client does', async () => {
+    const base = await start();
+    const created = await createCall(base, { medium: medium(), firstSpeakerSettings: { user: {} } });
+    const joinUrl = created.body.joinUrl as string;
+    await fetch(`${base}/emulator/ultravox/fail-connects`, { method: 'POST', body: '{"status":503}' });
+    await fetch(`${base}/emulator/ultravox/drop-connects`, { method: 'POST', body: '{}' });
+    const refused = new WebSocket(joinUrl);
+    expect(
+      await new Promise((r) => refused.once('unexpected-response', (_q, res) => r(res.statusCode))),
+    ).toBe(503);
+    const dropped = new WebSocket(joinUrl);
+    expect((await new Promise<Error>((r) => dropped.once('error', r))).message).toMatch(
+      /socket hang up|ECONNRESET/,
+    );
+
+    const j = await join(joinUrl);
+    const conn = await emulator!.waitForSession();
+    for (const kind of ['json', 'binary', 'unknown_event', 'no_type'])
+      await fetch(`${base}/emulator/ultravox/sessions/${conn.record.id}/malformed`, {
+        method: 'POST',
+        body: JSON.stringify({ kind }),
+      });
+    await waitFor(() => j.audio.length === 1 && j.texts.length >= 5, 2000, 'the malformed frames');
+    expect(j.audio[0]!.bytes.length).toBe(3);
+    expect(j.texts.slice(2)).toEqual([
+      '{"type":"transcript","role":',
+      '{"type":"stand_in_unknown_message"}',
+      '{"state":"speaking"}',
+    ]);
+
+    j.ws.send(Buffer.from([1, 2, 3]));
+    j.ws.send('not json');
+    j.ws.send(JSON.stringify({ text: 'no type' }));
+    j.ws.send(JSON.stringify({ type: 'input_audio_buffer.append' }));
+    j.ws.send(JSON.stringify({ type: 'user_text_message', text: 'x', urgency: 'now' }));
+    j.ws.send(JSON.stringify({ type: 'client_tool_result', invocationId: 'nope', result: 'x' }));
+    await waitFor(() => conn.record.notes.length >= 6, 2000, `the notes (${conn.record.notes.length})`).catch(
+      (err) => {
+        throw new Error(`${err.message}: ${JSON.stringify(conn.record.notes)}`);
+      },
+    );
+    expect(conn.record.notes).toEqual([
+      'binary audio must be whole 16-bit samples, got a frame of 3 bytes',
+      'a text frame that is not JSON',
+      'a data message without a string `type`',
+      'unknown data message type "input_audio_buffer.append"',
+      'user_text_message.urgency must be immediate, soon or later, got "now"',
+      'client_tool_result for an unknown invocationId "nope"',
+    ]);
   });
 });

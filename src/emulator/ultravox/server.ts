@@ -105,8 +105,12 @@ export function createUltravoxEmulator(options: UltravoxEmulatorOptions = {}): U
         return { refuse: { status: 409, body: detail(`The call has ended (${call.endReason}).`) } };
       if (call.joined !== null)
         return { refuse: { status: 409, body: detail('The call was already joined.') } };
-      call.joined = new Date().toISOString();
-      return { accept: (ws) => new UltravoxConnection(ws, call, callOptions) };
+      return {
+        accept: (ws) => {
+          call.joined = new Date().toISOString();
+          return new UltravoxConnection(ws, call, callOptions);
+        },
+      };
     },
   });
 
