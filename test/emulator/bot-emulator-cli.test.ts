@@ -2,7 +2,7 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import { afterEach, describe, expect, it } from 'vitest';
 import WebSocket from 'ws';
-import { waitFor } from '../helpers/wait.js';
+import { quietFor, waitFor } from '../helpers/wait.js';
 
 let child: ChildProcess | undefined;
 afterEach(() => {
@@ -45,7 +45,12 @@ describe('npm run bot-emulator', () => {
       (o) => /control API/.test(o),
     );
     const signing = /signed URL: GET (http:\/\/\S+)/.exec(out)![1]!;
-    expect(/WebSocket: (ws:\/\/\S+)/.exec(out)![1]).toMatch(/agent_id=agent_standin$/);
+    const plain = /WebSocket: (ws:\/\/\S+)/.exec(out)![1]!;
+    expect(plain).toMatch(/agent_id=agent_standin$/);
+    const refused = new WebSocket(plain);
+    expect(
+      await new Promise((r) => refused.once('unexpected-response', (_q, res) => r(res.statusCode))),
+    ).toBe(403);
     expect((await fetch(signing, { headers: { 'xi-api-key': 'xi-other' } })).status).toBe(401);
     const { signed_url } = (await (await fetch(signing, { headers: { 'xi-api-key': 'xi-cli' } })).json()) as {
       signed_url: string;
@@ -59,7 +64,9 @@ describe('npm run bot-emulator', () => {
     await new Promise((r) => ws.once('open', r));
     ws.send(JSON.stringify({ type: 'conversation_initiation_client_data' }));
     ws.send(JSON.stringify({ type: 'user_message', text: 'hello' }));
-    await waitFor(() => bytes === 16000 * 0.3 * 2, 5000, '300 ms of reply audio');
+    await waitFor(() => bytes >= 16000 * 0.3 * 2, 5000, '300 ms of reply audio');
+    await quietFor(300, 'no more reply audio');
+    expect(bytes).toBe(16000 * 0.3 * 2);
     const base = /listening on (http:\/\/\S+)/.exec(out)![1]!;
     const list = (await (await fetch(`${base}/emulator/elevenlabs-agent/sessions`)).json()) as {
       sessions: { target: string; texts: { text: string }[] }[];
@@ -87,7 +94,9 @@ describe('npm run bot-emulator', () => {
     ws.on('message', (d, binary) => {
       if (binary) bytes += (d as Buffer).length;
     });
-    await waitFor(() => bytes === 16000 * 0.2 * 2, 5000, '200 ms of greeting');
+    await waitFor(() => bytes >= 16000 * 0.2 * 2, 5000, '200 ms of greeting');
+    await quietFor(300, 'no more greeting audio');
+    expect(bytes).toBe(16000 * 0.2 * 2);
     ws.close();
   });
 

@@ -282,6 +282,10 @@ describe('Ultravox stand-in on the serverWebSocket medium', () => {
     hung.ws.send(JSON.stringify({ type: 'hang_up', message: 'Goodbye!' }));
     expect(await hung.closed).toEqual({ code: 1000, reason: 'hang up' });
     expect(heard(hung).length).toBe(24000 * 0.2);
+    const curt = await call(base, { medium: medium(), firstSpeakerSettings: { user: {} } });
+    curt.ws.send(JSON.stringify({ type: 'hang_up' }));
+    expect(await curt.closed).toEqual({ code: 1000, reason: 'hang up' });
+    expect(curt.audio).toHaveLength(0);
   });
 
   it('refuses and drops joins on request, sends malformed frames, and notes what a sloppy client does', async () => {
