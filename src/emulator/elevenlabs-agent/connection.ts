@@ -43,6 +43,7 @@ import { type MalformedKind, OVERSIZED_BYTES, type StandInConnection } from '../
 import { type ReplyRecord, StandInRecord } from '../s2s/record.js';
 import { ReplyStream } from '../s2s/reply.js';
 import { type AudioFormat, audioFormat, decodeChunk, encodeChunk, type FormatName } from './formats.js';
+import { KeepAlive } from './keepalive.js';
 
 type ServerEvent =
   | ConversationMetadata
@@ -116,11 +117,8 @@ export class ElevenLabsConversation implements StandInConnection {
   private speechFromMs = 0;
   private reply: ReplyStream | undefined;
   private replies = 0;
-  private pingId = 0;
-  private lastRttMs: number | undefined;
-  private missedInRow = 0;
   private readonly timers = new Set<NodeJS.Timeout>();
-  private pingTimer: NodeJS.Timeout | undefined;
+  private readonly keepAlive: KeepAlive;
   private readonly pendingTools = new Map<string, number>();
 
   constructor(
@@ -138,6 +136,16 @@ export class ElevenLabsConversation implements StandInConnection {
       silenceMs: options.turnSilenceMs,
       prefixPaddingMs: 0,
     });
+    this.keepAlive = new KeepAlive(
+      this.record,
+      {
+        intervalMs: options.pingIntervalMs,
+        timeoutMs: options.pongTimeoutMs,
+        maxMissed: options.maxMissedPongs,
+      },
+      (ping) => this.send(ping),
+      (reason) => this.close(1008, reason),
+    );
     this.after(options.initiationTimeoutMs, () => {
       if (this.started) return;
       this.record.note(
@@ -202,7 +210,7 @@ export class ElevenLabsConversation implements StandInConnection {
         this.initiation(msg);
         return;
       case 'pong':
-        this.pong(msg.event_id);
+        this.keepAlive.pong(msg.event_id);
         return;
       case 'user_message':
         this.userText(type, msg.text);
@@ -259,9 +267,7 @@ export class ElevenLabsConversation implements StandInConnection {
         user_input_audio_format: this.input.name,
       },
     });
-    if (this.options.pingIntervalMs > 0) {
-      this.pingTimer = setInterval(() => this.ping(), this.options.pingIntervalMs);
-    }
+    this.keepAlive.start();
     const max = this.agent.maxDurationMs ?? 0;
     if (max > 0) {
       this.after(max, () => {
@@ -281,40 +287,6 @@ export class ElevenLabsConversation implements StandInConnection {
         ? this.replyLength(this.firstMessage)
         : (this.agent.firstMessageMs ?? 0);
     if (greeting > 0) this.startReply(++this.turn, greeting);
-  }
-
-  private ping(): void {
-    const id = ++this.pingId;
-    const rec = { id, sent_at_ms: this.record.nowMs(), answered_at_ms: null as number | null };
-    this.record.pings.push(rec);
-    this.send({
-      type: 'ping',
-      ping_event: { event_id: id, ...(this.lastRttMs !== undefined ? { ping_ms: this.lastRttMs } : {}) },
-    });
-    this.after(this.options.pongTimeoutMs, () => {
-      if (rec.answered_at_ms !== null) return;
-      this.missedInRow++;
-      if (this.missedInRow >= this.options.maxMissedPongs)
-        this.close(1008, `no pong within ${this.options.pongTimeoutMs} ms`);
-    });
-  }
-
-  private pong(eventId: unknown): void {
-    const rec = this.record.pings.find((p) => p.id === eventId);
-    if (rec === undefined) {
-      this.record.note(`pong for an event_id never pinged: ${JSON.stringify(eventId)}`);
-      return;
-    }
-    if (rec.answered_at_ms !== null) {
-      this.record.note(`a second pong for ping ${rec.id}`);
-      return;
-    }
-    rec.answered_at_ms = this.record.nowMs();
-    const rtt = rec.answered_at_ms - rec.sent_at_ms;
-    this.lastRttMs = rtt;
-    if (rtt > this.options.pongTimeoutMs)
-      this.record.note(`pong for ping ${rec.id} after ${rtt} ms (bound ${this.options.pongTimeoutMs} ms)`);
-    else this.missedInRow = 0;
   }
 
   private audio(b64: unknown): void {
@@ -518,7 +490,7 @@ export class ElevenLabsConversation implements StandInConnection {
     this.reply?.stop('stopped');
     for (const t of this.timers) clearTimeout(t);
     this.timers.clear();
-    if (this.pingTimer !== undefined) clearInterval(this.pingTimer);
+    this.keepAlive.stop();
     if (this.record.closed_by === null) this.record.closed_by = 'client';
     this.record.closed_at = new Date().toISOString();
     this.record.close_code = code;
