@@ -7,9 +7,11 @@
  */
 import type { BotDialectName } from '../dialects/index.js';
 import { deepgramAgentStandIn } from './deepgram-agent/stand-in.js';
+import { elevenLabsAgentStandIn } from './elevenlabs-agent/stand-in.js';
 import { geminiLiveStandIn } from './gemini-live/stand-in.js';
 import { realtimeStandIn } from './realtime/stand-in.js';
 import type { StandIn } from './stand-in.js';
+import { ultravoxStandIn } from './ultravox/stand-in.js';
 
 export type * from './stand-in.js';
 
@@ -24,6 +26,8 @@ export type StandInName = BotDialectName | UnregisteredStandInName;
 
 export const STAND_INS: { readonly [N in StandInName]?: StandIn } = {
   'openai-realtime': realtimeStandIn,
+  'elevenlabs-agent': elevenLabsAgentStandIn,
+  ultravox: ultravoxStandIn,
   'gemini-live': geminiLiveStandIn,
   'deepgram-agent': deepgramAgentStandIn,
 };
