@@ -5,6 +5,7 @@
  * the stand-in, which listens on 127.0.0.1 unless told otherwise.
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
+import { wav } from '../s2s/control.js';
 import type { RealtimeConnection } from './connection.js';
 import { MALFORMED_KINDS, type MalformedKind } from './faults.js';
 
@@ -56,25 +57,6 @@ function int(body: Record<string, unknown>, key: string, min: number, max: numbe
     throw new HttpError(400, `${key} must be an integer from ${min} to ${max}, got ${JSON.stringify(v)}`);
   }
   return v;
-}
-
-/** PCM16 mono as a WAV file. */
-export function wav(pcm: Int16Array, rate: number): Buffer {
-  const data = Buffer.from(pcm.buffer, pcm.byteOffset, pcm.byteLength);
-  const h = Buffer.alloc(44);
-  h.write('RIFF', 0, 'ascii');
-  h.writeUInt32LE(36 + data.length, 4);
-  h.write('WAVEfmt ', 8, 'ascii');
-  h.writeUInt32LE(16, 16);
-  h.writeUInt16LE(1, 20);
-  h.writeUInt16LE(1, 22);
-  h.writeUInt32LE(rate, 24);
-  h.writeUInt32LE(rate * 2, 28);
-  h.writeUInt16LE(2, 32);
-  h.writeUInt16LE(16, 34);
-  h.write('data', 36, 'ascii');
-  h.writeUInt32LE(data.length, 40);
-  return Buffer.concat([h, data]);
 }
 
 /** Serves a control request; false when the path is not the control API's. */

@@ -2,12 +2,31 @@
  * The control API of a speech-to-speech stand-in, under `/emulator/<name>/` on its port: the
  * per-connection records, the decoded input audio as a WAV, and the hooks tests use (refuse or drop
  * connects, close a session, send malformed frames, start speech, ask the client to run a tool, and a
- * dialect's own hooks such as Gemini's `go-away`). JSON in, JSON out; no authentication, like the rest of the stand-in, which listens on 127.0.0.1 unless told
- * otherwise.
+ * dialect's own hooks such as Gemini's `go-away`). JSON in, JSON out; no authentication, like the rest
+ * of the stand-in, which listens on 127.0.0.1 unless told otherwise. The OpenAI Realtime stand-in's own
+ * control API (src/emulator/realtime/control.ts) takes its WAV writer from here.
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { wav } from '../realtime/control.js';
 import { MALFORMED_KINDS as MALFORMED, type MalformedKind, type StandInConnection } from './connection.js';
+
+/** PCM16 mono as a WAV file. */
+export function wav(pcm: Int16Array, rate: number): Buffer {
+  const data = Buffer.from(pcm.buffer, pcm.byteOffset, pcm.byteLength);
+  const h = Buffer.alloc(44);
+  h.write('RIFF', 0, 'ascii');
+  h.writeUInt32LE(36 + data.length, 4);
+  h.write('WAVEfmt ', 8, 'ascii');
+  h.writeUInt32LE(16, 16);
+  h.writeUInt16LE(1, 20);
+  h.writeUInt16LE(1, 22);
+  h.writeUInt32LE(rate, 24);
+  h.writeUInt32LE(rate * 2, 28);
+  h.writeUInt16LE(2, 32);
+  h.writeUInt16LE(16, 34);
+  h.write('data', 36, 'ascii');
+  h.writeUInt32LE(data.length, 40);
+  return Buffer.concat([h, data]);
+}
 
 export interface ControlTarget {
   sessions(): StandInConnection[];
