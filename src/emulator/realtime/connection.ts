@@ -3,13 +3,13 @@
  * the response in progress. Each client event is recorded, handled, and answered with the server
  * events the GA interface defines, or with an `error` event (the session goes on).
  *
- * Tools: the model calls one of the session's declared tools when told to (s2s/voice.ts `scriptedToolCalls`:
+ * Tools: the model calls one of the session's declared tools when told to (tool-script.ts:
  * `tool=<name>{json}` in the instructions, one per caller turn, in order; or `callTool`, the control
  * API's `POST .../tool-call`), after speaking `reply_ms` (or `speak_ms`). A `function_call_output` item
  * is recorded, and the response the client then asks for is a plain reply.
  */
 import type { WebSocket } from 'ws';
-import { replyMsFrom, replyToneHz, type ScriptedToolCall, scriptedToolCalls } from '../s2s/voice.js';
+import { replyMsFrom, replyToneHz } from '../s2s/voice.js';
 import { decodeAudio, formatInfo } from './audio-io.js';
 import { Conversation } from './conversation.js';
 import {
@@ -27,6 +27,7 @@ import { InputBuffer } from './input.js';
 import { SessionRecord } from './record.js';
 import { type PlannedToolCall, ResponseStream, type StreamTiming } from './response.js';
 import { applySessionUpdate, defaultSession } from './session-config.js';
+import { type ScriptedToolCall, scriptedToolCalls } from './tool-script.js';
 
 export interface ConnectionOptions extends StreamTiming {
   /** Reply length when the instructions do not set one. */
