@@ -59,6 +59,7 @@ export interface Config {
   readonly providerAuthEnv: Readonly<Partial<Record<CredentialDialectName, ProviderCredential>>>;
   readonly providerBaseUrl: string | undefined;
   readonly providerToken: string | undefined;
+  /** BOT_URL, or its default; empty for a dialect that takes no URL (`ultravox`). */
   readonly botUrl: string;
   /**
    * The default bot (BOT_URL, BOT_DIALECT and their twins) of every tenant without its own: `url` is
@@ -273,11 +274,14 @@ export function loadConfig(
     authJwtSecret = DEV_AUTH_JWT_SECRET;
   }
 
-  const botUrl = text('BOT_URL')!;
+  const botDialect = read('BOT_DIALECT') || undefined;
+  // A dialect that takes no URL (`ultravox`) gets no BOT_URL default: one set for it is refused.
+  const takesNoUrl = BOTS.dialect(botDialect ?? '')?.url.kind === 'none';
+  const botUrl = takesNoUrl ? read('BOT_URL') || undefined : text('BOT_URL')!;
   // A bot URL may carry credentials or a ?token=: a bad one is shown as scheme, host and path only; the
   // api key is described by its length only.
   const defaultBot = checkBotFields(
-    { url: botUrl, dialect: read('BOT_DIALECT') || undefined, ...botTwins(read, problems) },
+    { url: botUrl, dialect: botDialect, ...botTwins(read, problems) },
     ENV_BOT_FIELDS,
     botUrlProblem,
   );
@@ -341,7 +345,7 @@ export function loadConfig(
     authSecretIsDev,
     providerBaseUrl,
     providerToken: read('PROVIDER_TOKEN') || undefined,
-    botUrl,
+    botUrl: defaultBot.bot?.url ?? botUrl ?? '',
     // Unused: a problem stops the configuration below.
     bot: defaultBot.bot ?? { dialect: DEFAULT_BOT_DIALECT.builtin, url: 'builtin:echo' },
     botToolSecret: read('BOT_TOOL_SECRET') || undefined,

@@ -5,11 +5,15 @@
  */
 import { describe, expect, it } from 'vitest';
 import { startupBanner } from '../src/cli/banner.js';
-import { type BotSettings, resolveBot } from '../src/config/bot-settings.js';
+import { BOT_DIALECTS, type BotSettings, resolveBot } from '../src/config/bot-settings.js';
 import { ConfigError, loadConfig } from '../src/config.js';
+import { BOTS } from '../src/dialects/index.js';
 import { createLogger } from '../src/log.js';
 import type { BotChoice } from '../src/media/bot/index.js';
 import type { MediaStreamConfig } from '../src/state/types.js';
+
+/** The dialects that take a field, as messages list them. */
+const ownersOf = (key: string) => BOTS.owners.get(key)!.join(', ');
 
 const KEY = 'sk-env-Pq7Wm2Xc9Lr4Tz8Nb1Kd';
 
@@ -67,7 +71,7 @@ describe('the default bot from the environment', () => {
 
   it('each bad twin is one line naming the variable and what it accepts, all in one error', () => {
     expect(problems({ BOT_DIALECT: 'pipecat' })).toEqual([
-      'BOT_DIALECT must be one of bridge, twilio, openai-realtime, builtin (default: builtin for builtin: URLs, else bridge), got "pipecat"',
+      `BOT_DIALECT must be one of ${BOT_DIALECTS.join(', ')} (default: builtin for builtin: URLs, else bridge), got "pipecat"`,
     ]);
     expect(problems({ BOT_DIALECT: 'twilio' })).toEqual([
       'BOT_URL must be a ws:// or wss:// URL for dialect twilio, got "builtin:echo"',
@@ -97,12 +101,12 @@ describe('the default bot from the environment', () => {
       PORT: 'x',
     });
     expect(lines).toEqual([
-      'BOT_API_KEY does not apply to dialect bridge (only to openai-realtime); dialect bridge takes BOT_DIALECT, BOT_URL, BOT_TOOLS, BOT_HOLD_AUDIO, BOT_TOOL_HOLD_MS, BOT_IDLE',
-      'BOT_VOICE does not apply to dialect bridge (only to openai-realtime); dialect bridge takes BOT_DIALECT, BOT_URL, BOT_TOOLS, BOT_HOLD_AUDIO, BOT_TOOL_HOLD_MS, BOT_IDLE',
+      `BOT_API_KEY does not apply to dialect bridge (only to ${ownersOf('apiKey')}); dialect bridge takes BOT_DIALECT, BOT_URL, BOT_TOOLS, BOT_HOLD_AUDIO, BOT_TOOL_HOLD_MS, BOT_IDLE`,
+      `BOT_VOICE does not apply to dialect bridge (only to ${ownersOf('voice')}); dialect bridge takes BOT_DIALECT, BOT_URL, BOT_TOOLS, BOT_HOLD_AUDIO, BOT_TOOL_HOLD_MS, BOT_IDLE`,
       'PORT must be an integer from 0 to 65535, got "x"',
     ]);
     expect(problems({ BOT_URL: 'ws://h:1', BOT_DIALECT: 'twilio', BOT_MODEL: 'x' })).toEqual([
-      'BOT_MODEL does not apply to dialect twilio (only to openai-realtime); dialect twilio takes BOT_DIALECT, BOT_URL',
+      `BOT_MODEL does not apply to dialect twilio (only to ${ownersOf('model')}); dialect twilio takes BOT_DIALECT, BOT_URL`,
     ]);
     for (const bad of [`${KEY} ${KEY}`, `${KEY}${'k'.repeat(512)}`]) {
       const [line, ...rest] = problems({ ...rt, BOT_API_KEY: bad });

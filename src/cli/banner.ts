@@ -2,7 +2,7 @@
  * What `npm start` prints for a person at start-up: where to point a provider, and how to get a token.
  */
 
-import { isWsBotUrl } from '../config/bot-url.js';
+import { botWhere } from '../config/bot-settings.js';
 import type { Config } from '../config.js';
 import { displayUrl } from '../log.js';
 
@@ -62,7 +62,7 @@ export function startupBanner(
   lines.push(
     `  REST token${config.authSecretIsDev ? ' (development secret)' : ''}: npm run token`,
     // The dialect and where the bot is: never BOT_API_KEY, nor the URL's credentials or query.
-    `  bot: ${isWsBotUrl(config.botUrl) ? displayUrl(config.botUrl) : config.botUrl} at ${config.botSampleRate} Hz, dialect ${config.bot.dialect}; DSP workers: ${config.dspWorkers}`,
+    `  bot: ${botWhere(config.bot)} at ${config.botSampleRate} Hz, dialect ${config.bot.dialect}; DSP workers: ${config.dspWorkers}`,
     ...messagingLines(http, config),
   );
   if (!config.production) {

@@ -8,7 +8,7 @@
  * only, a URL as `shownValue` shows it, a parameter by its name.
  */
 import { kindOf, shortValue } from '../dialects/fields.js';
-import { BOTS, type BotFieldDecl, type BotRegistry, type FieldProblem } from '../dialects/index.js';
+import { BOTS, type BotDialectDecl, type BotRegistry, type FieldProblem } from '../dialects/index.js';
 import { shownValue } from '../log.js';
 import type { BotSettings } from './bot-settings.js';
 import { BOT_URL_ACCEPTS, BOT_URL_KIND_ACCEPTS, type BotUrlProblem, urlKind } from './bot-url.js';
@@ -80,7 +80,15 @@ export function checkBotFields(
   let url = given(raw.url);
   if (url === undefined && named?.url.default !== undefined) url = named.url.default;
   let urlOk = false;
-  if (typeof url !== 'string' || url === '') {
+  if (named?.url.kind === 'none') {
+    // It learns where to dial from its fields: a URL given would be ignored, so it is refused.
+    if (url !== undefined)
+      fail(
+        'url',
+        `does not apply to dialect ${named.name}, which takes no URL; dialect ${named.name} takes ${takes(named, names)}`,
+      );
+    url = '';
+  } else if (typeof url !== 'string' || url === '') {
     fail('url', `must be ${BOT_ACCEPTS.url}, got ${url === undefined ? 'nothing' : kindOf(url)}`);
   } else if (url.length > BOT_URL_MAX_CHARS) {
     fail('url', `must be at most ${BOT_URL_MAX_CHARS} characters, got ${url.length}`);
@@ -99,7 +107,7 @@ export function checkBotFields(
 
   if (urlOk && dialect !== undefined && typeof url === 'string') {
     // urlProblem admits ws://, wss:// and builtin: URLs only.
-    if (urlKind(url) !== dialect.url.kind) {
+    if (dialect.url.kind !== 'none' && urlKind(url) !== dialect.url.kind) {
       fail(
         'url',
         `must be ${BOT_URL_KIND_ACCEPTS[dialect.url.kind]} for dialect ${dialect.name}, got ${shownValue(url)}`,
@@ -112,13 +120,16 @@ export function checkBotFields(
     url: typeof url === 'string' ? url : '',
   };
   for (const field of registry.fields) {
-    const value = given(raw[field.key]);
+    let value = given(raw[field.key]);
+    // A default the dialect declares is checked and kept as if given (a URL it dials, against the hosts).
+    if (value === undefined && dialect?.defaults !== undefined && Object.hasOwn(dialect.defaults, field.key))
+      value = dialect.defaults[field.key];
     if (value === undefined) continue;
     const owners = registry.owners.get(field.key) ?? [];
     if (dialect !== undefined && !owners.includes(dialect.name)) {
       fail(
         field.key,
-        `does not apply to dialect ${dialect.name} (only to ${owners.join(', ')}); dialect ${dialect.name} takes ${takes(dialect.fields, names)}`,
+        `does not apply to dialect ${dialect.name} (only to ${owners.join(', ')}); dialect ${dialect.name} takes ${takes(dialect, names)}`,
       );
       continue;
     }
@@ -147,8 +158,9 @@ function dialectAccepts(registry: BotRegistry): string {
 }
 
 /** The fields a dialect takes, as its source names them. */
-function takes(fields: readonly BotFieldDecl[], names: BotFieldNames): string {
-  return ['dialect', 'url', ...fields.map((f) => f.key)]
+function takes(dialect: BotDialectDecl, names: BotFieldNames): string {
+  const url = dialect.url.kind === 'none' ? [] : ['url'];
+  return ['dialect', ...url, ...dialect.fields.map((f) => f.key)]
     .map((k) => names[k] ?? '')
     .filter((n) => n !== '')
     .join(', ');

@@ -4,8 +4,9 @@
  * environment's default (`BOT_URL`, `BOT_DIALECT` and their twins). The media path takes it as it is.
  * The dialects and their fields are declared in src/dialects/; this is their shape as checked.
  */
-import { type BotDialectName, type BotOptions, DEFAULT_BOT_DIALECT } from '../dialects/index.js';
-import { urlKind } from './bot-url.js';
+import { BOTS, type BotDialectName, type BotOptions, DEFAULT_BOT_DIALECT } from '../dialects/index.js';
+import { displayUrl } from '../log.js';
+import { isWsBotUrl, urlKind } from './bot-url.js';
 
 export { BOT_DIALECTS, type BotDialectName } from '../dialects/index.js';
 
@@ -18,6 +19,20 @@ export type BotSettings = {
 /** The dialect a URL gets when none is named: the default of its kind (builtin: URLs, else ws). */
 export function defaultDialect(url: string): BotDialectName {
   return DEFAULT_BOT_DIALECT[urlKind(url)];
+}
+
+/**
+ * Where a bot is, as logs and the start-up banner name it: a ws URL without credentials or query, a
+ * builtin: URL as it is, and for a dialect that takes no URL the first URL it calls (Ultravox's
+ * `api_base`). Never a secret.
+ */
+export function botWhere(bot: BotSettings): string {
+  if (bot.url !== '') return isWsBotUrl(bot.url) ? displayUrl(bot.url) : bot.url;
+  const values = bot as Readonly<Record<string, unknown>>;
+  const dialled = BOTS.dialect(bot.dialect)?.fields.find(
+    (f) => f.dials === true && typeof values[f.key] === 'string',
+  );
+  return dialled === undefined ? '(no URL)' : displayUrl(values[dialled.key] as string);
 }
 
 /** What resolveBot reads of a tenant's stored media stream (src/state/types.ts MediaStreamConfig). */

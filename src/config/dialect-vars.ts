@@ -23,6 +23,7 @@ function row(group: OtherVar['group'], v: EnvVarDecl, description = v.descriptio
 
 const wsDialects = BOTS.dialects.filter((d) => d.url.kind === 'ws').map((d) => code(d.name));
 const builtinDialects = BOTS.dialects.filter((d) => d.url.kind === 'builtin').map((d) => code(d.name));
+const urlLess = BOTS.dialects.filter((d) => d.url.kind === 'none').map((d) => code(d.name));
 
 /** `BOT_URL`, `BOT_DIALECT` and the env twin of each bot field, in the registry's order. */
 export const BOT_VARS: readonly OtherVar[] = [
@@ -42,7 +43,7 @@ export const BOT_VARS: readonly OtherVar[] = [
     name: 'BOT_DIALECT',
     accepts: BOTS.dialects.map((d) => code(d.name)).join(', '),
     defaultRule: `${code(BOTS.defaults.builtin)} for \`builtin:\` URLs, else ${code(BOTS.defaults.ws)}`,
-    description: `How the bridge speaks to \`BOT_URL\`: ${BOTS.dialects.map((d) => `${code(d.name)} ${d.summary}`).join('; ')}. ${wsDialects.join(', ')} need a \`ws://\` or \`wss://\` \`BOT_URL\`, ${builtinDialects.join(', ')} a \`builtin:\` one. A tenant's own \`bot\` replaces the whole default bot.`,
+    description: `How the bridge speaks to \`BOT_URL\`: ${BOTS.dialects.map((d) => `${code(d.name)} ${d.summary}`).join('; ')}. ${wsDialects.join(', ')} need a \`ws://\` or \`wss://\` \`BOT_URL\`, ${builtinDialects.join(', ')} a \`builtin:\` one${urlLess.length === 0 ? '' : `, ${urlLess.join(', ')} none`}. A tenant's own \`bot\` replaces the whole default bot.`,
   },
   ...BOTS.fields.flatMap((f) =>
     f.env === undefined

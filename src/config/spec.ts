@@ -165,7 +165,7 @@ export const CONFIG_SPEC = [
       accepts: 'host names or IPs, `*.domain`, each with an optional `:port`; or `*`',
       defaultRule: '`*` outside production, none in production',
     },
-    "The hosts a tenant's `ws://` or `wss://` `bot_url` may name, checked when it is stored and at each dial: comma-separated host names or IP addresses (`bot.example.com`, `10.0.0.5`, `[::1]`), `*.example.com` for its subdomains (not `example.com` itself), each with an optional `:port` (without one, any port), or `*` for any host. In production, unset refuses tenants' ws and wss bots (built-in bots stay allowed), and plain `ws://` needs its host listed by an entry other than `*`. Names are matched, not addresses: list only names whose DNS you control.",
+    "The hosts a tenant's `ws://` or `wss://` `bot_url` may name, checked when it is stored and at each dial, and every other URL a tenant's bot has the bridge call (an `api_base`, the socket its API answers with): comma-separated host names or IP addresses (`bot.example.com`, `10.0.0.5`, `[::1]`), `*.example.com` for its subdomains (not `example.com` itself), each with an optional `:port` (without one, any port), or `*` for any host. In production, unset refuses tenants' ws and wss bots (built-in bots stay allowed), and plain `ws://` needs its host listed by an entry other than `*`. Names are matched, not addresses: list only names whose DNS you control.",
   ),
   other(
     'bots',

@@ -26,7 +26,9 @@ const BOT_KEYS: Readonly<Record<string, string>> = {
   ...Object.fromEntries(BOTS.fields.map((f) => [f.rest, f.key])),
 };
 
-const BOT_OBJECT_ACCEPTS = `an object with url and optionally ${Object.keys(BOT_KEYS)
+const BOT_OBJECT_ACCEPTS = `an object with url (unless its dialect has a default or takes none) and optionally ${Object.keys(
+  BOT_KEYS,
+)
   .filter((k) => k !== 'url')
   .join(', ')} (null: the bridge's bot)`;
 
@@ -49,7 +51,6 @@ export const BOT_UPSERT_SCHEMA = {
     url: { type: 'string', description: BOT_ACCEPTS.url },
     ...Object.fromEntries(BOTS.fields.map((f) => [f.rest, { ...f.schema, description: described(f) }])),
   },
-  required: ['url'],
 } as const;
 
 /** `bot` as reads show it: the same fields, a secret as its hint. */
@@ -135,7 +136,9 @@ export function dropNullFields(bot: unknown): void {
 
 /** A bot as its tenant reads it back: the same fields, the URL masked, each secret as its hint. */
 export function shownBot(bot: BotSettings): Record<string, unknown> {
-  const shown: Record<string, unknown> = { dialect: bot.dialect, url: shownBotUrl(bot.url) };
+  // A dialect that takes no URL is stored with an empty one: a read shows none.
+  const shown: Record<string, unknown> =
+    bot.url === '' ? { dialect: bot.dialect } : { dialect: bot.dialect, url: shownBotUrl(bot.url) };
   const values = bot as Readonly<Record<string, unknown>>;
   for (const f of BOTS.fields) {
     const value = values[f.key];

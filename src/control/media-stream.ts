@@ -408,7 +408,10 @@ export function registerMediaStreamRoutes(
             media_ws_url: displayUrl(config.media_ws_url),
             bot_url: bot_url === undefined ? null : shownBotUrl(bot_url),
             // Never the api key, the parameters or the instructions: the dialect and where it is.
-            bot: bot === undefined ? null : { dialect: bot.dialect, url: shownBotUrl(bot.url) },
+            bot:
+              bot === undefined
+                ? null
+                : { dialect: bot.dialect, ...(bot.url !== '' && { url: shownBotUrl(bot.url) }) },
             secret_changed: secret !== undefined,
             tool_secret_changed: toolSecret !== undefined,
             recording: config.recording === true,

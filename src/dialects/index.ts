@@ -54,6 +54,9 @@ export type BotOptions = {
 };
 export type BotOptionKey = keyof BotOptions;
 
+/** The kinds of URL a bot may be given (a dialect of kind `none` takes no URL). */
+type UrlKind = Exclude<BotUrlDecl['kind'], 'none'>;
+
 /** What the bot-side checks read of a list of bot dialects (the registry's own, or a test's). */
 export interface BotRegistry {
   readonly dialects: readonly BotDialectDecl[];
@@ -64,7 +67,7 @@ export interface BotRegistry {
   /** The dialects that take each field, by its key. */
   readonly owners: ReadonlyMap<string, readonly string[]>;
   /** The dialect a URL of each kind gets when none is named. */
-  readonly defaults: Readonly<Record<BotUrlDecl['kind'], string>>;
+  readonly defaults: Readonly<Record<UrlKind, string>>;
 }
 
 /**
@@ -77,7 +80,7 @@ export function botRegistry(dialects: readonly BotDialectDecl[]): BotRegistry {
   const owners = new Map(
     fields.map((f) => [f.key, dialects.filter((d) => d.fields.includes(f)).map((d) => d.name)]),
   );
-  const defaultFor = (kind: BotUrlDecl['kind']): string => {
+  const defaultFor = (kind: UrlKind): string => {
     const found = dialects.filter((d) => d.url.kind === kind && d.url.defaultForKind === true);
     if (found.length !== 1)
       throw new Error(
@@ -94,6 +97,12 @@ export function botRegistry(dialects: readonly BotDialectDecl[]): BotRegistry {
     ),
   ];
   if (twice.length > 0) throw new Error(`dialect registry: declared twice: ${twice.join(', ')}`);
+  const stray = dialects.flatMap((d) =>
+    Object.keys(d.defaults ?? {})
+      .filter((k) => !d.fields.some((f) => f.key === k))
+      .map((k) => `${d.name} gives a default to ${k}, a field it does not take`),
+  );
+  if (stray.length > 0) throw new Error(`dialect registry: ${stray.join('; ')}`);
   return {
     dialects,
     dialect: (name) => byName.get(name),
@@ -116,7 +125,7 @@ export const BOT_DIALECTS: readonly BotDialectName[] = BOT_DIALECT_DECLS.map((d)
 export const BOT_FIELDS: readonly BotFieldDecl[] = BOTS.fields;
 
 /** The dialect a URL kind gets when none is named. */
-export const DEFAULT_BOT_DIALECT = BOTS.defaults as Readonly<Record<BotUrlDecl['kind'], BotDialectName>>;
+export const DEFAULT_BOT_DIALECT = BOTS.defaults as Readonly<Record<UrlKind, BotDialectName>>;
 
 // Provider side.
 

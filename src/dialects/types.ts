@@ -101,8 +101,12 @@ export interface BotFieldDecl<K extends string = string, V = unknown> {
 
 /** How a bot dialect's `url` is read. */
 export interface BotUrlDecl {
-  /** `ws`: a ws:// or wss:// URL the bridge dials; `builtin`: a builtin: URL, a bot inside the bridge. */
-  readonly kind: 'ws' | 'builtin';
+  /**
+   * `ws`: a ws:// or wss:// URL the bridge dials; `builtin`: a builtin: URL, a bot inside the bridge;
+   * `none`: the dialect takes no `url` (one given is refused): it learns where to dial from its fields
+   * (Ultravox's create-call on `api_base` answers with the socket to join).
+   */
+  readonly kind: 'ws' | 'builtin' | 'none';
   /** Of the dialects of its kind, the one a URL gets when no dialect is named (exactly one a kind). */
   readonly defaultForKind?: true;
   /** The URL used when none is given (a vendor's public endpoint); undefined: `url` is required. */
@@ -117,6 +121,11 @@ export interface BotDialectDecl {
   readonly url: BotUrlDecl;
   /** The fields it takes beside `dialect` and `url`, in the order reads and documents list them. */
   readonly fields: readonly BotFieldDecl<string, unknown>[];
+  /**
+   * Values some of its fields take when left out (a vendor's API base), by key: checked and stored as if
+   * given, so a URL among them is held to BOT_URL_ALLOWED_HOSTS when a tenant stores its bot.
+   */
+  readonly defaults?: Readonly<Record<string, unknown>>;
   /** How the bridge speaks to it, as BOT_DIALECT's description says it ("as a client of ..."). */
   readonly summary: string;
 }

@@ -11,10 +11,9 @@
  */
 
 import type { ClockTimer } from '../clock.js';
-import { resolveBot } from '../config/bot-settings.js';
+import { botWhere, resolveBot } from '../config/bot-settings.js';
 import type { BridgeContext } from '../context.js';
 import { BridgeError, isBridgeError } from '../errors.js';
-import { displayUrl } from '../log.js';
 import type { AudioPipeline } from '../pipeline/types.js';
 import type { SessionInfo } from '../state/types.js';
 import type { PacingLoop } from './pacing-loop.js';
@@ -54,8 +53,8 @@ export class ProviderConnection {
   #expiry: ClockTimer | undefined;
   /** Bounds the wait for session_start: a peer that never sends it must not hold a slot. */
   #startTimer: ClockTimer | undefined;
-  /** The tenant's own bot, once its config is read (for the set-up failure log); undefined: BOT_URL. */
-  #botUrl: string | undefined;
+  /** Where the tenant's own bot is, once its config is read (for the set-up failure log); undefined: BOT_URL's. */
+  #botWhere: string | undefined;
 
   constructor(ws: ProviderSocket, auth: MediaAuth, deps: ConnectionDeps) {
     this.#ws = ws;
@@ -161,7 +160,7 @@ export class ProviderConnection {
           session_id: ev.session_id,
           code: isBridgeError(err) ? err.code : 'internal',
           err: (err as Error).name,
-          bot: displayUrl(this.#botUrl ?? this.#deps.ctx.config.botUrl),
+          bot: this.#botWhere ?? botWhere(this.#deps.ctx.config.bot),
         },
         'session set-up failed',
       );
@@ -178,7 +177,7 @@ export class ProviderConnection {
     const stored = await ctx.tenants.getMediaStream(tenant);
     const format = this.#wire.format(stored);
     const bot = resolveBot(stored, ctx.config);
-    this.#botUrl = 'settings' in bot ? bot.settings.url : undefined;
+    this.#botWhere = 'settings' in bot ? botWhere(bot.settings) : undefined;
     const info: SessionInfo = {
       session_id: ev.session_id,
       tenant,

@@ -5,7 +5,12 @@
  */
 import { afterEach, describe, expect, it } from 'vitest';
 import { resolveBot } from '../../src/config/bot-settings.js';
+import { BOTS } from '../../src/dialects/index.js';
 import { call, type Rig, restToken, startRig, tinyServer } from './harness.js';
+
+/** The dialects that take a field, as messages list them. */
+const ownersOf = (key: string) => BOTS.owners.get(key)!.join(', ');
+const DIALECTS = BOTS.dialects.map((d) => d.name).join(', ');
 
 const API_KEY = 'sk-test-Zq81mN0pKx77rTy2vB4c9LQe';
 const media_ws_url = 'wss://bridge.example/v1/media';
@@ -170,7 +175,7 @@ describe('bot in PUT /v1/media-stream', () => {
     const cases: [unknown, string][] = [
       [
         'wss://bot.example/ws',
-        `bot must be an object with url and optionally dialect, tools, hold_audio, tool_hold_ms, idle, parameters, api_key, model, instructions, voice, turn_detection, dtmf (null: the bridge's bot), got a string`,
+        `bot must be an object with url (unless its dialect has a default or takes none) and optionally dialect, ${BOTS.fields.map((f) => f.rest).join(', ')} (null: the bridge's bot), got a string`,
       ],
       [[ws], 'bot must be an object with url'],
       [
@@ -197,9 +202,9 @@ describe('bot in PUT /v1/media-stream', () => {
       [{ url: 'builtin:tone:9000' }, 'bot.url must be builtin:tone:<hz> with hz from 1 to 8000'],
       [
         { url: ws, dialect: 'pipecat' },
-        'bot.dialect must be one of bridge, twilio, openai-realtime, builtin (default: builtin for builtin: URLs, else bridge), got "pipecat"',
+        `bot.dialect must be one of ${DIALECTS} (default: builtin for builtin: URLs, else bridge), got "pipecat"`,
       ],
-      [{ url: ws, dialect: 3 }, 'bot.dialect must be one of bridge, twilio, openai-realtime, builtin'],
+      [{ url: ws, dialect: 3 }, `bot.dialect must be one of ${DIALECTS}`],
       [
         { url: 'builtin:echo', dialect: 'twilio' },
         'bot.url must be a ws:// or wss:// URL for dialect twilio, got "builtin:echo"',
@@ -210,7 +215,7 @@ describe('bot in PUT /v1/media-stream', () => {
       ],
       [
         { url: ws, dialect: 'twilio', api_key: API_KEY },
-        'bot.api_key does not apply to dialect twilio (only to openai-realtime); dialect twilio takes bot.dialect, bot.url, bot.parameters',
+        `bot.api_key does not apply to dialect twilio (only to ${ownersOf('apiKey')}); dialect twilio takes bot.dialect, bot.url, bot.parameters`,
       ],
       [
         { ...rt, parameters: { a: 'b' } },
@@ -218,7 +223,7 @@ describe('bot in PUT /v1/media-stream', () => {
       ],
       [
         { url: ws, model: 'gpt-realtime' },
-        'bot.model does not apply to dialect bridge (only to openai-realtime); dialect bridge takes bot.dialect, bot.url, bot.tools, bot.hold_audio, bot.tool_hold_ms, bot.idle',
+        `bot.model does not apply to dialect bridge (only to ${ownersOf('model')}); dialect bridge takes bot.dialect, bot.url, bot.tools, bot.hold_audio, bot.tool_hold_ms, bot.idle`,
       ],
       [{ url: 'builtin:echo', voice: 'marin' }, 'bot.voice does not apply to dialect builtin'],
       [
@@ -331,27 +336,13 @@ describe('bot in PUT /v1/media-stream', () => {
       >
     )['/v1/media-stream']!;
     const upsert = route.put.requestBody.content['application/json'].schema.properties.bot!;
-    expect(upsert).toMatchObject({ type: 'object', nullable: true, required: ['url'] });
-    expect(Object.keys(upsert.properties!)).toEqual([
-      'dialect',
-      'url',
-      'tools',
-      'hold_audio',
-      'tool_hold_ms',
-      'idle',
-      'parameters',
-      'api_key',
-      'model',
-      'instructions',
-      'voice',
-      'turn_detection',
-      'dtmf',
-    ]);
+    // `url` is not required of every bot: a dialect may default it or take none.
+    expect(upsert).toMatchObject({ type: 'object', nullable: true });
+    expect(upsert).not.toHaveProperty('required');
+    expect(Object.keys(upsert.properties!)).toEqual(['dialect', 'url', ...BOTS.fields.map((f) => f.rest)]);
     expect(upsert.properties!.api_key).toMatchObject({ writeOnly: true });
     expect(upsert.properties!.dtmf).toMatchObject({ enum: ['text', 'respond', 'ignore'] });
-    expect(upsert.properties!.dialect).toMatchObject({
-      enum: ['bridge', 'twilio', 'openai-realtime', 'builtin'],
-    });
+    expect(upsert.properties!.dialect).toMatchObject({ enum: BOTS.dialects.map((d) => d.name) });
     expect(upsert.properties!.turn_detection).toMatchObject({ enum: ['server_vad', 'semantic_vad', 'none'] });
     const read = route.get.responses['200']!.content['application/json'].schema.properties;
     expect(Object.keys(read.bot!.properties!)).toContain('api_key_hint');

@@ -21,8 +21,10 @@ import { call, type Rig, restToken, startRig } from '../control/harness.js';
 const CONFIGURATION = readFileSync('docs/configuration.md', 'utf8');
 const BOTS_DOC = readFileSync('docs/bots.md', 'utf8');
 
-/** A URL each kind of dialect accepts. */
-const EXAMPLE_URL = { ws: 'wss://bot.example/ws', builtin: 'builtin:echo' } as const;
+/** A URL each kind of dialect accepts (none for a dialect that takes none). */
+const EXAMPLE_URL = { ws: 'wss://bot.example/ws', builtin: 'builtin:echo', none: undefined } as const;
+/** `url` as a source gives it for a dialect: left out for a dialect that takes none. */
+const urlOf = (d: BotDialectDecl) => (d.url.kind === 'none' ? {} : { url: EXAMPLE_URL[d.url.kind] });
 
 /** A field's names that say it holds a secret: such a field must be declared one. */
 const SECRET_NAME = /key|secret|token|password/i;
@@ -36,7 +38,7 @@ const named = <T extends { name: string }>(list: readonly T[]) => list.map((d) =
 
 /** A dialect's whole `bot` as a tenant writes it: its URL and every field at its example. */
 function restBot(d: BotDialectDecl): Record<string, unknown> {
-  const bot: Record<string, unknown> = { dialect: d.name, url: EXAMPLE_URL[d.url.kind] };
+  const bot: Record<string, unknown> = { dialect: d.name, ...urlOf(d) };
   for (const f of fieldsOf(d)) bot[f.rest] = f.example;
   return bot;
 }
@@ -55,12 +57,20 @@ describe.each(named(dialects))('bot dialect %s', (name, d) => {
   });
 
   it('takes its URL kind and refuses the other, naming the field', () => {
-    const good = checkBotFields(
-      { dialect: name, url: EXAMPLE_URL[d.url.kind] },
-      REST_BOT_FIELDS,
-      botUrlProblem,
-    );
+    const good = checkBotFields({ dialect: name, ...urlOf(d) }, REST_BOT_FIELDS, botUrlProblem);
     expect(good.problems).toEqual([]);
+    if (d.url.kind === 'none') {
+      // A dialect that takes no URL refuses any, and says what it takes instead.
+      for (const url of [EXAMPLE_URL.ws, EXAMPLE_URL.builtin]) {
+        const bad = checkBotFields({ dialect: name, url }, REST_BOT_FIELDS, botUrlProblem);
+        expect(bad.problems.map((p) => p.message)).toEqual([
+          expect.stringMatching(
+            new RegExp(`^bot\\.url does not apply to dialect ${name}, which takes no URL; `),
+          ),
+        ]);
+      }
+      return;
+    }
     const other = d.url.kind === 'ws' ? EXAMPLE_URL.builtin : EXAMPLE_URL.ws;
     const bad = checkBotFields({ dialect: name, url: other }, REST_BOT_FIELDS, botUrlProblem);
     expect(bad.problems).toHaveLength(1);
@@ -69,11 +79,7 @@ describe.each(named(dialects))('bot dialect %s', (name, d) => {
 
   it('takes every field at its example, each kept as given', () => {
     const raw = Object.fromEntries(fieldsOf(d).map((f) => [f.key, f.example]));
-    const checked = checkBotFields(
-      { dialect: name, url: EXAMPLE_URL[d.url.kind], ...raw },
-      REST_BOT_FIELDS,
-      botUrlProblem,
-    );
+    const checked = checkBotFields({ dialect: name, ...urlOf(d), ...raw }, REST_BOT_FIELDS, botUrlProblem);
     expect(checked.problems).toEqual([]);
     for (const f of fieldsOf(d)) expect(checked.bot![f.key as keyof typeof checked.bot]).toEqual(f.example);
   });
@@ -112,7 +118,7 @@ describe.each(named(BOTS.fields.map((f) => ({ ...f, name: f.key }))))('bot field
     const other = dialects.find((d) => !owners.includes(d.name));
     if (other === undefined) return;
     const checked = checkBotFields(
-      { dialect: other.name, url: EXAMPLE_URL[other.url.kind], [key]: f.example },
+      { dialect: other.name, ...urlOf(other), [key]: f.example },
       REST_BOT_FIELDS,
       botUrlProblem,
     );
@@ -134,7 +140,12 @@ describe.each(named(BOTS.fields.map((f) => ({ ...f, name: f.key }))))('bot field
     expect(CONFIGURATION).toMatch(new RegExp(`- \`${env}\`: For [^\\n]*\`${owners[0]}\``));
     const owner = dialects.find((d) => d.name === owners[0])!;
     const text = f.envValue === 'json' ? JSON.stringify(f.example) : String(f.example);
-    const config = loadConfig({ BOT_DIALECT: owner.name, BOT_URL: EXAMPLE_URL[owner.url.kind], [env]: text });
+    const url = urlOf(owner).url;
+    const config = loadConfig({
+      BOT_DIALECT: owner.name,
+      ...(url !== undefined && { BOT_URL: url }),
+      [env]: text,
+    });
     expect(config.bot[key as keyof typeof config.bot]).toEqual(f.example);
   });
 });

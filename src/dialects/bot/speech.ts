@@ -1,9 +1,12 @@
 /**
  * The fields speech-to-speech dialects share (CONTRACT §6, §9): a key, the model, its instructions, its
- * voice, and what a caller's digit becomes. A dialect opts in by listing them in its `fields`, all
- * (`SPEECH_FIELDS`) or one by one; each field is checked, documented and redacted the same way for all.
+ * voice, and what a caller's digit becomes; and for the vendors' own APIs, the vendor's `settings` (a
+ * JSON object merged into what the bridge sends) and the `api_base` the bridge calls before it dials.
+ * A dialect opts in by listing them in its `fields`, all (`SPEECH_FIELDS`) or one by one; each field is
+ * checked, documented and redacted the same way for all.
  */
-import { enumField, secretField, stringField } from '../fields.js';
+import { enumField, kindOf, mustBe, secretField, shortValue, stringField } from '../fields.js';
+import type { BotFieldDecl } from '../types.js';
 
 export const apiKey = secretField({
   key: 'apiKey',
@@ -85,3 +88,113 @@ export const dtmf = enumField({
 
 /** Every field above, for a dialect that takes them all. */
 export const SPEECH_FIELDS = [apiKey, model, instructions, voice, dtmf] as const;
+
+/**
+ * The largest `settings`, as JSON text, and its deepest nesting: with every other field at its bound, a
+ * stored bot stays well under BODY_LIMIT_BYTES (64 KiB by default).
+ */
+export const SETTINGS_MAX_BYTES = 16_384;
+const SETTINGS_MAX_DEPTH = 16;
+const SETTINGS_ACCEPTS = `a JSON object of at most ${SETTINGS_MAX_BYTES} bytes as JSON, nested at most ${SETTINGS_MAX_DEPTH} deep`;
+
+/** How deep `v` nests (a scalar is 0), stopping past `limit`. */
+function depth(v: unknown, limit: number): number {
+  if (typeof v !== 'object' || v === null) return 0;
+  if (limit === 0) return 1;
+  let deepest = 0;
+  for (const child of Object.values(v)) deepest = Math.max(deepest, depth(child, limit - 1));
+  return deepest + 1;
+}
+
+function deepFreeze<T>(v: T): T {
+  if (typeof v === 'object' && v !== null) {
+    for (const child of Object.values(v)) deepFreeze(child);
+    Object.freeze(v);
+  }
+  return v;
+}
+
+/**
+ * The vendor's own settings, a JSON object the dialect merges into what it sends (Deepgram's `Settings`
+ * message, Ultravox's create-call body); each dialect says where and what the bridge keeps for itself.
+ * A problem gives the object's size or depth, never its contents.
+ */
+export const settings: BotFieldDecl<'settings', Readonly<Record<string, unknown>>> = {
+  key: 'settings',
+  rest: 'settings',
+  example: { temperature: 0.4 },
+  env: {
+    name: 'BOT_SETTINGS',
+    type: 'text',
+    accepts: 'a JSON object',
+    description:
+      "the vendor's own settings, merged into what the bridge sends it (docs/bots.md says where for each dialect, and what the bridge sets itself). Refused with another dialect.",
+  },
+  envValue: 'json',
+  accepts: SETTINGS_ACCEPTS,
+  schema: { type: 'object', additionalProperties: true },
+  note: "merged into what the bridge sends the vendor; the dialect's own fields win",
+  check: (value, field) => {
+    if (typeof value !== 'object' || value === null || Array.isArray(value))
+      return mustBe(field, SETTINGS_ACCEPTS, kindOf(value));
+    const bytes = Buffer.byteLength(JSON.stringify(value));
+    if (bytes > SETTINGS_MAX_BYTES) return mustBe(field, SETTINGS_ACCEPTS, `${bytes} bytes`);
+    const deep = depth(value, SETTINGS_MAX_DEPTH + 1);
+    if (deep > SETTINGS_MAX_DEPTH) return mustBe(field, SETTINGS_ACCEPTS, `an object nested deeper`);
+    return undefined;
+  },
+  value: (checked) => deepFreeze(structuredClone(checked) as Record<string, unknown>),
+};
+
+const API_BASE_MAX = 2048;
+const API_BASE_ACCEPTS = `an http:// or https:// URL with a host and no credentials, query or #fragment (at most ${API_BASE_MAX} characters)`;
+
+/** A URL as a message may show it: scheme, host and path, nothing of credentials, query or fragment. */
+function shownBase(value: string, u: URL | undefined): string {
+  if (u === undefined || u.hostname === '' || value.includes('@')) return shortValue(value);
+  return JSON.stringify(`${u.protocol}//${u.host}${u.pathname}`);
+}
+
+/**
+ * The base of a vendor's REST API that the bridge calls before it dials (Ultravox's create-call), a
+ * path prefix allowed (a proxy's). Its default is each dialect's own (its `defaults`); a tenant's is held
+ * to BOT_URL_ALLOWED_HOSTS when stored and at each dial. Kept without a trailing slash.
+ */
+export const apiBase: BotFieldDecl<'apiBase', string> = {
+  key: 'apiBase',
+  rest: 'api_base',
+  example: 'https://api.vendor.example',
+  env: {
+    name: 'BOT_API_BASE',
+    type: 'url',
+    accepts: 'an `https://` URL',
+    defaultRule: "the vendor's public API",
+    description:
+      "the vendor's REST API, called before each dial (docs/bots.md). Refused with another dialect.",
+  },
+  dials: true,
+  accepts: API_BASE_ACCEPTS,
+  schema: { type: 'string', format: 'uri' },
+  check: (value, field) => {
+    if (typeof value !== 'string') return mustBe(field, API_BASE_ACCEPTS, kindOf(value));
+    if (value.length > API_BASE_MAX) return mustBe(field, API_BASE_ACCEPTS, `${value.length} characters`);
+    let u: URL | undefined;
+    try {
+      u = new URL(value);
+    } catch {}
+    if (
+      u === undefined ||
+      (u.protocol !== 'https:' && u.protocol !== 'http:') ||
+      u.hostname === '' ||
+      u.username !== '' ||
+      u.password !== '' ||
+      u.search !== '' ||
+      u.hash !== '' ||
+      value.includes('?') ||
+      value.includes('#')
+    )
+      return mustBe(field, API_BASE_ACCEPTS, shownBase(value, u));
+    return undefined;
+  },
+  value: (checked) => (checked as string).replace(/\/+$/, ''),
+};
