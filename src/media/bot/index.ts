@@ -70,7 +70,10 @@ export function createBotLeg(
   if (own) {
     // Checked again here: BOT_URL_ALLOWED_HOSTS, BOT_WAV_DIR or BOT_SAMPLE_RATE may have changed since
     // the tenant stored its bot.
-    const problem = tenantBotUrlProblem(url, config) ?? dialledProblem(settings, config);
+    // A dialect that takes no URL has none to check: the URLs it calls are its fields (and what they answer).
+    const urlProblem = dialect.decl.url.kind === 'none' ? undefined : tenantBotUrlProblem(url, config);
+    const problem =
+      urlProblem === undefined ? dialledProblem(settings, config) : { field: 'bot_url', ...urlProblem };
     if (problem !== undefined) {
       deps.log.warn(
         { tenant: call.tenant, bot: problem.shown, accepts: problem.accepts },
@@ -81,7 +84,7 @@ export function createBotLeg(
         deps,
         new BridgeError(
           'bot_unavailable',
-          `the tenant's bot_url is refused by this bridge's configuration (bot_url must be ${problem.accepts}); PUT /v1/media-stream with another bot`,
+          `the tenant's ${problem.field} is refused by this bridge's configuration (${problem.field} must be ${problem.accepts}); PUT /v1/media-stream with another bot`,
         ),
       );
     }
@@ -96,9 +99,11 @@ export function createBotLeg(
     metrics,
     log: deps.log,
     clock: deps.ctx.clock,
+    // A URL the dialect learns before it dials (Ultravox's joinUrl) is held to the tenant's rule too.
+    ...(own && { dialled: (u: string) => tenantBotUrlProblem(u, config) }),
   };
   const setup = { settings, own, format, link, deps, tools: deps.tools };
-  if (dialect.decl.url.kind !== 'ws') return dialect.create(call, port, setup);
+  if (dialect.decl.url.kind === 'builtin') return dialect.create(call, port, setup);
   try {
     return dialect.create(call, port, setup);
   } catch (err) {
@@ -114,13 +119,13 @@ export function createBotLeg(
 function dialledProblem(
   settings: BotSettings,
   config: Parameters<typeof tenantDialledProblem>[1],
-): BotUrlProblem | undefined {
+): (BotUrlProblem & { readonly field: string }) | undefined {
   const values = settings as Readonly<Record<string, unknown>>;
   for (const f of BOT_DIALECT_MODULES[settings.dialect].decl.fields) {
     const value = values[f.key];
     if (f.dials !== true || typeof value !== 'string') continue;
     const problem = tenantDialledProblem(value, config);
-    if (problem !== undefined) return problem;
+    if (problem !== undefined) return { field: `bot.${f.rest}`, ...problem };
   }
   return undefined;
 }

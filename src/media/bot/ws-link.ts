@@ -6,15 +6,22 @@
  * and one when the bridge gives up on it), pinged by the shared heartbeat, told the end of the call.
  * A dialect (bridge.ts, twilio.ts, openai-realtime.ts) says what goes over the socket.
  *
- * Its timers (the wait before a redial, the bound on a bot's close handshake) run on the calls' clock
- * (`clock`: BridgeContext.clock), so a test drives them by hand.
+ * Where each dial goes: `url` and `headers` as given, or what the dialect's `resolve()` answers, awaited
+ * before each dial (an HTTP call to the vendor's API: pre-dial.ts), within BOT_CONNECT_TIMEOUT_MS. A
+ * failed one counts as a refused connection; the URL it gives must be ws:// or wss:// and pass `dialled`
+ * (a tenant's bot: BOT_URL_ALLOWED_HOSTS), or the link gives up on the bot at once.
+ *
+ * Its timers (the wait before a redial, the bound on a bot's close handshake, the bound on `resolve()`)
+ * run on the calls' clock (`clock`: BridgeContext.clock), so a test drives them by hand.
  */
 import { randomFillSync } from 'node:crypto';
 import WebSocket from 'ws';
 import { type Clock, type ClockTimer, systemClock } from '../../clock.js';
+import { type BotUrlProblem, isWsBotUrl } from '../../config/bot-url.js';
 import { BridgeError, isBridgeError } from '../../errors.js';
-import { displayUrl, type Logger } from '../../log.js';
+import { displayUrl, type Logger, shownValue } from '../../log.js';
 import type { Metrics } from '../../metrics.js';
+import { type DialTarget, PreDialError } from './pre-dial.js';
 import type { BotCall, BotLeg, BotNotice, CallerPort } from './types.js';
 
 export interface WsLinkOptions {
@@ -30,6 +37,11 @@ export interface WsLinkOptions {
   readonly headers?: Readonly<Record<string, string>>;
   /** The clock of the redial waits and the close bound; the system's by default. */
   readonly clock?: Clock;
+  /**
+   * The rule a URL that `resolve()` gives is held to besides being ws:// or wss:// (a tenant's bot:
+   * BOT_URL_ALLOWED_HOSTS); undefined: none (the environment's bot).
+   */
+  readonly dialled?: (url: string) => BotUrlProblem | undefined;
 }
 
 /** How long a bot may take to answer the close handshake before its socket is cut. */
@@ -99,6 +111,8 @@ export abstract class WsLink implements BotLeg {
   /** Audio frames held until the first connect (copies: the leg's views are reused). */
   #heldAudio: Uint8Array[] = [];
   #everOpened = false;
+  /** Aborts the `resolve()` under way, if one is. */
+  #resolving: AbortController | undefined;
 
   constructor(call: BotCall, port: CallerPort, o: WsLinkOptions) {
     this.o = o;
@@ -128,6 +142,15 @@ export abstract class WsLink implements BotLeg {
   protected abstract received(data: Buffer, isBinary: boolean): void;
   /** The last words to the bot before the socket closes (e.g. `session_end`, `stop`). */
   protected abstract farewell(reason: string): void;
+  /**
+   * Where this dial goes, when the dialect learns it from an HTTP call first (pre-dial.ts): awaited
+   * before each dial, `signal` aborted past BOT_CONNECT_TIMEOUT_MS or when the call ends. A rejection (a
+   * PreDialError names the route and status) counts as a refused connection. Undefined (the default):
+   * `url` and `headers` of the options, dialled at once.
+   */
+  protected resolve(_signal: AbortSignal): Promise<DialTarget> | undefined {
+    return undefined;
+  }
   /** A notice from outside the call (a message's status, a tapped button), as text; undefined drops it. */
   protected notice(event: BotNotice): string | undefined {
     return JSON.stringify(event);
@@ -207,6 +230,8 @@ export abstract class WsLink implements BotLeg {
     this.#ended = true;
     if (this.#retryTimer !== undefined) this.#clock.clearTimeout(this.#retryTimer);
     this.#retryTimer = undefined;
+    this.#resolving?.abort();
+    this.#resolving = undefined;
     this.#heldNotices = [];
     this.#heldAudio = [];
     this.ended();
@@ -224,13 +249,67 @@ export abstract class WsLink implements BotLeg {
   protected ended(): void {}
 
   #dial(): void {
-    const ws = new WebSocket(this.o.url, {
+    const abort = new AbortController();
+    let pending: Promise<DialTarget> | undefined;
+    try {
+      pending = this.resolve(abort.signal);
+    } catch (err) {
+      pending = Promise.reject(err);
+    }
+    if (pending === undefined) {
+      this.#open({ url: this.o.url, ...(this.o.headers !== undefined && { headers: this.o.headers }) });
+      return;
+    }
+    this.#resolving = abort;
+    const bound = this.#clock.setTimeout(() => abort.abort(), this.o.connectTimeoutMs);
+    bound.unref();
+    pending.then(
+      (target) => {
+        this.#clock.clearTimeout(bound);
+        if (this.#ended || this.#resolving !== abort) return;
+        this.#resolving = undefined;
+        const problem = isWsBotUrl(target.url)
+          ? this.o.dialled?.(target.url)
+          : { accepts: 'a ws:// or wss:// URL', shown: shownValue(target.url) };
+        if (problem !== undefined) {
+          this.log.warn(
+            { bot: this.name, url: problem.shown, accepts: problem.accepts },
+            'bot named a URL this bridge may not dial',
+          );
+          this.#lost(`named a URL this bridge may not dial (it must be ${problem.accepts})`, true);
+          return;
+        }
+        try {
+          this.#open(target);
+        } catch (err) {
+          // ws quotes the URL in its message: the error's name only.
+          this.#lost(`named a URL the WebSocket client refuses (${(err as Error).name})`, true);
+        }
+      },
+      (err: unknown) => {
+        this.#clock.clearTimeout(bound);
+        if (this.#ended || this.#resolving !== abort) return;
+        this.#resolving = undefined;
+        const failure =
+          err instanceof PreDialError
+            ? err
+            : new PreDialError(`failed before dialling (${(err as Error).name})`);
+        // As for a refused upgrade: the status is what the operator needs; #lost's line says the rest.
+        if (failure.status !== undefined)
+          this.log.warn({ bot: this.name, status: failure.status }, 'bot refused the connection');
+        this.#lost(`could not be reached (${failure.message})`, failure.final);
+      },
+    );
+  }
+
+  #open(target: DialTarget): void {
+    const ws = new WebSocket(target.url, {
       handshakeTimeout: this.o.connectTimeoutMs,
       // Bots may send a whole utterance in one frame: a bound well above a provider frame's.
       maxPayload: this.o.maxPayloadBytes,
       perMessageDeflate: false,
       generateMask: nonZeroMask,
-      ...(this.o.headers !== undefined && { headers: { ...this.o.headers } }),
+      ...(target.headers !== undefined && { headers: { ...target.headers } }),
     });
     this.#ws = ws;
     let opened = false;
@@ -286,10 +365,11 @@ export abstract class WsLink implements BotLeg {
     }
   }
 
-  #lost(what: string): void {
+  /** The bot could not be reached or dropped: redialled later, or (past BOT_RETRIES, or `final`) given up. */
+  #lost(what: string, final = false): void {
     this.#failures++;
     this.o.metrics.botConnects.labels('failed').inc();
-    const giveUp = this.#failures > this.o.retries;
+    const giveUp = final || this.#failures > this.o.retries;
     this.log.warn({ bot: this.name, failures: this.#failures, giveUp }, `bot ${what}`);
     if (giveUp) {
       this.port.failed(
