@@ -1,7 +1,8 @@
 /**
  * The fields speech-to-speech dialects share (CONTRACT §6, §9): a key, the model, its instructions, its
  * voice, and what a caller's digit becomes; and for the vendors' own APIs, the vendor's `settings` (a
- * JSON object merged into what the bridge sends) and the `api_base` the bridge calls before it dials.
+ * JSON object merged into what the bridge sends), the `api_base` the bridge calls before it dials, and
+ * the `agent_id` of an agent kept on the vendor's side.
  * A dialect opts in by listing them in its `fields`, all (`SPEECH_FIELDS`) or one by one; each field is
  * checked, documented and redacted the same way for all.
  */
@@ -197,4 +198,36 @@ export const apiBase: BotFieldDecl<'apiBase', string> = {
     return undefined;
   },
   value: (checked) => (checked as string).replace(/\/+$/, ''),
+};
+
+const AGENT_ID_MAX = 128;
+const AGENT_ID_ACCEPTS = `1 to ${AGENT_ID_MAX} letters, digits, \`_\`, \`-\` or \`.\``;
+const AGENT_ID = /^[A-Za-z0-9_.-]+$/;
+
+/**
+ * An agent configured on the vendor's side (its prompt, voice, tools and audio formats kept there), by
+ * the id the vendor gave it: ElevenLabs' `agent_...`. Not a secret (a public agent is reached by its id
+ * alone, and the vendor's own widgets show it); its characters are those of the vendors' ids, so it goes
+ * into a URL's query as it is written.
+ */
+export const agentId: BotFieldDecl<'agentId', string> = {
+  key: 'agentId',
+  rest: 'agent_id',
+  example: 'agent_01jexample0000000000000000',
+  env: {
+    name: 'BOT_AGENT_ID',
+    type: 'text',
+    accepts: AGENT_ID_ACCEPTS,
+    description: "the vendor's id of the agent the bridge talks to. Refused with another dialect.",
+  },
+  accepts: `a string of ${AGENT_ID_ACCEPTS}`,
+  schema: { type: 'string', pattern: AGENT_ID.source, maxLength: AGENT_ID_MAX },
+  check: (value, field) => {
+    const accepts = `a string of ${AGENT_ID_ACCEPTS}`;
+    if (typeof value !== 'string') return mustBe(field, accepts, kindOf(value));
+    if (value.length === 0 || value.length > AGENT_ID_MAX)
+      return mustBe(field, accepts, `${value.length} characters`);
+    if (!AGENT_ID.test(value)) return mustBe(field, accepts, shortValue(value));
+    return undefined;
+  },
 };
