@@ -14,7 +14,7 @@ import type { BridgeError } from '../errors.js';
 import type { Logger } from '../log.js';
 import type { Metrics } from '../metrics.js';
 import type { Leg, LegSink } from '../pipeline/types.js';
-import type { BotLeg, CallerPort } from './bot/types.js';
+import type { BotFormats, BotLeg, CallerPort } from './bot/types.js';
 import type { BotBoundEvent, CallerEvent, Markers } from './markers.js';
 import type { OutboundWriter } from './outbound.js';
 
@@ -30,6 +30,7 @@ export class ToCaller implements CallerPort {
   readonly #frames;
   readonly #bytes;
   readonly #report: CallReport | undefined;
+  readonly #settle: ((f: BotFormats) => boolean) | undefined;
 
   constructor(
     leg: Leg,
@@ -38,8 +39,10 @@ export class ToCaller implements CallerPort {
     metrics: Metrics,
     log: Logger,
     report?: CallReport,
+    settle?: (f: BotFormats) => boolean,
   ) {
     this.#report = report;
+    this.#settle = settle;
     this.#leg = leg;
     this.#marks = marks;
     this.#out = out;
@@ -76,6 +79,11 @@ export class ToCaller implements CallerPort {
     this.#log.warn({ code: err.code, msg: err.message }, 'bot failure');
     this.#report?.('error', { source: 'bot', code: err.code, message: err.message });
     this.#out.error(err);
+  }
+
+  /** The session opens the legs at them (session.ts); without a session to ask, none are taken. */
+  formats(f: BotFormats): boolean {
+    return this.#settle?.(f) ?? false;
   }
 
   #ordered(event: CallerEvent): void {

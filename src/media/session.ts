@@ -12,22 +12,30 @@
  * after the audio sent before them. The provider's reports of marks go to the outbound writer, which
  * stands for the caller's playback: it reports each of the bot's marks once, by the mark rule of
  * src/audio/playout.ts.
+ *
+ * A bot that names its audio formats only once connected (an ElevenLabs agent, BotDialect.formatsFromBot)
+ * reports them once through its port, before any audio of its own; until then both legs are settling
+ * legs (settling-leg.ts): the caller's audio and digits wait in the caller leg, bounded, and the legs
+ * open at the formats the bot named, so the DSP does only what the two ends need. A step at the call's
+ * start: no audio takes that way back.
  */
 import { performance } from 'node:perf_hooks';
 import type { BridgeContext } from '../context.js';
 import { BridgeError, isBridgeError } from '../errors.js';
 import { displayUrl, type Logger } from '../log.js';
-import type { AudioPipeline, Leg } from '../pipeline/types.js';
+import type { AudioPipeline, Format, Leg, LegSink, LegSpec } from '../pipeline/types.js';
+import { sameFormat } from '../pipeline/types.js';
 import type { SessionInfo } from '../state/types.js';
 import { BadFrameBudget } from './bad-frames.js';
-import { type BotChoice, botFormat, createBotLeg } from './bot/index.js';
-import type { BotLeg, BotNotice } from './bot/types.js';
+import { type BotChoice, botFormat, botFormatsFromBot, createBotLeg } from './bot/index.js';
+import type { BotFormats, BotLeg, BotNotice } from './bot/types.js';
 import { ToBot, ToCaller } from './bot-ports.js';
 import type { SessionFormat } from './format.js';
 import { type BotBoundEvent, type CallerEvent, Markers } from './markers.js';
 import { OutboundWriter } from './outbound.js';
 import type { PacingLoop } from './pacing-loop.js';
 import type { ProviderWire } from './providers/types.js';
+import { SettlingLeg } from './settling-leg.js';
 import { SessionTaps } from './taps.js';
 import { type ProviderSocket, SOCKET_CONNECTING, SOCKET_OPEN } from './transport.js';
 
@@ -113,17 +121,26 @@ export class MediaSession {
     });
     deps.loop.add(this.#out);
     const bot = botFormat(deps.bot, format, ctx.config);
+    // A bot that names its formats once connected: both legs wait for them (#settle).
+    const settling = botFormatsFromBot(deps.bot);
+    const shed = ctx.metrics.shedChunks.labels('bot_backpressure');
+    const open = (spec: LegSpec, sink: LegSink, near?: Leg): Leg =>
+      settling
+        ? new SettlingLeg(pipeline, spec, sink, { log: this.log, onShed: () => shed.inc() })
+        : pipeline.open(spec, sink, { near, log: this.log });
     let botLeg: Leg | undefined;
     let callerLeg: Leg | undefined;
     let botSide: BotLeg | undefined;
     try {
-      this.#botLeg = botLeg = pipeline.open(
-        { from: bot, to: { codec: format.codec, rate: format.outputRate } },
+      this.#botLeg = botLeg = open(this.#botSpec(bot), this.#out);
+      const toCaller = new ToCaller(
+        botLeg,
+        callerMarks,
         this.#out,
-        { log: this.log },
-      );
-      const toCaller = new ToCaller(botLeg, callerMarks, this.#out, ctx.metrics, this.log, (event, fields) =>
-        this.#report(event, fields),
+        ctx.metrics,
+        this.log,
+        (event, fields) => this.#report(event, fields),
+        (f) => this.#settle(f),
       );
       // The model's tools, hold audio and idle policy, where the bot has them (src/media/call-tools.ts).
       const tools =
@@ -147,15 +164,10 @@ export class MediaSession {
         tools: tools?.bot,
       });
       this.#bot = botSide = tools?.attach(dialect) ?? dialect;
-      this.#callerLeg = callerLeg = pipeline.open(
-        {
-          from: { codec: format.codec, rate: format.inputRate },
-          to: bot,
-          // After the taps (onFrame): recordings and listen-in keep the caller as the line carried them.
-          ...(info.denoise === true && { steps: ['denoise'] as const }),
-        },
+      this.#callerLeg = callerLeg = open(
+        this.#callerSpec(bot),
         new ToBot(botSide, this.#botMarks, this.log),
-        { near: botLeg, log: this.log },
+        botLeg,
       );
     } catch (err) {
       // A session that fails to start leaves nothing behind: no pacing member, no open leg, no bot.
@@ -169,6 +181,43 @@ export class MediaSession {
     this.botView = botView(deps.bot);
     this.log.info({ format }, 'session started');
     ctx.callEvents.started(this);
+  }
+
+  /** The bot -> caller leg from the bot's `format`. */
+  #botSpec(bot: Format): LegSpec {
+    return { from: bot, to: { codec: this.format.codec, rate: this.format.outputRate } };
+  }
+
+  /** The caller -> bot leg to the bot's `format`. */
+  #callerSpec(bot: Format): LegSpec {
+    return {
+      from: { codec: this.format.codec, rate: this.format.inputRate },
+      to: bot,
+      // After the taps (onFrame): recordings and listen-in keep the caller as the line carried them.
+      ...(this.info.denoise === true && { steps: ['denoise'] as const }),
+    };
+  }
+
+  /**
+   * The bot's formats, as it reported them once connected: the settling legs open at them, the caller's
+   * audio held meanwhile first. A later report (a redial) is taken only when it names the same formats;
+   * a bot whose legs opened at the start takes only its own.
+   */
+  #settle(f: BotFormats): boolean {
+    if (this.#ended) return false;
+    const botLeg = this.#botLeg;
+    const callerLeg = this.#callerLeg;
+    const same = () => sameFormat(botLeg.spec.from, f.fromBot) && sameFormat(callerLeg.spec.to, f.toBot);
+    if (!(botLeg instanceof SettlingLeg) || !(callerLeg instanceof SettlingLeg)) return same();
+    if (botLeg.settled) return same();
+    const held = callerLeg.heldBytes;
+    botLeg.settle(this.#botSpec(f.fromBot));
+    callerLeg.settle(this.#callerSpec(f.toBot), botLeg.leg);
+    this.log.info(
+      { to_bot: f.toBot, from_bot: f.fromBot, held_ms: Math.round(held / bytesPerMs(callerLeg.spec.from)) },
+      "legs opened at the bot's formats",
+    );
+    return true;
   }
 
   /** Whether the caller's audio reaches the bot through the noise suppressor (false once it has failed). */
@@ -308,7 +357,10 @@ export class MediaSession {
   #endAfterFlush(reason: string): void {
     if (this.#ending) return;
     this.#ending = true;
-    this.#toBot({ event: 'end', endCall: () => this.end(1000, 'session ended', reason) });
+    const endCall = () => this.end(1000, 'session ended', reason);
+    // A bot that has not named its formats has not started: what the caller said waits for nothing.
+    if (this.#callerLeg instanceof SettlingLeg && !this.#callerLeg.settled) endCall();
+    else this.#toBot({ event: 'end', endCall });
   }
 
   #toBot(event: BotBoundEvent): void {
@@ -317,4 +369,8 @@ export class MediaSession {
     else if (event.event === 'end') event.endCall();
     else this.log.warn({ event: event.event }, 'too many caller events in flight; dropped');
   }
+}
+
+function bytesPerMs(f: Format): number {
+  return (f.rate / 1000) * (f.codec === 'slin' ? 2 : 1);
 }

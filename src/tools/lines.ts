@@ -6,7 +6,7 @@
  * dialect never sees them), and the end of the call reaches the tools first.
  */
 import type { BridgeError } from '../errors.js';
-import type { BotLeg, BotNotice, CallerPort } from '../media/bot/types.js';
+import type { BotFormats, BotLeg, BotNotice, CallerPort } from '../media/bot/types.js';
 
 /** What the lines tell the call's tools (call.ts). */
 export interface LineWatcher {
@@ -54,6 +54,10 @@ export class WatchedPort implements CallerPort {
 
   failed(err: BridgeError): void {
     this.#next.failed(err);
+  }
+
+  formats(f: BotFormats): boolean {
+    return this.#next.formats?.(f) ?? false;
   }
 }
 

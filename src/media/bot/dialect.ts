@@ -42,6 +42,12 @@ export interface BotDialect {
   /** The audio the leg speaks, both ways, for a caller in `caller`'s format (`botRate`: BOT_SAMPLE_RATE). */
   format(settings: BotSettings, caller: SessionFormat, botRate: number): Format;
   /**
+   * Its formats are known only once it is connected (an ElevenLabs agent names them in its first
+   * message): the session opens the call's legs when the leg reports them (CallerPort.formats), holding
+   * the caller's audio until then; `format` is only the guess given to `create` and to the call's tools.
+   */
+  readonly formatsFromBot?: true;
+  /**
    * The leg for one call. May throw (a URL the WebSocket client refuses): the caller turns that into a
    * `bot_unavailable` naming the bot by its display form.
    */

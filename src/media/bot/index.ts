@@ -38,6 +38,12 @@ export function botFormat(
   return BOT_DIALECT_MODULES[choice.settings.dialect].format(choice.settings, caller, config.botSampleRate);
 }
 
+/** Whether the call's bot names its formats only once connected (BotDialect.formatsFromBot). */
+export function botFormatsFromBot(choice: BotChoice): boolean {
+  if ('unreadable' in choice) return false;
+  return BOT_DIALECT_MODULES[choice.settings.dialect].formatsFromBot === true;
+}
+
 export function createBotLeg(
   call: BotCall,
   port: CallerPort,

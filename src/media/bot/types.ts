@@ -3,6 +3,7 @@
  * is in the bot's format (today PCM16 LE mono at BOT_SAMPLE_RATE for every bot).
  */
 import type { BridgeError } from '../../errors.js';
+import type { Format } from '../../pipeline/types.js';
 
 /**
  * What a bot leg drives: the call's bot -> caller line (src/media/bot-ports.ts), one object per call, not
@@ -28,6 +29,20 @@ export interface CallerPort {
    * error message where it has one (our own protocol's `error` event), and nothing where it has none.
    */
   failed(err: BridgeError): void;
+  /**
+   * The bot's audio formats, from a dialect that learns them only once connected
+   * (BotDialect.formatsFromBot): the session opens the call's legs at them, and the caller's audio held
+   * until then flows. Called before any audio, mark, digit or hang-up of the bot's. True when taken: the
+   * first report, or one naming the formats already taken (a redial); false for other formats then, or
+   * for a dialect whose legs opened at the start at other formats, and where the port has none (a test's).
+   */
+  formats?(f: BotFormats): boolean;
+}
+
+/** The bot's audio, each way: what the caller leg delivers to it, and what it sends. */
+export interface BotFormats {
+  readonly toBot: Format;
+  readonly fromBot: Format;
 }
 
 /** The call as the bot is told of it in `session_start`. */
