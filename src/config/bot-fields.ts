@@ -51,10 +51,10 @@ export type RawBotFields = Readonly<Record<string, unknown>>;
  * Checks a bot's settings: `url` first (its dialect's default comes from it), then `dialect`, then each
  * other field against its declaration and its dialect. `urlProblem` is the source's own URL rule (the
  * tenant's adds BOT_URL_ALLOWED_HOSTS, BOT_WAV_DIR and the tone band). A dialect named without a `url`
- * gets the one it declares, if any. A field declared `dials` (a URL the bridge calls) is also held to
- * `dialled`, the tenant's host rule (none for the environment's bot, as for BOT_URL); a field naming a
- * file the bridge reads asks `readable`, the tenant's BOT_WAV_DIR rule. Every problem is
- * returned, in that order; `bot` only when there are none. `registry` is the bot dialects' (a test may
+ * gets the one it declares, if any; a field it `requires` left out is a problem. A field declared
+ * `dials` (a URL the bridge calls) is also held to `dialled`, the tenant's host rule (none for the
+ * environment's bot, as for BOT_URL); a field naming a file the bridge reads asks `readable`, the
+ * tenant's BOT_WAV_DIR rule. Every problem is returned, in that order; `bot` only when there are none. `registry` is the bot dialects' (a test may
  * give its own).
  */
 export function checkBotFields(
@@ -147,6 +147,11 @@ export function checkBotFields(
       continue;
     }
     out[field.key] = field.value === undefined ? value : field.value(value);
+  }
+  for (const key of dialect?.requires ?? []) {
+    if (out[key] !== undefined || problems.some((p) => p.field === names[key])) continue;
+    const accepts = registry.fields.find((f) => f.key === key)?.accepts ?? 'given';
+    fail(key, `is required for dialect ${dialect!.name}: ${accepts}`);
   }
   if (problems.length > 0) return { bot: undefined, problems };
   return { bot: Object.freeze(out) as BotSettings, problems: [] };

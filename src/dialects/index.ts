@@ -97,11 +97,14 @@ export function botRegistry(dialects: readonly BotDialectDecl[]): BotRegistry {
     ),
   ];
   if (twice.length > 0) throw new Error(`dialect registry: declared twice: ${twice.join(', ')}`);
-  const stray = dialects.flatMap((d) =>
-    Object.keys(d.defaults ?? {})
+  const stray = dialects.flatMap((d) => [
+    ...Object.keys(d.defaults ?? {})
       .filter((k) => !d.fields.some((f) => f.key === k))
       .map((k) => `${d.name} gives a default to ${k}, a field it does not take`),
-  );
+    ...(d.requires ?? [])
+      .filter((k) => !d.fields.some((f) => f.key === k))
+      .map((k) => `${d.name} requires ${k}, a field it does not take`),
+  ]);
   if (stray.length > 0) throw new Error(`dialect registry: ${stray.join('; ')}`);
   return {
     dialects,

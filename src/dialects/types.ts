@@ -126,6 +126,11 @@ export interface BotDialectDecl {
    * given, so a URL among them is held to BOT_URL_ALLOWED_HOSTS when a tenant stores its bot.
    */
   readonly defaults?: Readonly<Record<string, unknown>>;
+  /**
+   * The keys of the fields it cannot do without (ElevenLabs' `agentId`): a bot of this dialect that
+   * leaves one out is refused, naming it, when stored and at start-up.
+   */
+  readonly requires?: readonly string[];
   /** How the bridge speaks to it, as BOT_DIALECT's description says it ("as a client of ..."). */
   readonly summary: string;
 }

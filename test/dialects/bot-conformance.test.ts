@@ -34,6 +34,9 @@ const BAD_VALUES: unknown[] = [true, 12_345, [], {}, '', 'x'.repeat(100_000), [{
 
 const dialects = BOT_DIALECT_DECLS as readonly BotDialectDecl[];
 const fieldsOf = (d: BotDialectDecl) => d.fields as readonly BotFieldDecl[];
+/** The fields a dialect cannot do without, at their examples, by key. */
+const requiredOf = (d: BotDialectDecl) =>
+  Object.fromEntries((d.requires ?? []).map((k) => [k, fieldsOf(d).find((f) => f.key === k)!.example]));
 const named = <T extends { name: string }>(list: readonly T[]) => list.map((d) => [d.name, d] as const);
 
 /** A dialect's whole `bot` as a tenant writes it: its URL and every field at its example. */
@@ -57,12 +60,16 @@ describe.each(named(dialects))('bot dialect %s', (name, d) => {
   });
 
   it('takes its URL kind and refuses the other, naming the field', () => {
-    const good = checkBotFields({ dialect: name, ...urlOf(d) }, REST_BOT_FIELDS, botUrlProblem);
+    const good = checkBotFields(
+      { dialect: name, ...urlOf(d), ...requiredOf(d) },
+      REST_BOT_FIELDS,
+      botUrlProblem,
+    );
     expect(good.problems).toEqual([]);
     if (d.url.kind === 'none') {
       // A dialect that takes no URL refuses any, and says what it takes instead.
       for (const url of [EXAMPLE_URL.ws, EXAMPLE_URL.builtin]) {
-        const bad = checkBotFields({ dialect: name, url }, REST_BOT_FIELDS, botUrlProblem);
+        const bad = checkBotFields({ dialect: name, url, ...requiredOf(d) }, REST_BOT_FIELDS, botUrlProblem);
         expect(bad.problems.map((p) => p.message)).toEqual([
           expect.stringMatching(
             new RegExp(`^bot\\.url does not apply to dialect ${name}, which takes no URL; `),
@@ -72,9 +79,29 @@ describe.each(named(dialects))('bot dialect %s', (name, d) => {
       return;
     }
     const other = d.url.kind === 'ws' ? EXAMPLE_URL.builtin : EXAMPLE_URL.ws;
-    const bad = checkBotFields({ dialect: name, url: other }, REST_BOT_FIELDS, botUrlProblem);
+    const bad = checkBotFields(
+      { dialect: name, url: other, ...requiredOf(d) },
+      REST_BOT_FIELDS,
+      botUrlProblem,
+    );
     expect(bad.problems).toHaveLength(1);
     expect(bad.problems[0]!.message).toMatch(new RegExp(`^bot\\.url must be .+ for dialect ${name}, got `));
+  });
+
+  it('refuses a bot without a field it requires, naming the field and the dialect', () => {
+    for (const key of d.requires ?? []) {
+      const f = fieldsOf(d).find((x) => x.key === key)!;
+      const { [key]: _left, ...rest } = requiredOf(d);
+      const checked = checkBotFields({ dialect: name, ...urlOf(d), ...rest }, REST_BOT_FIELDS, botUrlProblem);
+      expect(checked.problems.map((p) => p.message)).toEqual([
+        `bot.${f.rest} is required for dialect ${name}: ${f.accepts}`,
+      ]);
+      const env = f.env?.name;
+      if (env === undefined) continue;
+      expect(() => loadConfig({ BOT_DIALECT: name, ...urlOf(d) })).toThrow(
+        `${env} is required for dialect ${name}`,
+      );
+    }
   });
 
   it('takes every field at its example, each kept as given', () => {
@@ -118,7 +145,7 @@ describe.each(named(BOTS.fields.map((f) => ({ ...f, name: f.key }))))('bot field
     const other = dialects.find((d) => !owners.includes(d.name));
     if (other === undefined) return;
     const checked = checkBotFields(
-      { dialect: other.name, ...urlOf(other), [key]: f.example },
+      { dialect: other.name, ...urlOf(other), ...requiredOf(other), [key]: f.example },
       REST_BOT_FIELDS,
       botUrlProblem,
     );
@@ -141,9 +168,14 @@ describe.each(named(BOTS.fields.map((f) => ({ ...f, name: f.key }))))('bot field
     const owner = dialects.find((d) => d.name === owners[0])!;
     const text = f.envValue === 'json' ? JSON.stringify(f.example) : String(f.example);
     const url = urlOf(owner).url;
+    // The fields the owner cannot do without, by their own twins.
+    const required = Object.fromEntries(
+      Object.entries(requiredOf(owner)).map(([k, v]) => [ENV_BOT_FIELDS[k]!, String(v)]),
+    );
     const config = loadConfig({
       BOT_DIALECT: owner.name,
       ...(url !== undefined && { BOT_URL: url }),
+      ...required,
       [env]: text,
     });
     expect(config.bot[key as keyof typeof config.bot]).toEqual(f.example);
