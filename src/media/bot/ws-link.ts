@@ -157,9 +157,21 @@ export abstract class WsLink implements BotLeg {
   }
   /** A frame the bot sent was skipped: tell it, if the dialect has a way (ours has `error` events). */
   protected rejected(_err: BridgeError): void {}
-  /** The socket closed with `code` while the call was up: true when that is the bot hanging up. */
-  protected closedAsHangup(_code: number): boolean {
+  /**
+   * The socket closed with `code` (and the bot's `reason` text) while the call was up: true when that is
+   * the bot hanging up.
+   */
+  protected closedAsHangup(_code: number, _reason: string): boolean {
     return false;
+  }
+
+  /**
+   * The open socket is of no use (the bot never answered the dialect's handshake): it is cut, and
+   * redialled as a dropped one. Nothing when it is not open.
+   */
+  protected drop(): void {
+    const ws = this.#ws;
+    if (ws !== undefined && ws.readyState === WebSocket.OPEN) ws.terminate();
   }
 
   get connected(): boolean {
@@ -342,9 +354,9 @@ export abstract class WsLink implements BotLeg {
     ws.on('error', (err) => {
       this.log.warn({ bot: this.name, err: err.message }, 'bot socket error');
     });
-    ws.on('close', (code: number) => {
+    ws.on('close', (code: number, reason: Buffer) => {
       if (this.#ended || this.#ws !== ws) return;
-      if (this.hangingUp || (opened && this.closedAsHangup(code))) {
+      if (this.hangingUp || (opened && this.closedAsHangup(code, reason.toString('utf8')))) {
         if (!this.hangingUp) this.port.hangup('bot');
         this.hangingUp = true;
         return;
