@@ -9,6 +9,7 @@ import type { BotDialectName, ProviderDialectName } from '../dialects/index.js';
 import { bridgeBot } from './bot/bridge.js';
 import { builtinBot } from './bot/builtin-dialect.js';
 import type { BotDialect } from './bot/dialect.js';
+import { elevenlabsAgentBot } from './bot/elevenlabs-agent.js';
 import { openaiRealtimeBot } from './bot/openai-realtime.js';
 import { twilioBot } from './bot/twilio.js';
 import { asteriskDialect } from './providers/asterisk.js';
@@ -26,6 +27,7 @@ export const BOT_DIALECT_MODULES: { readonly [N in BotDialectName]: BotDialect }
   bridge: bridgeBot,
   twilio: twilioBot,
   'openai-realtime': openaiRealtimeBot,
+  'elevenlabs-agent': elevenlabsAgentBot,
   builtin: builtinBot,
 };
 

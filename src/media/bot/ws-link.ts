@@ -166,6 +166,20 @@ export abstract class WsLink implements BotLeg {
   }
 
   /**
+   * A dialect whose connection is of use only once the bot has answered its handshake (an ElevenLabs
+   * agent naming its formats) sets this and calls `confirmOpen()` then: a drop before it counts as one
+   * more failed attempt toward BOT_RETRIES, so a bot that closes every conversation at once is given up,
+   * not redialled for ever.
+   */
+  protected readonly confirmsOpen: boolean = false;
+
+  /** The connection is of use: the failures so far are forgotten, and the provider may be told again. */
+  protected confirmOpen(): void {
+    this.#failures = 0;
+    this.#reported = false;
+  }
+
+  /**
    * The open socket is of no use (the bot never answered the dialect's handshake): it is cut, and
    * redialled as a dropped one. Nothing when it is not open.
    */
@@ -331,10 +345,9 @@ export abstract class WsLink implements BotLeg {
     ws.on('open', () => {
       opened = true;
       this.#alive = true;
-      this.#failures = 0;
       this.o.metrics.botConnects.labels('ok').inc();
       this.log.info({ bot: this.name }, 'bot connected');
-      if (this.#reported) this.#reported = false;
+      if (!this.confirmsOpen) this.confirmOpen();
       this.#everOpened = true;
       this.opened();
       // The caller's audio from before the bot answered, in order, then any notices held meanwhile.
