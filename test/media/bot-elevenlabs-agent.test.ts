@@ -18,7 +18,7 @@ import {
   type ElevenLabsEmulator,
   type ElevenLabsEmulatorOptions,
 } from '../../src/emulator/elevenlabs-agent/server.js';
-import { replyToneHz } from '../../src/emulator/realtime/voice.js';
+import { replyToneHz } from '../../src/emulator/s2s/voice.js';
 import { agentFormat } from '../../src/media/bot/elevenlabs-agent.js';
 import { tonePcm16 } from '../helpers/audio.js';
 import { startBridge, useBridge } from '../helpers/bridge.js';
