@@ -184,6 +184,9 @@ describe('npm run bot-emulator', () => {
     await expect(
       run(['--dialect', 'elevenlabs-agent', '--reply-turn-after-interruption', 'later'], () => false),
     ).rejects.toThrow(/--reply-turn-after-interruption must be same or next, got later/);
+    await expect(
+      run(['--dialect', 'elevenlabs-agent', '--interruption-event-id', 'new'], () => false),
+    ).rejects.toThrow(/--interruption-event-id must be turn or cut, got new/);
     // A stand-in's flags are its own: another's is unknown to it.
     await expect(run(['--dialect', 'ultravox', '--agent-id', 'x'], () => false)).rejects.toThrow(
       /Unknown option '--agent-id'/,

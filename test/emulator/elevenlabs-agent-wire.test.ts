@@ -117,6 +117,34 @@ describe('ElevenLabs Agents stand-in on the wire', () => {
     expect(emulator.sessions()[0]!.record.replies[0]).toMatchObject({ status: 'interrupted', late_ms: 200 });
   });
 
+  it("with interruptionEventId 'cut', gives the interruption the cut turn's id, so its late audio comes at that id; the next reply opens a new one", async () => {
+    emulator = createElevenLabsEmulator({
+      replyMs: 10_000,
+      lateAudioChunks: 2,
+      interruptionEventId: 'cut',
+      pingIntervalMs: 0,
+    });
+    await emulator.listen(0);
+    const r = await raw(emulator.wsUrl('agent_a'));
+    init(r);
+    const b64 = (c: Int16Array) => pcmBytes(c).toString('base64');
+    for (const c of toneChunks(1000, 16000, 300, 600, 50)) send(r, { user_audio_chunk: b64(c) });
+    await waitFor(() => of(r, 'audio').length >= 5, 3000, 'the first reply');
+    for (const c of toneChunks(1000, 16000, 300, 600, 50)) send(r, { user_audio_chunk: b64(c) });
+    await waitFor(() => of(r, 'agent_response').length >= 2, 3000, 'the second reply');
+    const types = r.messages.map((m) => m.type);
+    const cutAt = types.indexOf('interruption');
+    expect(r.messages[cutAt]).toEqual({ type: 'interruption', interruption_event: { event_id: 1 } });
+    const ids = (from: number, to: number) =>
+      r.messages
+        .slice(from, to)
+        .flatMap((m) => (m.type === 'audio' ? [(m.audio_event as { event_id: number }).event_id] : []));
+    const nextAt = types.indexOf('agent_response', cutAt);
+    expect(ids(cutAt, nextAt)).toEqual([1, 1]);
+    expect(r.messages[nextAt]).toMatchObject({ agent_response_event: { event_id: 2 } });
+    expect(emulator.sessions()[0]!.record.interruptions).toMatchObject([{ turn: 1 }]);
+  });
+
   it('refuses and drops handshakes on request, sends malformed frames, and accepts the convai subprotocol', async () => {
     emulator = createElevenLabsEmulator({ pingIntervalMs: 0 });
     const base = await emulator.listen(0);

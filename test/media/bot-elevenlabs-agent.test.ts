@@ -453,6 +453,45 @@ describe('the elevenlabs-agent dialect: barge-in', () => {
   );
 });
 
+describe("the elevenlabs-agent dialect: barge-in when the interruption carries the cut turn's id", () => {
+  it('drops the late audio at the interruption id, which came before it, and plays the next turn', async () => {
+    const s = await standIn({
+      outputRateFactor: 2,
+      lateAudioChunks: 4,
+      interruptionEventId: 'cut',
+      agents: {
+        [AGENT]: {
+          firstMessageMs: 20_000,
+          replyMs: 800,
+          inputFormat: 'ulaw_8000',
+          outputFormat: 'ulaw_8000',
+        },
+      },
+    });
+    await bridgeFor(agentEnv(s));
+    const p = await caller('el-barge-cut');
+    const conn = (await s.waitForSession(1, 5_000)) as ElevenLabsConversation;
+    const line = speak(p, ULAW8, callerAudio(ULAW8, 0, 4000));
+    await waitFor(() => p.audioBytes().length >= 1000 * 8, 5_000, '1 s of the greeting');
+    conn.speechStarted();
+    await p.waitEvent('clear', 2_000);
+    await waitFor(() => conn.record.replies[1]?.status === 'completed', 5_000, 'the reply to the new turn');
+    await waitFor(() => trimSilence(afterClear(p, ULAW8), 8000).length >= 800 * 8, 5_000, 'the reply heard');
+    await quietFor(200, 'anything past the reply');
+    await line;
+    const cut = conn.record.replies[0]!;
+    const reply = conn.record.replies[1]!;
+    // The late audio shares the interruption's id: audio the bridge had seen at that id before it.
+    expect(conn.record.interruptions[0]!.turn).toBe(cut.turn);
+    expect(cut.late_ms).toBeGreaterThan(0);
+    expect(reply.turn).toBeGreaterThan(cut.turn!);
+    const after = trimSilence(afterClear(p, ULAW8), 8000);
+    expect(Math.abs(after.length / 8 - 800)).toBeLessThanOrEqual(20);
+    expect(steadyToneSnrDb(after, reply.tone_hz, 8000)!).toBeGreaterThanOrEqual(30);
+    expect(steadyToneSnrDb(after, cut.tone_hz, 8000) ?? Number.NEGATIVE_INFINITY).toBeLessThan(0);
+  });
+});
+
 describe('the elevenlabs-agent dialect: keep-alive', () => {
   it('answers every ping with its event_id within the bound, and the stand-in never closes for a missed pong', async () => {
     const s = await standIn({ pingIntervalMs: 100, pongTimeoutMs: 1000, maxMissedPongs: 1 });

@@ -12,8 +12,10 @@
  *   turn and sends `interruption {event_id}` with its id, then `agent_response_correction`. The reply to
  *   the new turn carries the same `event_id` as the interruption, as the real server's does (a client must
  *   drop audio with ids below the interruption's, and keep equal ones); `replyTurnAfterInterruption:
- *   'next'` gives it the next id instead. `lateAudioChunks` sends that many chunks of the interrupted
- *   reply, with its older id, after the interruption: audio a client must drop;
+ *   'next'` gives it the next id instead. `interruptionEventId: 'cut'` gives the interruption the id of
+ *   the turn it cuts instead of the new turn's (a server read as dropping audio "at or below" it).
+ *   `lateAudioChunks` sends that many chunks of the interrupted reply, with its older id, after the
+ *   interruption: audio a client must drop;
  * - keep-alive: `ping {ping_event:{event_id, ping_ms}}` every `pingIntervalMs`; a `pong` with that
  *   `event_id` later than `pongTimeoutMs` is missed, and `maxMissedPongs` missed in a row close the socket
  *   (1008); `ping_ms` is the round trip the previous pong measured;
@@ -79,6 +81,8 @@ export interface ConversationOptions {
   readonly maxMissedPongs: number;
   readonly lateAudioChunks: number;
   readonly replyTurnAfterInterruption: 'same' | 'next';
+  /** The interruption's `event_id`: the new turn's (`turn`, as the real server) or the cut turn's (`cut`). */
+  readonly interruptionEventId: 'turn' | 'cut';
   readonly turnSilenceMs: number;
   readonly initiationTimeoutMs: number;
 }
@@ -321,8 +325,9 @@ export class ElevenLabsConversation implements StandInConnection {
     const cut = this.reply!;
     const cutTurn = cut.record.turn ?? 0;
     cut.stop('interrupted');
-    this.record.interruptions.push({ at_ms: this.record.nowMs(), turn: this.turn });
-    this.send({ type: 'interruption', interruption_event: { event_id: this.turn } });
+    const id = this.options.interruptionEventId === 'cut' ? cutTurn : this.turn;
+    this.record.interruptions.push({ at_ms: this.record.nowMs(), turn: id });
+    this.send({ type: 'interruption', interruption_event: { event_id: id } });
     this.turnInterrupted = true;
     if (this.options.lateAudioChunks > 0) cut.emitLate(this.options.lateAudioChunks);
     const original = cut.transcript();

@@ -53,6 +53,7 @@ export const CONVERSATION_DEFAULTS: ConversationOptions = {
   maxMissedPongs: 1,
   lateAudioChunks: 0,
   replyTurnAfterInterruption: 'same',
+  interruptionEventId: 'turn',
   turnSilenceMs: 500,
   initiationTimeoutMs: 3000,
 };

@@ -24,6 +24,7 @@ export const elevenLabsAgentStandIn: StandIn = {
     'max-missed-pongs': { type: 'string', default: '1' },
     'late-audio-chunks': { type: 'string', default: '0' },
     'reply-turn-after-interruption': { type: 'string', default: 'same' },
+    'interruption-event-id': { type: 'string', default: 'turn' },
     'chunk-ms': { type: 'string', default: '100' },
     'output-rate-factor': { type: 'string', default: '4' },
   },
@@ -39,6 +40,9 @@ export const elevenLabsAgentStandIn: StandIn = {
   --late-audio-chunks   chunks of an interrupted reply sent after the interruption (default 0)
   --reply-turn-after-interruption
                         same (the reply shares the interruption's event_id, as the real server) or next
+  --interruption-event-id
+                        turn (the interruption carries the new turn's id, as the real server) or cut
+                        (the id of the turn it cuts)
   --chunk-ms            audio per audio event (default 100)
   --output-rate-factor  audio goes out this many times faster than real time; 0: socket speed (default 4)
 `,
@@ -51,6 +55,9 @@ export const elevenLabsAgentStandIn: StandIn = {
     const turn = v['reply-turn-after-interruption'];
     if (turn !== 'same' && turn !== 'next')
       return fail(`--reply-turn-after-interruption must be same or next, got ${turn}`);
+    const interruptionId = v['interruption-event-id'];
+    if (interruptionId !== 'turn' && interruptionId !== 'cut')
+      return fail(`--interruption-event-id must be turn or cut, got ${interruptionId}`);
     const agentId = v['agent-id'] as string;
     if (agentId === '') fail('--agent-id must not be empty');
     const emulator = createElevenLabsEmulator({
@@ -69,6 +76,7 @@ export const elevenLabsAgentStandIn: StandIn = {
       maxMissedPongs: num('max-missed-pongs', 1, 1000),
       lateAudioChunks: num('late-audio-chunks', 0, 1000),
       replyTurnAfterInterruption: turn,
+      interruptionEventId: interruptionId,
       chunkMs: num('chunk-ms', 10, 1000),
       outputRateFactor: num('output-rate-factor', 0, 1000, true),
       log: c.log,
