@@ -19,6 +19,7 @@ const LOADING_FAULTS = [
 const REAL_TIME = [
   'test/media/audio-path.test.ts',
   'test/media/bot-dialects.test.ts',
+  'test/media/bot-elevenlabs-agent-timing.test.ts',
   'test/media/bot-frameworks.test.ts',
   'test/media/provider-twilio.test.ts',
   'test/media/provider-telnyx.test.ts',
