@@ -4,13 +4,15 @@
  * and no platform rule broken. A new dialect is one row of PROVIDERS or BOTS.
  *
  * Bots: our own protocol (`bridge`, the ws echo bot of helpers/bot.ts), the `twilio` dialect (a Twilio
- * Media Streams echo server, helpers/twilio-bot.ts) and `openai-realtime` (the Realtime stand-in, which
- * answers the caller's turn with a tone of its own).
+ * Media Streams echo server, helpers/twilio-bot.ts), `openai-realtime` (the Realtime stand-in, which
+ * answers the caller's turn with a tone of its own) and `elevenlabs-agent` (the ElevenLabs Agents
+ * stand-in, which does the same).
  */
 import { randomUUID } from 'node:crypto';
 import { afterAll, expect, it } from 'vitest';
 import { generateTone, steadyToneSnrDb, trimSilence } from '../../src/audio/tone.js';
 import { type CallerOptions, SyntheticCall } from '../../src/emulator/caller.js';
+import { createElevenLabsEmulator } from '../../src/emulator/elevenlabs-agent/server.js';
 import { createRealtimeEmulator } from '../../src/emulator/realtime/server.js';
 import { replyToneHz } from '../../src/emulator/s2s/voice.js';
 import { TestBot } from '../helpers/bot.js';
@@ -158,7 +160,28 @@ const BOTS: Record<string, () => Promise<BotPeer>> = {
       close: () => rt.close(),
     };
   },
+  'elevenlabs-agent': async () => {
+    // The agent's default formats (PCM16 16 kHz both ways), opened once it names them.
+    const agent = createElevenLabsEmulator({ replyMs: REPLY_MS, pingIntervalMs: 0 });
+    await agent.listen(0, '127.0.0.1');
+    return {
+      env: {
+        BOT_URL: `${agent.base().replace(/^http/, 'ws')}/v1/convai/conversation`,
+        BOT_DIALECT: 'elevenlabs-agent',
+        BOT_AGENT_ID: 'agent_matrix',
+      },
+      heard: async () => {
+        const input = (await agent.waitForSession(1, 5_000)).record.inputAudio();
+        return input === undefined ? { pcm: new Int16Array(0), rate: 16000 } : input;
+      },
+      answerHz: replyToneHz(0),
+      close: () => agent.close(),
+    };
+  },
 };
+
+/** The bots that answer with a reply of their own (REPLY_MS of a tone) rather than the caller's echo. */
+const REPLYING = new Set(['openai-realtime', 'elevenlabs-agent']);
 
 interface Cell {
   readonly provider: string;
@@ -262,7 +285,7 @@ it(`every provider dialect x every bot dialect: a tone both ways at >= ${MIN_SNR
     expect(c.inSnr, `${at}: caller -> bot`).toBeGreaterThanOrEqual(MIN_SNR_DB);
     expect(c.outSnr, `${at}: bot -> caller`).toBeGreaterThanOrEqual(MIN_SNR_DB);
     // The answer whole: the echoed tone, or the stand-in's reply.
-    const wantMs = c.bot === 'openai-realtime' ? REPLY_MS : TONE_S * 1000;
+    const wantMs = REPLYING.has(c.bot) ? REPLY_MS : TONE_S * 1000;
     expect(c.heardMs, `${at}: heard`).toBeGreaterThanOrEqual(wantMs - 20);
   }
 });
