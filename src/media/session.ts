@@ -211,8 +211,17 @@ export class MediaSession {
     if (!(botLeg instanceof SettlingLeg) || !(callerLeg instanceof SettlingLeg)) return same();
     if (botLeg.settled) return same();
     const held = callerLeg.heldBytes;
-    botLeg.settle(this.#botSpec(f.fromBot));
-    callerLeg.settle(this.#callerSpec(f.toBot), botLeg.leg);
+    try {
+      botLeg.settle(this.#botSpec(f.fromBot));
+      callerLeg.settle(this.#callerSpec(f.toBot), botLeg.leg);
+    } catch (err) {
+      // Formats the pipeline cannot open: the bot is refused them (its dialect gives it up); the call goes on.
+      this.log.error(
+        { err: (err as Error).message, to_bot: f.toBot, from_bot: f.fromBot },
+        'legs cannot open at the bot formats',
+      );
+      return false;
+    }
     this.log.info(
       { to_bot: f.toBot, from_bot: f.fromBot, held_ms: Math.round(held / bytesPerMs(callerLeg.spec.from)) },
       "legs opened at the bot's formats",

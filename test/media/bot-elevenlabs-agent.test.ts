@@ -20,10 +20,13 @@ import {
 } from '../../src/emulator/elevenlabs-agent/server.js';
 import { replyToneHz } from '../../src/emulator/s2s/voice.js';
 import { agentFormat } from '../../src/media/bot/elevenlabs-agent.js';
+import { createPipeline } from '../../src/pipeline/index.js';
+import type { AudioPipeline } from '../../src/pipeline/types.js';
 import { tonePcm16 } from '../helpers/audio.js';
 import { startBridge, useBridge } from '../helpers/bridge.js';
 import { type CapturedLog, captureLog } from '../helpers/log-capture.js';
 import { TestProvider } from '../helpers/provider.js';
+import { startRig } from '../helpers/rig.js';
 import { quietFor, waitFor } from '../helpers/wait.js';
 
 const AGENT = 'agent_01jtest0000000000000000';
@@ -628,6 +631,31 @@ describe('the elevenlabs-agent dialect: faults', () => {
     expect(err.code).toBe('bot_unavailable');
     expect(log.find(/named other audio formats on a redial/)).toHaveLength(1);
     expect(p.closeCode).toBeUndefined();
+  });
+});
+
+describe('the elevenlabs-agent dialect: legs that cannot open', () => {
+  it('gives the agent up when the pipeline cannot open the legs at its formats; the call goes on', async () => {
+    const s = await standIn({ agents: { [AGENT]: { inputFormat: 'pcm_24000', outputFormat: 'pcm_24000' } } });
+    // A pipeline that cannot open a leg at 24 kHz (a worker that could not take it, say).
+    const real = createPipeline({ workers: 0 });
+    const pipeline: AudioPipeline = {
+      workers: 0,
+      open: (spec, sink, o) => {
+        if (spec.to.rate === 24000 || spec.from.rate === 24000) throw new Error('no leg at 24 kHz here');
+        return real.open(spec, sink, o);
+      },
+      close: () => real.close(),
+    };
+    const log = captureLog('warn');
+    slot.bridge = await startRig({ env: agentEnv(s), log: log.log, bridgeOptions: { pipeline } });
+    const p = await caller('el-no-legs');
+    const err = await p.waitEvent('error', 5_000, (e) => /cannot take/.test(String(e.message)));
+    expect(err.code).toBe('bot_unavailable');
+    expect(log.find(/legs cannot open at the bot formats/)).toHaveLength(1);
+    expect(p.closeCode).toBeUndefined();
+    p.send({ event: 'session_end' });
+    expect(await p.waitClosed(1_000)).toBe(1000);
   });
 });
 
