@@ -95,16 +95,21 @@ export const SPEECH_FIELDS = [apiKey, model, instructions, voice, dtmf] as const
  * stored bot stays well under BODY_LIMIT_BYTES (64 KiB by default).
  */
 export const SETTINGS_MAX_BYTES = 16_384;
-const SETTINGS_MAX_DEPTH = 16;
+export const SETTINGS_MAX_DEPTH = 16;
 const SETTINGS_ACCEPTS = `a JSON object of at most ${SETTINGS_MAX_BYTES} bytes as JSON, nested at most ${SETTINGS_MAX_DEPTH} deep`;
 
-/** How deep `v` nests (a scalar is 0), stopping past `limit`. */
-function depth(v: unknown, limit: number): number {
-  if (typeof v !== 'object' || v === null) return 0;
-  if (limit === 0) return 1;
+/** How deep `value` nests (a scalar is 0), walked without recursion; stops once past `limit`. */
+function depthOf(value: unknown, limit: number): number {
   let deepest = 0;
-  for (const child of Object.values(v)) deepest = Math.max(deepest, depth(child, limit - 1));
-  return deepest + 1;
+  const stack: [unknown, number][] = [[value, 1]];
+  while (stack.length > 0) {
+    const [v, depth] = stack.pop()!;
+    if (typeof v !== 'object' || v === null) continue;
+    if (depth > deepest) deepest = depth;
+    if (deepest > limit) return deepest;
+    for (const child of Object.values(v)) stack.push([child, depth + 1]);
+  }
+  return deepest;
 }
 
 function deepFreeze<T>(v: T): T {
@@ -115,10 +120,32 @@ function deepFreeze<T>(v: T): T {
   return v;
 }
 
+/** A key whose value a read does not show: a credential a vendor's settings may carry (a custom LLM's headers). */
+const SECRET_KEY = /key|secret|token|password|authorization|credential/i;
+
+/** `value` as a read shows it: strings under secret-looking keys or in any `headers` object masked, URLs masked. */
+function shownSettings(value: unknown, maskUrl: (url: string) => string, secret: boolean): unknown {
+  if (typeof value === 'string') {
+    if (secret) return '****';
+    return /^[a-z][a-z0-9+.-]*:\/\//i.test(value) ? maskUrl(value) : value;
+  }
+  if (Array.isArray(value)) return value.map((v) => shownSettings(v, maskUrl, secret));
+  if (typeof value !== 'object' || value === null) return value;
+  return Object.fromEntries(
+    Object.entries(value).map(([k, v]) => [
+      k,
+      shownSettings(v, maskUrl, secret || k.toLowerCase() === 'headers' || SECRET_KEY.test(k)),
+    ]),
+  );
+}
+
 /**
  * The vendor's own settings, a JSON object the dialect merges into what it sends (Deepgram's `Settings`
- * message, Ultravox's create-call body); each dialect says where and what the bridge keeps for itself.
- * A problem gives the object's size or depth, never its contents.
+ * message, Ultravox's create-call body); each dialect says where, and what the bridge keeps for itself.
+ * The bridge checks its shape and size only; the vendor judges its content. A problem gives the object's
+ * size or depth, never its contents. Kept frozen (every call of the tenant reads the one value). A read
+ * shows it with the values under secret-looking keys (`api_key`, `authorization`, any `headers`) masked,
+ * as a custom provider's credentials may sit there.
  */
 export const settings: BotFieldDecl<'settings', Readonly<Record<string, unknown>>> = {
   key: 'settings',
@@ -134,17 +161,19 @@ export const settings: BotFieldDecl<'settings', Readonly<Record<string, unknown>
   envValue: 'json',
   accepts: SETTINGS_ACCEPTS,
   schema: { type: 'object', additionalProperties: true },
-  note: "merged into what the bridge sends the vendor; the dialect's own fields win",
+  note: "merged into what the bridge sends the vendor; the dialect's own fields win; secret-looking values read back masked",
   check: (value, field) => {
     if (typeof value !== 'object' || value === null || Array.isArray(value))
       return mustBe(field, SETTINGS_ACCEPTS, kindOf(value));
+    // Depth first, without recursion: JSON text may nest deep enough to overflow a recursive walk.
+    if (depthOf(value, SETTINGS_MAX_DEPTH) > SETTINGS_MAX_DEPTH)
+      return mustBe(field, SETTINGS_ACCEPTS, 'an object nested deeper');
     const bytes = Buffer.byteLength(JSON.stringify(value));
     if (bytes > SETTINGS_MAX_BYTES) return mustBe(field, SETTINGS_ACCEPTS, `${bytes} bytes`);
-    const deep = depth(value, SETTINGS_MAX_DEPTH + 1);
-    if (deep > SETTINGS_MAX_DEPTH) return mustBe(field, SETTINGS_ACCEPTS, `an object nested deeper`);
     return undefined;
   },
   value: (checked) => deepFreeze(structuredClone(checked) as Record<string, unknown>),
+  shown: (value, maskUrl) => shownSettings(value, maskUrl, false),
 };
 
 const API_BASE_MAX = 2048;
