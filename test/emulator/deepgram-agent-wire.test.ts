@@ -10,7 +10,7 @@ import {
   createDeepgramAgentEmulator,
   type DeepgramAgentEmulator,
 } from '../../src/emulator/deepgram-agent/server.js';
-import { waitFor } from '../helpers/wait.js';
+import { quietFor, waitFor } from '../helpers/wait.js';
 
 let emulator: DeepgramAgentEmulator | undefined;
 const clients: WebSocket[] = [];
@@ -120,6 +120,22 @@ describe('Deepgram Voice Agent stand-in on the wire', () => {
     );
     const replies = emulator.sessions()[0]!.record.replies;
     expect(replies.map((r) => r.status)).toEqual(['interrupted', 'in_progress']);
+  });
+
+  it('sends lateAudioChunks of a cut reply after UserStartedSpeaking, counted as late, then nothing of it', async () => {
+    emulator = createDeepgramAgentEmulator({ replyMs: 10_000, outputRateFactor: 1, lateAudioChunks: 3 });
+    await emulator.listen(0);
+    const c = await open();
+    c.send({ ...SETTINGS, agent: { ...SETTINGS.agent, greeting: 'A long hello.' } });
+    await waitFor(() => c.types().filter((t) => t === 'audio').length >= 10, 3000, 'the greeting playing');
+    emulator.sessions()[0]!.speechStarted();
+    await waitFor(() => c.types().includes('UserStartedSpeaking'), 2000, 'UserStartedSpeaking');
+    await quietFor(200, 'more of the cut reply than the late chunks');
+    const after = c.types().slice(c.types().indexOf('UserStartedSpeaking') + 1);
+    expect(after).toEqual(['audio', 'audio', 'audio']);
+    const reply = emulator.sessions()[0]!.record.replies[0]!;
+    expect(reply.status).toBe('interrupted');
+    expect(reply.late_ms).toBe(60);
   });
 
   it('sends malformed frames on the control API', async () => {

@@ -4,8 +4,9 @@
  * - `Welcome {request_id}` on connect; the client's `Settings` (settings.ts) is answered with
  *   `SettingsApplied` after `settingsDelayMs`; audio before that is noted and dropped;
  * - caller audio: binary frames in `audio.input`'s encoding and rate, recorded and fed to the energy VAD;
- *   each utterance brings `UserStartedSpeaking` (the barge-in signal: a reply still playing stops) and,
- *   once it ends, `ConversationText {role: "user"}`;
+ *   each utterance brings `UserStartedSpeaking` (the barge-in signal: a reply still playing stops, and
+ *   `lateAudioChunks` more of its chunks follow, as audio a server had in flight) and, once it ends,
+ *   `ConversationText {role: "user"}`;
  * - the agent's turn: `ConversationText {role: "assistant"}`, `AgentStartedSpeaking`, binary audio in
  *   `audio.output`'s format (a tone), `AgentAudioDone` once all is sent; `agent.greeting` speaks first;
  * - text: `InjectUserMessage {content}` is recorded (DTMF arrives this way) and answered after any reply
@@ -44,6 +45,11 @@ export interface AgentOptions {
   /** No client message for this long closes the socket (Deepgram: about 10 s); 0: never. */
   readonly idleTimeoutMs: number;
   readonly maxSessionMs: number;
+  /**
+   * Chunks of an interrupted reply sent after `UserStartedSpeaking` (audio a server had in flight when
+   * it interrupted), before the next turn's messages; 0: none.
+   */
+  readonly lateAudioChunks: number;
 }
 
 type ServerMessage =
@@ -272,6 +278,7 @@ export class DeepgramAgentConnection implements StandInConnection {
     this.send({ type: 'UserStartedSpeaking' });
     if (!this.speaking()) return;
     this.reply!.stop('interrupted');
+    if (this.options.lateAudioChunks > 0) this.reply!.emitLate(this.options.lateAudioChunks);
     this.record.interruptions.push({ at_ms: this.record.nowMs(), turn: null });
   }
 

@@ -37,6 +37,7 @@ export const AGENT_DEFAULTS: AgentOptions = {
   settingsDelayMs: 0,
   idleTimeoutMs: 10_000,
   maxSessionMs: 2 * 3600_000,
+  lateAudioChunks: 0,
 };
 
 /** Deepgram's error body for a refused handshake. */

@@ -15,6 +15,7 @@ export const deepgramAgentStandIn: StandIn = {
     'settings-delay-ms': { type: 'string', default: '0' },
     'idle-timeout-ms': { type: 'string', default: '10000' },
     'max-session-ms': { type: 'string', default: '7200000' },
+    'late-audio-chunks': { type: 'string', default: '0' },
   },
   usage: `${TURN_SILENCE_USAGE}  --chunk-ms            audio per binary frame (default 20)
   --output-rate-factor  audio goes out this many times faster than real time; 0: socket speed (default 4)
@@ -22,6 +23,7 @@ export const deepgramAgentStandIn: StandIn = {
   --idle-timeout-ms     no audio nor KeepAlive for this long: Error CLIENT_MESSAGE_TIMEOUT, close
                         (default 10000; 0: never)
   --max-session-ms      a session's longest life (default 7200000)
+  --late-audio-chunks   chunks of an interrupted reply sent after UserStartedSpeaking (default 0)
 `,
   async start(_v, c, num) {
     const emulator = createDeepgramAgentEmulator({
@@ -33,6 +35,7 @@ export const deepgramAgentStandIn: StandIn = {
       settingsDelayMs: num('settings-delay-ms', 0, 60_000),
       idleTimeoutMs: num('idle-timeout-ms', 0, 3_600_000),
       maxSessionMs: num('max-session-ms', 0, 86_400_000),
+      lateAudioChunks: num('late-audio-chunks', 0, 1000),
       log: c.log,
     });
     const url = await emulator.listen(c.port, c.host);
