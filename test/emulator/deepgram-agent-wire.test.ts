@@ -59,13 +59,17 @@ const SETTINGS = {
 };
 
 describe('Deepgram Voice Agent stand-in on the wire', () => {
-  it("takes a browser's key in the subprotocols (refusing a wrong one) and answers with `token`", async () => {
+  it("takes a browser's key in the subprotocols (refusing a wrong one) and answers with `token`; records how each key came", async () => {
     emulator = createDeepgramAgentEmulator({ apiKey: 'browser-key' });
     await emulator.listen(0);
     await expect(open(['token', 'other-key'])).rejects.toThrow(/401/);
     const c = await open(['token', 'browser-key']);
     expect(c.ws.protocol).toBe('token');
     await waitFor(() => c.types().includes('Welcome'), 2000, 'Welcome');
+    await open({ headers: { Authorization: 'Token browser-key' } });
+    await open({ headers: { Authorization: 'bearer browser-key' } });
+    // The record says how each carried its key, so a client's choice can be checked.
+    expect(emulator.sessions().map((s) => s.record.key_via)).toEqual(['subprotocol', 'token', 'bearer']);
   });
 
   it('notes audio before SettingsApplied; answers bad JSON, unknown types and bad settings with Error and goes on', async () => {

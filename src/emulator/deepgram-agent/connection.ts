@@ -85,12 +85,14 @@ const isObject = (v: unknown): v is Record<string, unknown> =>
 
 /** What the stand-in records of a Deepgram connection beyond the shared record. */
 export class AgentRecord extends StandInRecord {
+  /** How the handshake carried the key (`Authorization: Token`, `Bearer`, or the subprotocols). */
+  key_via: 'token' | 'bearer' | 'subprotocol' | null = null;
   keepalives = 0;
   settings: unknown = null;
   readonly errors: { at_ms: number; code: string; description: string }[] = [];
 
   override summary(): Record<string, unknown> {
-    return { ...super.summary(), keepalives: this.keepalives, errors: this.errors };
+    return { ...super.summary(), key_via: this.key_via, keepalives: this.keepalives, errors: this.errors };
   }
 
   override detail(): Record<string, unknown> {

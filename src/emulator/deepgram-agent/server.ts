@@ -54,13 +54,19 @@ function deepgramError(status: number, message?: string): string {
   });
 }
 
-/** The credential a handshake carries: `Authorization: Token|Bearer <k>` or the subprotocol pair. */
-function credentialOf(req: IncomingMessage): string | undefined {
+/** How a handshake carried its key: `Authorization: Token|Bearer <k>` or the browser's subprotocol pair. */
+export type KeyCarrier = 'token' | 'bearer' | 'subprotocol';
+
+/** The credential a handshake carries, and how. */
+function credentialOf(req: IncomingMessage): { key: string | undefined; via: KeyCarrier } | undefined {
   const auth = req.headers.authorization;
-  if (auth !== undefined) return /^(?:Token|Bearer)\s+(\S+)$/i.exec(auth)?.[1];
+  if (auth !== undefined) {
+    const m = /^(Token|Bearer)\s+(\S+)$/i.exec(auth);
+    return { key: m?.[2], via: m?.[1]?.toLowerCase() === 'bearer' ? 'bearer' : 'token' };
+  }
   const protocols = (req.headers['sec-websocket-protocol'] ?? '').split(',').map((p) => p.trim());
   const at = protocols.findIndex((p) => p === 'token' || p === 'bearer');
-  return at >= 0 ? protocols[at + 1] : undefined;
+  return at >= 0 ? { key: protocols[at + 1], via: 'subprotocol' } : undefined;
 }
 
 export function createDeepgramAgentEmulator(
@@ -82,10 +88,17 @@ export function createDeepgramAgentEmulator(
     route: () => false,
     accept: (req, url) => {
       if (url.pathname !== AGENT_PATH) return undefined;
-      const key = credentialOf(req);
+      const credential = credentialOf(req);
+      const key = credential?.key;
       if (key === undefined || key === '' || (options.apiKey !== undefined && key !== options.apiKey))
         return { refuse: { status: 401, body: deepgramError(401, 'Invalid credentials.') } };
-      return { accept: (ws) => new DeepgramAgentConnection(ws, agentOptions) };
+      return {
+        accept: (ws) => {
+          const conn = new DeepgramAgentConnection(ws, agentOptions);
+          conn.record.key_via = credential!.via;
+          return conn;
+        },
+      };
     },
   });
   return {
