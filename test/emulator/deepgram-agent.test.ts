@@ -185,6 +185,25 @@ describe('Deepgram Voice Agent stand-in with @deepgram/sdk', () => {
     expect(a.types()).not.toContain('AgentAudioDone');
   });
 
+  it('answers the turn that cut a reply sent well ahead of real time, which the client dropped', async () => {
+    const a = await connect(await start({ outputRateFactor: 4 }));
+    a.socket.sendSettings(settings({ prompt: 'Tell long stories. reply_ms=20000' }));
+    await waitFor(() => a.types().includes('SettingsApplied'), 2000, 'SettingsApplied');
+    a.socket.sendInjectUserMessage({ type: 'InjectUserMessage', content: 'Tell me a story.' });
+    // 4 s of the reply sent within about 1 s: it would play for 3 s more at a client that kept it.
+    await waitFor(() => a.types().filter((t) => t === 'audio').length >= 200, 5000, '4 s of the reply');
+    sendPcm(a, generateTone(700, 16000, 16000 * 0.3, 0.3));
+    await waitFor(() => a.types().includes('UserStartedSpeaking'), 2000, 'UserStartedSpeaking');
+    // The caller falls silent: the turn ends and the agent answers it with the next tone.
+    sendPcm(a, new Int16Array(16000));
+    await waitFor(
+      () => a.types().filter((t) => t === 'AgentStartedSpeaking').length === 2,
+      2000,
+      'the next turn',
+    );
+    expect(emulator!.sessions()[0]!.record.replies[1]!.tone_hz).toBe(replyToneHz(1));
+  });
+
   it('closes a socket that sends neither audio nor KeepAlive for the idle timeout with CLIENT_MESSAGE_TIMEOUT; KeepAlive keeps one open', async () => {
     const base = await start({ idleTimeoutMs: 600 });
     const idle = await connect(base);

@@ -281,6 +281,9 @@ export class DeepgramAgentConnection implements StandInConnection {
     if (!this.speaking()) return;
     this.reply!.stop('interrupted');
     if (this.options.lateAudioChunks > 0) this.reply!.emitLate(this.options.lateAudioChunks);
+    // The client was told to drop what it holds of the reply: the agent is silent now, and the
+    // caller's next turn is answered when it ends, not queued behind audio no one will play.
+    this.reply = undefined;
     this.record.interruptions.push({ at_ms: this.record.nowMs(), turn: null });
   }
 
