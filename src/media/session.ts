@@ -132,7 +132,7 @@ export class MediaSession {
     let callerLeg: Leg | undefined;
     let botSide: BotLeg | undefined;
     try {
-      this.#botLeg = botLeg = open(this.#botSpec(bot), this.#out);
+      this.#botLeg = botLeg = open(this.#botSpec(bot.fromBot), this.#out);
       const toCaller = new ToCaller(
         botLeg,
         callerMarks,
@@ -149,7 +149,7 @@ export class MediaSession {
               info,
               settings: deps.bot.settings,
               own: deps.bot.own,
-              format: bot,
+              format: bot.fromBot,
               carriesDigits: wire.dtmfFrame('0') !== undefined,
               port: toCaller,
               loop: deps.loop,
@@ -165,7 +165,7 @@ export class MediaSession {
       });
       this.#bot = botSide = tools?.attach(dialect) ?? dialect;
       this.#callerLeg = callerLeg = open(
-        this.#callerSpec(bot),
+        this.#callerSpec(bot.toBot),
         new ToBot(botSide, this.#botMarks, this.log),
         botLeg,
       );

@@ -10,7 +10,7 @@ import type { Logger } from '../../log.js';
 import type { Format } from '../../pipeline/types.js';
 import type { SessionFormat } from '../format.js';
 import type { PacingLoop } from '../pacing-loop.js';
-import type { BotCall, BotLeg, BotTools, CallerPort } from './types.js';
+import type { BotCall, BotFormats, BotLeg, BotTools, CallerPort } from './types.js';
 import type { WsLinkOptions } from './ws-link.js';
 
 /** What a call's bot leg is made with. */
@@ -25,8 +25,10 @@ export interface BotLegSetup {
   readonly settings: BotSettings;
   /** The tenant chose it (its URLs were checked again against the configuration), else the environment did. */
   readonly own: boolean;
-  /** The leg's format, as `format` gave it. */
+  /** The bot's audio (`formats.fromBot`), and the caller's toward it too where the two ways agree. */
   readonly format: Format;
+  /** The leg's audio each way, as `format` gave it. */
+  readonly formats: BotFormats;
   /**
    * For a dialect of ws URLs: the socket's options (the URL, redials, timeouts, bounds) from the
    * configuration; a dialect may dial another URL or add headers.
@@ -39,8 +41,12 @@ export interface BotLegSetup {
 
 export interface BotDialect {
   readonly decl: BotDialectDecl;
-  /** The audio the leg speaks, both ways, for a caller in `caller`'s format (`botRate`: BOT_SAMPLE_RATE). */
-  format(settings: BotSettings, caller: SessionFormat, botRate: number): Format;
+  /**
+   * The audio the leg speaks for a caller in `caller`'s format (`botRate`: BOT_SAMPLE_RATE): one format
+   * both ways, or a pair where the two ways differ (a vendor told the caller's input and output rates
+   * apart, as Deepgram's `audio.input` and `audio.output`), the codec then the same both ways.
+   */
+  format(settings: BotSettings, caller: SessionFormat, botRate: number): Format | BotFormats;
   /**
    * Its formats are known only once it is connected (an ElevenLabs agent names them in its first
    * message): the session opens the call's legs when the leg reports them (CallerPort.formats), holding

@@ -17,7 +17,7 @@ import type { Format } from '../../pipeline/types.js';
 import { BOT_DIALECT_MODULES } from '../dialects.js';
 import type { SessionFormat } from '../format.js';
 import type { BotDeps } from './dialect.js';
-import type { BotCall, BotLeg, BotTools, CallerPort } from './types.js';
+import type { BotCall, BotFormats, BotLeg, BotTools, CallerPort } from './types.js';
 import type { WsLinkOptions } from './ws-link.js';
 
 export type { BotDeps } from './dialect.js';
@@ -27,15 +27,24 @@ export type BotChoice =
   | { readonly settings: BotSettings; readonly own: boolean }
   | { readonly unreadable: true };
 
-/** The audio the call's bot leg speaks, both ways, for a caller in `caller`'s format. */
+/** The audio the call's bot leg speaks, each way, for a caller in `caller`'s format. */
 export function botFormat(
   choice: BotChoice,
   caller: SessionFormat,
   config: { readonly botSampleRate: number },
-): Format {
+): BotFormats {
   // No bot will speak: any format does; PCM16 at the bot rate, as for a ws bot.
-  if ('unreadable' in choice) return { codec: 'slin', rate: config.botSampleRate };
-  return BOT_DIALECT_MODULES[choice.settings.dialect].format(choice.settings, caller, config.botSampleRate);
+  if ('unreadable' in choice) return bothWays({ codec: 'slin', rate: config.botSampleRate });
+  const f = BOT_DIALECT_MODULES[choice.settings.dialect].format(
+    choice.settings,
+    caller,
+    config.botSampleRate,
+  );
+  return 'toBot' in f ? f : bothWays(f);
+}
+
+function bothWays(f: Format): BotFormats {
+  return { toBot: f, fromBot: f };
 }
 
 /** Whether the call's bot names its formats only once connected (BotDialect.formatsFromBot). */
@@ -47,7 +56,7 @@ export function botFormatsFromBot(choice: BotChoice): boolean {
 export function createBotLeg(
   call: BotCall,
   port: CallerPort,
-  format: Format,
+  formats: BotFormats,
   deps: BotDeps & {
     readonly choice: BotChoice;
     /** The call's tools, for the dialects that carry them (src/media/call-tools.ts). */
@@ -108,7 +117,7 @@ export function createBotLeg(
     // A URL the dialect learns before it dials (Ultravox's joinUrl) is held to the tenant's rule too.
     ...(own && { dialled: (u: string) => tenantBotUrlProblem(u, config) }),
   };
-  const setup = { settings, own, format, link, deps, tools: deps.tools };
+  const setup = { settings, own, format: formats.fromBot, formats, link, deps, tools: deps.tools };
   if (dialect.decl.url.kind === 'builtin') return dialect.create(call, port, setup);
   try {
     return dialect.create(call, port, setup);
