@@ -275,9 +275,13 @@ export function loadConfig(
   }
 
   const botDialect = read('BOT_DIALECT') || undefined;
-  // A dialect that takes no URL (`ultravox`) gets no BOT_URL default: one set for it is refused.
-  const takesNoUrl = BOTS.dialect(botDialect ?? '')?.url.kind === 'none';
-  const botUrl = takesNoUrl ? read('BOT_URL') || undefined : text('BOT_URL')!;
+  const dialectDecl = BOTS.dialect(botDialect ?? '');
+  // A dialect that takes no URL (`ultravox`) gets no BOT_URL default: one set for it is refused. One
+  // with a vendor's public endpoint dials it when BOT_URL is not set.
+  const takesNoUrl = dialectDecl?.url.kind === 'none';
+  const botUrl = takesNoUrl
+    ? read('BOT_URL') || undefined
+    : read('BOT_URL') || dialectDecl?.url.default || text('BOT_URL')!;
   // A bot URL may carry credentials or a ?token=: a bad one is shown as scheme, host and path only; the
   // api key is described by its length only.
   const defaultBot = checkBotFields(

@@ -11,6 +11,7 @@
  */
 import { bridge } from './bot/bridge.js';
 import { builtin } from './bot/builtin.js';
+import { deepgramAgent } from './bot/deepgram-agent.js';
 import { elevenlabsAgent } from './bot/elevenlabs-agent.js';
 import { openaiRealtime } from './bot/openai-realtime.js';
 import { twilio } from './bot/twilio.js';
@@ -28,7 +29,14 @@ import type { BotDialectDecl, BotFieldDecl, BotUrlDecl, EnvVarDecl, ProviderDial
 export type * from './types.js';
 
 /** Every bot dialect, in the order messages and documents list them. */
-export const BOT_DIALECT_DECLS = [bridge, twilio, openaiRealtime, elevenlabsAgent, builtin] as const;
+export const BOT_DIALECT_DECLS = [
+  bridge,
+  twilio,
+  openaiRealtime,
+  elevenlabsAgent,
+  deepgramAgent,
+  builtin,
+] as const;
 
 /** Every provider dialect, in the order messages and documents list them. */
 export const PROVIDER_DIALECT_DECLS = [

@@ -8,6 +8,7 @@
 import type { BotDialectName, ProviderDialectName } from '../dialects/index.js';
 import { bridgeBot } from './bot/bridge.js';
 import { builtinBot } from './bot/builtin-dialect.js';
+import { deepgramAgentBot } from './bot/deepgram-agent.js';
 import type { BotDialect } from './bot/dialect.js';
 import { elevenlabsAgentBot } from './bot/elevenlabs-agent.js';
 import { openaiRealtimeBot } from './bot/openai-realtime.js';
@@ -28,6 +29,7 @@ export const BOT_DIALECT_MODULES: { readonly [N in BotDialectName]: BotDialect }
   twilio: twilioBot,
   'openai-realtime': openaiRealtimeBot,
   'elevenlabs-agent': elevenlabsAgentBot,
+  'deepgram-agent': deepgramAgentBot,
   builtin: builtinBot,
 };
 
