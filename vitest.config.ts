@@ -20,6 +20,7 @@ const REAL_TIME = [
   'test/media/audio-path.test.ts',
   'test/media/bot-dialects.test.ts',
   'test/media/bot-elevenlabs-agent-timing.test.ts',
+  'test/media/bot-deepgram-agent-timing.test.ts',
   'test/media/bot-frameworks.test.ts',
   'test/media/provider-twilio.test.ts',
   'test/media/provider-telnyx.test.ts',

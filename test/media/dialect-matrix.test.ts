@@ -5,13 +5,14 @@
  *
  * Bots: our own protocol (`bridge`, the ws echo bot of helpers/bot.ts), the `twilio` dialect (a Twilio
  * Media Streams echo server, helpers/twilio-bot.ts), `openai-realtime` (the Realtime stand-in, which
- * answers the caller's turn with a tone of its own) and `elevenlabs-agent` (the ElevenLabs Agents
- * stand-in, which does the same).
+ * answers the caller's turn with a tone of its own), `elevenlabs-agent` (the ElevenLabs Agents
+ * stand-in, which does the same) and `deepgram-agent` (the Deepgram Voice Agent stand-in, likewise).
  */
 import { randomUUID } from 'node:crypto';
 import { afterAll, expect, it } from 'vitest';
 import { generateTone, steadyToneSnrDb, trimSilence } from '../../src/audio/tone.js';
 import { type CallerOptions, SyntheticCall } from '../../src/emulator/caller.js';
+import { createDeepgramAgentEmulator } from '../../src/emulator/deepgram-agent/server.js';
 import { createElevenLabsEmulator } from '../../src/emulator/elevenlabs-agent/server.js';
 import { createRealtimeEmulator } from '../../src/emulator/realtime/server.js';
 import { replyToneHz } from '../../src/emulator/s2s/voice.js';
@@ -178,10 +179,29 @@ const BOTS: Record<string, () => Promise<BotPeer>> = {
       close: () => agent.close(),
     };
   },
+  'deepgram-agent': async () => {
+    // µ-law 8 kHz both ways for the µ-law platforms (no DSP), linear16 at the call's rates for the rest.
+    const agent = createDeepgramAgentEmulator({ replyMs: REPLY_MS });
+    await agent.listen(0, '127.0.0.1');
+    return {
+      env: {
+        BOT_URL: agent.wsUrl(),
+        BOT_DIALECT: 'deepgram-agent',
+        BOT_API_KEY: 'dg-matrix-key',
+        BOT_SETTINGS: '{"agent":{"think":{"provider":{"type":"open_ai","model":"gpt-4o-mini"}}}}',
+      },
+      heard: async () => {
+        const input = (await agent.waitForSession(1, 5_000)).record.inputAudio();
+        return input === undefined ? { pcm: new Int16Array(0), rate: 8000 } : input;
+      },
+      answerHz: replyToneHz(0),
+      close: () => agent.close(),
+    };
+  },
 };
 
 /** The bots that answer with a reply of their own (REPLY_MS of a tone) rather than the caller's echo. */
-const REPLYING = new Set(['openai-realtime', 'elevenlabs-agent']);
+const REPLYING = new Set(['openai-realtime', 'elevenlabs-agent', 'deepgram-agent']);
 
 interface Cell {
   readonly provider: string;
