@@ -1,11 +1,14 @@
 /**
  * The OpenAI Realtime stand-in against the `openai` package's own realtime WebSocket client, over wss
- * on 127.0.0.1 port 0. Audio is checked by measurement: tone SNR of what the stand-in recorded and of
+ * on 127.0.0.1 port 0 (its Azure client too, on Azure's GA path with the `api-key` header). Audio is checked by measurement: tone SNR of what the stand-in recorded and of
  * what the client received, and sample counts against the reply length.
  */
 import { request } from 'node:https';
 import alawmulaw from 'alawmulaw';
+import { AzureOpenAI } from 'openai';
+import { OpenAIRealtimeWS } from 'openai/realtime/ws';
 import { afterEach, describe, expect, it } from 'vitest';
+import WebSocket from 'ws';
 import { generateTone, steadyToneSnrDb } from '../../src/audio/tone.js';
 import { createRealtimeEmulator, type RealtimeEmulator } from '../../src/emulator/realtime/server.js';
 import { replyToneHz } from '../../src/emulator/s2s/voice.js';
@@ -15,9 +18,11 @@ import { waitFor } from '../helpers/wait.js';
 const { mulaw } = alawmulaw;
 let emulator: RealtimeEmulator | undefined;
 const clients: Client[] = [];
+const closers: (() => void)[] = [];
 
 afterEach(async () => {
   for (const c of clients.splice(0)) c.rt.close();
+  for (const c of closers.splice(0)) c();
   await emulator?.close();
   emulator = undefined;
 });
@@ -256,6 +261,36 @@ describe('realtime stand-in with the openai client', () => {
     await ok.opened;
     await ok.next('session.created');
     expect(emulator!.sessions()).toHaveLength(1);
+  });
+
+  it("serves Azure OpenAI's GA path to the openai package's Azure client, which sends the key as api-key; OpenAI's path takes no api-key", async () => {
+    const base = await start({ apiKey: 'azure-key' });
+    const azure = new AzureOpenAI({ endpoint: base, apiKey: 'azure-key', apiVersion: '2025-08-28' });
+    const rt = await OpenAIRealtimeWS.azure(azure, {
+      deploymentName: 'my-deployment',
+      options: { ca: TEST_TLS.cert },
+    });
+    closers.push(() => rt.close());
+    await new Promise<void>((resolve, reject) => {
+      rt.socket.once('open', () => resolve());
+      rt.socket.once('error', reject);
+    });
+    const rec = emulator!.sessions()[0]!.record;
+    expect(rec.path).toBe('/openai/v1/realtime');
+    expect(rec.model).toBe('my-deployment');
+    expect(rec.key_via).toEqual(['api-key']);
+    // OpenAI's own path does not take Azure's header: a key there is a bearer token.
+    const plain = new WebSocket(`${base.replace(/^https/, 'wss')}/v1/realtime?model=m`, {
+      ca: TEST_TLS.cert,
+      headers: { 'api-key': 'azure-key' },
+    });
+    closers.push(() => plain.terminate());
+    await expect(
+      new Promise((resolve, reject) => {
+        plain.once('open', resolve);
+        plain.once('error', reject);
+      }),
+    ).rejects.toThrow(/401/);
   });
 
   it('refuses a handshake without the configured key with 401', async () => {

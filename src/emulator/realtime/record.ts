@@ -79,6 +79,13 @@ export class SessionRecord {
   readonly input: InputSegment[] = [];
   /** Server event types sent, in order. */
   readonly sent: string[] = [];
+  /**
+   * How the handshake carried its key: `Authorization: Bearer` (`bearer`), Azure's `api-key` header
+   * (`api-key`), or the browser's subprotocol; several when it carried more than one.
+   */
+  key_via: string[] = [];
+  /** The path it was dialled at: OpenAI's `/v1/realtime` or Azure's `/openai/v1/realtime`. */
+  path = '';
   private kept = 0;
 
   constructor(
@@ -130,6 +137,8 @@ export class SessionRecord {
     return {
       id: this.id,
       model: this.model,
+      path: this.path,
+      key_via: this.key_via,
       opened_at: this.opened_at,
       closed_at: this.closed_at,
       close_code: this.close_code,

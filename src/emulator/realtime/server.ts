@@ -1,7 +1,8 @@
 /**
  * The OpenAI Realtime stand-in: an HTTP (or HTTPS) server whose `/v1/realtime?model=...` upgrades to a
  * WebSocket speaking the GA interface (`Authorization: Bearer <key>`, or the browser subprotocols
- * `realtime` + `openai-insecure-api-key.<key>`), and whose `/emulator/realtime/` paths are its control
+ * `realtime` + `openai-insecure-api-key.<key>`), as does Azure OpenAI's `/openai/v1/realtime?model=...`
+ * (which also takes the key as an `api-key` header), and whose `/emulator/realtime/` paths are its control
  * API. The `openai` package's client only dials `wss:`, so give `tls` (a certificate and key) to serve
  * it; the Agents SDK's `url` option takes `ws:` too.
  */
@@ -31,6 +32,8 @@ export interface RealtimeEmulatorOptions {
 }
 
 export const REALTIME_PATH = '/v1/realtime';
+/** Azure OpenAI's GA path for the same interface, its deployment named by `?model=`. */
+export const AZURE_REALTIME_PATH = '/openai/v1/realtime';
 
 export interface RealtimeEmulator {
   /** All connections since start (or since `forgetClosed`), oldest first. */
@@ -54,14 +57,32 @@ function refuse(socket: Duplex, status: number, body: string): void {
   );
 }
 
-/** The key a handshake carries, from the Authorization header or the browser subprotocol. */
-function keyOf(req: IncomingMessage): string | undefined {
+/**
+ * The key a handshake carries, and every way it carried one: the Authorization header (Bearer), Azure's
+ * `api-key` header (on Azure's path only, as Azure takes it), or the browser subprotocol.
+ */
+function keyOf(req: IncomingMessage, azure: boolean): { key: string | undefined; via: string[] } {
+  const via: string[] = [];
+  let key: string | undefined;
   const auth = req.headers.authorization;
-  if (auth !== undefined) return /^Bearer\s+(\S+)$/i.exec(auth)?.[1];
+  if (auth !== undefined) {
+    via.push('bearer');
+    key = /^Bearer\s+(\S+)$/i.exec(auth)?.[1];
+  }
+  const apiKey = req.headers['api-key'];
+  if (typeof apiKey === 'string') {
+    via.push('api-key');
+    if (azure) key ??= apiKey;
+  }
   const protocols = (req.headers['sec-websocket-protocol'] ?? '').split(',').map((p) => p.trim());
-  return protocols
+  const fromProtocol = protocols
     .find((p) => p.startsWith('openai-insecure-api-key.'))
     ?.slice('openai-insecure-api-key.'.length);
+  if (fromProtocol !== undefined) {
+    via.push('subprotocol');
+    key ??= fromProtocol;
+  }
+  return { key, via };
 }
 
 export function createRealtimeEmulator(options: RealtimeEmulatorOptions = {}): RealtimeEmulator {
@@ -106,7 +127,8 @@ export function createRealtimeEmulator(options: RealtimeEmulatorOptions = {}): R
   server.on('upgrade', (req: IncomingMessage, socket: Duplex, head: Buffer) => {
     socket.on('error', () => socket.destroy());
     const url = new URL(req.url ?? '/', 'http://stand-in');
-    if (url.pathname !== REALTIME_PATH)
+    const azure = url.pathname === AZURE_REALTIME_PATH;
+    if (url.pathname !== REALTIME_PATH && !azure)
       return refuse(
         socket,
         404,
@@ -114,7 +136,7 @@ export function createRealtimeEmulator(options: RealtimeEmulatorOptions = {}): R
       );
     const failWith = faults.take();
     if (failWith !== undefined) return refuse(socket, failWith, handshakeErrorBody(failWith));
-    const key = keyOf(req);
+    const { key, via } = keyOf(req, azure);
     if (key === undefined || key === '' || (options.apiKey !== undefined && key !== options.apiKey)) {
       const why =
         key === undefined
@@ -139,6 +161,8 @@ export function createRealtimeEmulator(options: RealtimeEmulatorOptions = {}): R
     }
     wss.handleUpgrade(req, socket, head, (ws) => {
       const conn = new RealtimeConnection(ws, model, connOptions);
+      conn.record.key_via = via;
+      conn.record.path = url.pathname;
       connections.set(conn.record.id, conn);
       log?.info({ session: conn.record.id, model }, 'realtime stand-in: session opened');
       for (const w of [...waiters]) w();
