@@ -1,6 +1,7 @@
 /**
  * The `openai-realtime` dialect: the bridge is a client of an OpenAI Realtime server (the GA interface),
- * dialled at session_start with `Authorization: Bearer <api_key>`.
+ * dialled at session_start with `Authorization: Bearer <api_key>`, or, on a host of Azure's (a name
+ * ending in `.azure.com`: Azure OpenAI's GA path `/openai/v1/realtime`), with `api-key: <api_key>`.
  *
  *   open:        `session.update` (type realtime, model, instructions, voice, turn detection, and the audio
  *                formats under session.audio: audio/pcmu or audio/pcma when the caller is G.711 8 kHz both
@@ -374,16 +375,34 @@ export class OpenAIRealtimeBot extends WsLink {
   }
 }
 
-/** A Realtime URL names its model (`?model=`); one given in the settings is added when the URL has none. */
-function realtimeUrl(url: string, model: string | undefined): string {
+/**
+ * A Realtime URL names its model: `?model=` (OpenAI's, and Azure OpenAI's GA path
+ * `/openai/v1/realtime?model=<deployment>`), or `&deployment=` on Azure's older path. One given in the
+ * settings is added as `model` when the URL names neither.
+ */
+export function realtimeUrl(url: string, model: string | undefined): string {
   if (model === undefined) return url;
   try {
     const u = new URL(url);
-    if (!u.searchParams.has('model')) u.searchParams.set('model', model);
+    if (!u.searchParams.has('model') && !u.searchParams.has('deployment')) u.searchParams.set('model', model);
     return u.toString();
   } catch {
     return url;
   }
+}
+
+/** A host of Azure's (`<resource>.openai.azure.com`, `<resource>.cognitiveservices.azure.com`, ...). */
+export function isAzureHost(url: string): boolean {
+  try {
+    return new URL(url).hostname.endsWith('.azure.com');
+  } catch {
+    return false;
+  }
+}
+
+/** The key as the server takes it: Azure's `api-key` header on an Azure host, else a bearer token. */
+export function keyHeaders(url: string, apiKey: string): Readonly<Record<string, string>> {
+  return isAzureHost(url) ? { 'api-key': apiKey } : { authorization: `Bearer ${apiKey}` };
 }
 
 /** The `openai-realtime` dialect (src/dialects/bot/openai-realtime.ts): a client of a Realtime server. */
@@ -394,7 +413,7 @@ export const openaiRealtimeBot: BotDialect = {
     new OpenAIRealtimeBot(call, port, {
       ...link,
       url: realtimeUrl(link.url, settings.model),
-      ...(settings.apiKey !== undefined && { headers: { authorization: `Bearer ${settings.apiKey}` } }),
+      ...(settings.apiKey !== undefined && { headers: keyHeaders(link.url, settings.apiKey) }),
       format,
       model: settings.model,
       instructions: settings.instructions,

@@ -15,6 +15,7 @@
  * run on the calls' clock (`clock`: BridgeContext.clock), so a test drives them by hand.
  */
 import { randomFillSync } from 'node:crypto';
+import type { LookupFunction } from 'node:net';
 import WebSocket from 'ws';
 import { type Clock, type ClockTimer, systemClock } from '../../clock.js';
 import { type BotUrlProblem, isWsBotUrl } from '../../config/bot-url.js';
@@ -37,6 +38,11 @@ export interface WsLinkOptions {
   readonly headers?: Readonly<Record<string, string>>;
   /** The clock of the redial waits and the close bound; the system's by default. */
   readonly clock?: Clock;
+  /**
+   * How a host name becomes an address (node's `lookup`): DNS by default. Tests give one that points a
+   * vendor's host name at 127.0.0.1, so a dialect's rule for that host is tried against a local server.
+   */
+  readonly lookup?: LookupFunction;
   /**
    * The rule a URL that `resolve()` gives is held to besides being ws:// or wss:// (a tenant's bot:
    * BOT_URL_ALLOWED_HOSTS); undefined: none (the environment's bot).
@@ -336,6 +342,7 @@ export abstract class WsLink implements BotLeg {
       perMessageDeflate: false,
       generateMask: nonZeroMask,
       ...(target.headers !== undefined && { headers: { ...target.headers } }),
+      ...(this.o.lookup !== undefined && { lookup: this.o.lookup }),
     });
     this.#ws = ws;
     let opened = false;
