@@ -17,7 +17,7 @@ export const deepgramAgent = {
   url: {
     kind: 'ws',
     default: DEEPGRAM_AGENT_URL,
-    doc: `A \`deepgram-agent\` bot dials \`${DEEPGRAM_AGENT_URL}\` when \`BOT_URL\` is not set`,
+    doc: `a \`deepgram-agent\` bot dials \`${DEEPGRAM_AGENT_URL}\` when \`BOT_URL\` is not set`,
   },
   fields: [apiKey, instructions, settings, dtmf],
   summary: "as a client of Deepgram's Voice Agent",
