@@ -25,8 +25,9 @@
  *   bot for good.
  * - A provider's report of a mark reports every mark before it too, in order (playback is in order). A
  *   report of a mark already reported (the bridge's reckoning came first, or a clear) is not passed on
- *   again, but shows that this provider reports. A report that matches nothing of the call's is passed
- *   on as it is.
+ *   again, but shows that this provider reports; where a name is both an already reported mark's and a
+ *   waiting one's (a bot that names its marks alike), the report is the older mark's. A report that
+ *   matches nothing of the call's is passed on as it is.
  * - A clear reports every mark not yet reported, at once, as cleared: no audio will reach them.
  * - A mark with no frame of its own (a platform without marks, AudioSocket) is only ever reckoned.
  *
@@ -214,18 +215,20 @@ export class Playout<T> {
 
   /** The provider reports a mark played, or (`cleared`) dropped by a clear: see the mark rule. */
   reported(name: string, cleared: boolean): void {
+    // The marks the bridge reported itself all come before those still awaited, and the provider reports
+    // in order: a name both hold (a bot that names every mark alike) is the older mark's, reported late.
+    const late = this.#unacked.indexOf(name);
+    if (late >= 0) {
+      this.#providerReports = true;
+      this.#unacked.splice(late, 1);
+      return;
+    }
     const awaited = this.#awaited;
     let i = 0;
     while (i < awaited.length && awaited[i]!.name !== name) i++;
     if (i < awaited.length) {
       this.#providerReports = true;
       for (const a of awaited.splice(0, i + 1)) this.#out.played(a.name, cleared);
-      return;
-    }
-    const late = this.#unacked.indexOf(name);
-    if (late >= 0) {
-      this.#providerReports = true;
-      this.#unacked.splice(late, 1);
       return;
     }
     this.#out.played(name, cleared);

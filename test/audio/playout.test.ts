@@ -254,6 +254,34 @@ describe('the mark rule', () => {
     expect(r.out.cuts).toEqual([true, false]);
   });
 
+  it('a bot that names every mark alike, a caller that plays 80 ms behind the reckoning: no mark is reported early once the provider has spoken', () => {
+    const r = rig({ leadMs: 60 });
+    // Ten chunks, each followed by a mark of one name (as Twilio's Realtime samples mark every delta).
+    for (let i = 0; i < 10; i++) {
+      r.push(CHUNK);
+      r.mark('part');
+    }
+    // The provider reports each mark when it has played its audio: 80 ms after the bridge's reckoning
+    // (the audio plays back to back from 0, 20 ms a chunk).
+    const heard = Array.from({ length: 10 }, (_, i) => (i + 1) * 20 + 80);
+    for (const t of heard) {
+      r.at(t);
+      r.report('part');
+    }
+    r.at(5_000);
+    for (let i = 0; i < 10; i++) expect(r.out.playedAt(CHUNK * (i + 1))).toBe(heard[i]! - 80);
+    expect(r.out.reports).toHaveLength(10);
+    // Before the provider's first report the bridge goes by its reckoning (the documented exception);
+    // every mark after it is reported when the provider plays it, not at an earlier mark's report.
+    const first = heard[0]!;
+    for (let i = 0; i < 10; i++) {
+      const at = r.out.reports[i]!.at;
+      if (at < first) expect(at).toBe(heard[i]! - 80 + MARK_GRACE_MS);
+      else expect(at).toBe(heard[i]);
+    }
+    expect(r.out.reports.filter((x) => x.at >= first).length).toBeGreaterThan(5);
+  });
+
   it('a mark with no frame of its own (a platform without marks) is only ever reckoned', () => {
     const r = rig();
     r.push(CHUNK * 10);
