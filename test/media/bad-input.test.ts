@@ -149,13 +149,29 @@ async function liveCall(id: string): Promise<TestProvider> {
 const unknown = (i: number) => JSON.stringify({ event: `x-${i}` });
 
 describe('a budget of bad frames', () => {
-  it('counts them in one-second windows, each from the first bad frame after the last', () => {
+  it('counts them over the last second, whenever it ends', () => {
     const b = new BadFrameBudget(3);
     expect([0, 100, 999].map((t) => b.spend(t))).toEqual([true, true, true]);
     expect(b.spend(999.5)).toBe(false);
-    // A new window at 1000 ms: three more, then no.
+    // The frame at 0 is a second old at 1000, the one at 100 at 1100, the one at 999 at 1999.
     expect([1000, 1500, 1999, 1999].map((t) => b.spend(t))).toEqual([true, true, true, false]);
     expect(b.spend(3500)).toBe(true);
+  });
+
+  it("a burst across a second's edge is counted whole: no more than the budget within any one second", () => {
+    const b = new BadFrameBudget(3);
+    expect([0, 999, 999].map((t) => b.spend(t))).toEqual([true, true, true]);
+    // At 1000 the frame at 0 has aged out; the two at 999 have not, so a fourth within 1 ms is refused.
+    expect(b.spend(1000)).toBe(true);
+    expect(b.spend(1000)).toBe(false);
+  });
+
+  it('holds as many times as the budget: a steady budget a second goes on, one more is refused', () => {
+    const b = new BadFrameBudget(100);
+    // 100 a second, 10 ms apart, for five seconds (the ring grows, then wraps), then one more at once.
+    for (let i = 0; i < 500; i++) expect(b.spend(i * 10)).toBe(true);
+    expect(b.spend(4990)).toBe(false);
+    expect(b.spend(5000)).toBe(true);
   });
 
   it('answers every bad frame up to MEDIA_BAD_FRAMES_PER_SEC in a second; the next ends the call with 1008, counted and logged once', async () => {
@@ -205,7 +221,7 @@ describe('a budget of bad frames', () => {
     expect(after).toBeLessThan(2_500);
   });
 
-  it('a window of its own for each second: the budget each second, for three seconds, keeps the call', async () => {
+  it('the budget every 1.5 s, three times over, keeps the call', async () => {
     t.bridge = await startBridge({
       BOT_URL: 'builtin:echo',
       ECHO_DELAY_MS: '0',
