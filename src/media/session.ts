@@ -7,11 +7,11 @@
  *
  * Frames arrive here already split into binary (audio) and text (events); every bad frame gets an `error`
  * event (where the dialect has one) and a metric and is skipped, and the call goes on, up to a budget:
- * past MEDIA_BAD_FRAMES_PER_SEC in one second the socket is closed with 1008 (bad-frames.ts). The
- * caller's digits and the provider's session_end ride the caller leg as markers, so they reach the bot
- * after the audio sent before them. The provider's reports of marks go to the outbound writer, which
- * stands for the caller's playback: it reports each of the bot's marks once, by the mark rule of
- * src/audio/playout.ts.
+ * past MEDIA_BAD_FRAMES_PER_SEC within one second of the calls' clock the socket is closed with 1008
+ * (bad-frames.ts). The caller's digits and the provider's session_end ride the caller leg as markers, so
+ * they reach the bot after the audio sent before them. The provider's reports of marks go to the outbound
+ * writer, which stands for the caller's playback: it reports each of the bot's marks once, by the mark
+ * rule of src/audio/playout.ts.
  *
  * A bot that names its audio formats only once connected (an ElevenLabs agent, BotDialect.formatsFromBot)
  * reports them once through its port, before any audio of its own; until then both legs are settling
@@ -19,7 +19,6 @@
  * open at the formats the bot named, so the DSP does only what the two ends need. A step at the call's
  * start: no audio takes that way back.
  */
-import { performance } from 'node:perf_hooks';
 import type { BridgeContext } from '../context.js';
 import { BridgeError, isBridgeError } from '../errors.js';
 import { displayUrl, type Logger } from '../log.js';
@@ -317,7 +316,7 @@ export class MediaSession {
    */
   #reject(err: BridgeError): void {
     this.#deps.ctx.metrics.badFrames.labels(err.code).inc();
-    if (!this.#badFrames.spend(performance.now())) {
+    if (!this.#badFrames.spend(this.#deps.ctx.clock.now())) {
       this.#flooded();
       return;
     }

@@ -1,6 +1,7 @@
 /**
  * A call's timers on the calls' clock (BridgeContext.clock): a connection's wait for session_start and
- * its media token's expiry, a ws bot's redial backoff and its close bound. The bridge runs on a clock this
+ * its media token's expiry, the second a provider socket's bad frames are counted over, a ws bot's
+ * redial backoff and its close bound. The bridge runs on a clock this
  * test drives by hand, so each timer fires when the test moves the clock past it and never on wall time:
  * real time passing meanwhile changes nothing.
  */
@@ -72,6 +73,41 @@ describe("a connection's timers", () => {
     clock.advance(2_000);
     await waitFor(() => code !== undefined, 3_000, 'the call to end');
     expect(code).toBe(1008);
+  });
+});
+
+describe("a provider socket's budget of bad frames", () => {
+  it('counts the second on the calls clock: the budget twice, a second apart on it, keeps the call', async () => {
+    const clock = new ManualClock(0);
+    const rig = await bridgeOn(clock, { MEDIA_BAD_FRAMES_PER_SEC: '50' });
+    const p = provider(rig.mediaUrl, await rig.mediaToken());
+    let code: number | undefined;
+    void p.closed.then((c) => {
+      code = c;
+    });
+    const errors: string[] = [];
+    p.ws.on('message', (data, isBinary) => {
+      if (isBinary) return;
+      const ev = JSON.parse(String(data)) as { event?: string; code?: string };
+      if (ev.event === 'error') errors.push(String(ev.code));
+    });
+    await new Promise<void>((resolve) => p.ws.once('open', () => resolve()));
+    p.ws.send(JSON.stringify({ event: 'session_start', session_id: 'clock-budget' }));
+    await waitFor(() => rig.bridge.ctx.sessions.count() === 1, 3_000, 'the session to start');
+    // Within well under a second of wall time: the budget, a second on the calls clock, the budget again.
+    for (let i = 0; i < 50; i++) p.ws.send(JSON.stringify({ event: `x-${i}` }));
+    await waitFor(() => errors.length === 50, 3_000, 'the answers to the first 50');
+    clock.advance(1_000);
+    for (let i = 0; i < 50; i++) p.ws.send(JSON.stringify({ event: `y-${i}` }));
+    await waitFor(() => errors.length === 100, 3_000, 'the answers to the next 50');
+    await quietFor(100, 'a close');
+    expect(code).toBeUndefined();
+    expect(errors.every((e) => e === 'unknown_event')).toBe(true);
+    // One more within that second of the calls clock is past the budget.
+    p.ws.send(JSON.stringify({ event: 'z' }));
+    await waitFor(() => code !== undefined, 3_000, 'the socket to close');
+    expect(code).toBe(1008);
+    expect(errors.at(-1)).toBe('bad_frame_flood');
   });
 });
 
