@@ -13,8 +13,8 @@
  * say the rate), and that message is the call's first audio. Rates the resampler does not take (12, 32,
  * 96 and 192 kHz) are refused. There is no clear, no mark and no flow control: audio handed to Asterisk
  * cannot be taken back, so nothing is sent ahead of real time beyond the pacing lead, a barge-in drops
- * only what the bridge still holds, and a mark counts as played once the audio before it was sent and
- * the pacing lead has passed.
+ * only what the bridge still holds, and a mark is reported played by the bridge's own reckoning of the
+ * caller's playback (the mark rule of src/audio/playout.ts).
  *
  * Asterisk ends the call on any message from the bridge other than audio and hang-up, so a bad frame
  * from Asterisk is skipped and counted without a word back; only a refusal that ends the call anyway
@@ -205,7 +205,7 @@ export class AudioSocketWire implements ProviderWire {
     return audioSocketMessage(this.#type, chunk);
   }
 
-  /** No marks in AudioSocket: played once sent (see ProviderWire.markFrame). */
+  /** No marks in AudioSocket: a mark is only ever reckoned (see ProviderWire.markFrame). */
   markFrame(): undefined {
     return undefined;
   }
