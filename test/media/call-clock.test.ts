@@ -1,17 +1,18 @@
 /**
  * A call's timers on the calls' clock (BridgeContext.clock): a connection's wait for session_start and
  * its media token's expiry, the second a provider socket's bad frames are counted over, a ws bot's
- * redial backoff and its close bound. The bridge runs on a clock this
+ * redial backoff and its close bound, and how much of a Realtime model's reply the caller has heard. The bridge runs on a clock this
  * test drives by hand, so each timer fires when the test moves the clock past it and never on wall time:
  * real time passing meanwhile changes nothing.
  */
 import { createHash } from 'node:crypto';
 import { createServer, type Server, type Socket } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
-import WebSocket from 'ws';
+import WebSocket, { WebSocketServer } from 'ws';
 import type { BridgeError } from '../../src/errors.js';
 import { createLogger } from '../../src/log.js';
 import { BridgeBot } from '../../src/media/bot/bridge.js';
+import { OpenAIRealtimeBot } from '../../src/media/bot/openai-realtime.js';
 import type { CallerPort } from '../../src/media/bot/types.js';
 import { createMetrics } from '../../src/metrics.js';
 import { ManualClock } from '../helpers/clock.js';
@@ -219,5 +220,51 @@ describe("a ws bot's timers", () => {
     expect(closed).toBe(false);
     clock.advance(2_000);
     await waitFor(() => closed, 3_000, 'the bot socket to be cut');
+  });
+});
+
+describe("the openai-realtime dialect's reckoning of what the caller heard", () => {
+  it('runs on the calls clock from the last mark reported played', async () => {
+    const clock = new ManualClock(0);
+    // A Realtime server that sends one second of the model's µ-law audio for item `it1` once dialled.
+    const server = new WebSocketServer({ port: 0, host: '127.0.0.1' });
+    await new Promise<void>((resolve) => server.once('listening', () => resolve()));
+    closers.push(() => new Promise<void>((resolve) => server.close(() => resolve())));
+    server.on('connection', (ws) => {
+      closers.push(() => ws.terminate());
+      ws.send(
+        JSON.stringify({
+          type: 'response.output_audio.delta',
+          item_id: 'it1',
+          delta: Buffer.alloc(8000, 0xff).toString('base64'),
+        }),
+      );
+    });
+    const marks: string[] = [];
+    const bot = new OpenAIRealtimeBot(
+      CALL,
+      { ...port(), mark: (name: string) => marks.push(name) },
+      {
+        url: `ws://127.0.0.1:${(server.address() as { port: number }).port}/v1/realtime`,
+        retries: 0,
+        retryBaseMs: 1_000,
+        connectTimeoutMs: 2_000,
+        maxPayloadBytes: 1 << 20,
+        highWaterBytes: 1 << 20,
+        metrics: createMetrics(),
+        log: createLogger('silent'),
+        clock,
+        format: { codec: 'pcmu', rate: 8000 },
+      },
+    );
+    closers.push(() => bot.end('test over'));
+    await waitFor(() => marks.length === 2, 3_000, 'the marks around the reply');
+    expect(marks).toEqual(['vb:1:0', 'vb:1:1000']);
+    // Playback reaches the item's start; 300 ms pass on the calls clock (and next to none on the wall's).
+    bot.mark('vb:1:0', false);
+    clock.advance(300);
+    expect(bot.heardMs('it1')).toBe(300);
+    await quietFor(200, 'wall time passing: not the calls clock');
+    expect(bot.heardMs('it1')).toBe(300);
   });
 });

@@ -22,11 +22,13 @@
  *
  * What the caller heard: the dialect places its own marks (`vb:<n>:<ms>`) on the bot leg before an item's
  * first audio and after each delta. Each is reported when playback reaches it (the bridge's mark rule,
- * src/audio/playout.ts); from the last one reported played, playback runs on at real time, up to the next
- * mark not yet reported (the audio past it may not have been played) and never past what the server sent.
+ * src/audio/playout.ts); from the last one reported played, playback runs on at real time (on the calls'
+ * clock, as the marks are reported), up to the next mark not yet reported (the audio past it may not have
+ * been played) and never past what the server sent.
  */
 import type * as RT from 'openai/resources/realtime/realtime';
 import { fromBase64, toBase64 } from '../../audio/codec.js';
+import { systemClock } from '../../clock.js';
 import type { TurnDetection } from '../../dialects/bot/openai-realtime.js';
 import { openaiRealtime } from '../../dialects/bot/openai-realtime.js';
 import type { DtmfMode } from '../../dialects/bot/speech.js';
@@ -100,7 +102,8 @@ export class OpenAIRealtimeBot extends WsLink {
   #batched = 0;
   readonly #items: Item[] = [];
   #nextItem = 0;
-  #now: () => number = () => performance.now();
+  /** The calls' clock (WsLinkOptions.clock): playback runs on from a mark's report by its time. */
+  readonly #now: () => number;
   /** A response is in progress (between `response.created` and `response.done`). */
   #responding = false;
   /** A response is wanted once none is in progress (tool outputs all in, or a reprompt). */
@@ -112,6 +115,8 @@ export class OpenAIRealtimeBot extends WsLink {
   constructor(call: BotCall, port: CallerPort, o: RealtimeBotOptions) {
     super(call, port, o);
     this.#o = o;
+    const clock = o.clock ?? systemClock;
+    this.#now = () => clock.now();
     this.#bytesPerMs = (o.format.rate / 1000) * (o.format.codec === 'slin' ? 2 : 1);
     this.#batch = new Uint8Array(Math.round(APPEND_MS * this.#bytesPerMs));
     this.start();
@@ -167,11 +172,6 @@ export class OpenAIRealtimeBot extends WsLink {
     item.heardMs = Math.max(item.heardMs, ms);
     item.heardAt = this.#now();
     item.started = true;
-  }
-
-  /** For tests: the clock the played audio is reckoned by. */
-  useClock(now: () => number): void {
-    this.#now = now;
   }
 
   /** Ms of `itemId`'s audio the caller has heard by now (see the header); undefined for an unknown item. */
