@@ -16,6 +16,13 @@
  * a new run at the current time rather than bursting out everything "owed" since. So a burst never
  * carries more than `leadMs + catchUpMs` of audio ahead of real time, and a coarse timer tick (or audio
  * arriving just in time) never restarts a run, which would let the tick's rounding become drift.
+ *
+ * A run starts when its first chunk leaves, which is when the audio's own timeline starts for a bot's
+ * reply. A live stream (audio made as it is sent, at real time: the caller's own, echoed) has a timeline
+ * of its own, and its first chunk may have come late on it (held up with the ones after it, which then
+ * came at once): `follow` moves the run's start back to what the stream's chunks show, so the chunks that
+ * waited leave at once as any late chunk does, rather than being held for good behind a late first one.
+ * It never moves a run's start later, nor more than `catchUpMs` before its first chunk left.
  */
 export class PaceClock {
   readonly chunkMs: number;
@@ -24,6 +31,8 @@ export class PaceClock {
   #running = false;
   #t0 = 0;
   #index = 0;
+  /** How far back `follow` may move the run's start: `catchUpMs` before its first chunk left. */
+  #earliest = 0;
 
   /** `catchUpMs` defaults to one chunk: the least that keeps a coarse tick from restarting runs. */
   constructor(chunkMs: number, leadMs: number, catchUpMs = chunkMs) {
@@ -78,6 +87,15 @@ export class PaceClock {
     if (this.#running && now > this.#t0 + this.#index * this.chunkMs + this.catchUpMs) this.#running = false;
   }
 
+  /**
+   * A live stream's chunk shows the run's first chunk was ready by `t0` (see the header): the run's
+   * start moves back to it, never later, and never more than `catchUpMs` before its first chunk left.
+   */
+  follow(t0: number): void {
+    if (!this.#running || !(t0 < this.#t0)) return;
+    this.#t0 = t0 > this.#earliest ? t0 : this.#earliest;
+  }
+
   /** Ends the run at once (after a clear: the far end drops its buffer too). */
   reset(): void {
     this.#running = false;
@@ -86,6 +104,7 @@ export class PaceClock {
   #start(now: number): void {
     this.#running = true;
     this.#t0 = now;
+    this.#earliest = now - this.catchUpMs;
     this.#index = 1;
   }
 }

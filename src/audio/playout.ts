@@ -7,7 +7,8 @@
  *   re-chunk  audio in any sizes, out in exactly `chunkBytes` (src/audio/rechunker.ts), bounded by
  *             `bufferMs` (the oldest is shed beyond it)
  *   pace      chunk i of a run leaves at t0 + i * chunkMs - leadMs (src/audio/pacer.ts); a chunk into an
- *             empty queue whose time has come leaves from the push itself
+ *             empty queue whose time has come leaves from the push itself; a live stream's run follows
+ *             the stream's own timeline (below)
  *   play      the caller's playback, reckoned as a first-in-first-out player: a chunk that left plays from
  *             the later of when it left and when the one before it ends (`playedTo` is when all that left
  *             has played); a chunk the writer could not send (a backed-up socket) plays nothing
@@ -33,6 +34,16 @@
  *
  * Lateness: a chunk's lateness counts from the later of its scheduled time and when it became ready, so
  * live audio that arrives after its earliest send time is not counted late.
+ *
+ * A live stream (`live`: audio made as it is sent, at real time, as an echo of the caller's audio is)
+ * is paced on its own timeline. A bot's reply has none but its playout: it is paced from its first
+ * chunk, however much of it comes at once. A live stream's chunks each come when they are made, so one
+ * that comes later than the chunks after it show was held up on its way (the bridge stalled, the
+ * caller's first audio came in a burst): when a chunk is pushed, the run's start moves back to the
+ * earliest time its chunks show (never more than `catchUpMs` before its first chunk left), and what
+ * waited leaves at once, as late audio does. Anchored at its first chunk instead, a run whose first chunk
+ * was held up would hold every later chunk as long, for the rest of the call: a stall at the start of a
+ * call would become a standing delay, where the same stall a second later is caught up.
  */
 import { PaceClock } from './pacer.js';
 import { Rechunker } from './rechunker.js';
@@ -86,6 +97,8 @@ export interface PlayoutOptions {
   readonly idleFlushMs?: number | undefined;
   /** When the bridge was last held up, on the same clock (src/held-up.ts); read by the idle flush only. */
   readonly heldUpAt?: (() => number) | undefined;
+  /** The audio is a live stream, made at real time as it is sent: paced on its own timeline (see header). */
+  readonly live?: boolean | undefined;
 }
 
 /** An event behind the audio: where in the stream it goes, what passes, and the mark it is, if one. */
@@ -114,6 +127,7 @@ export class Playout<T> {
   readonly #silence: number;
   readonly #idleFlushMs: number | undefined;
   readonly #heldUpAt: (() => number) | undefined;
+  readonly #live: boolean;
   readonly #behind: Behind<T>[] = [];
   readonly #awaited: Awaited[] = [];
   /** Marks the bridge reported itself whose frame went to the provider: a report of one comes late. */
@@ -148,6 +162,7 @@ export class Playout<T> {
     this.#silence = o.silenceByte;
     this.#idleFlushMs = o.idleFlushMs;
     this.#heldUpAt = o.heldUpAt;
+    this.#live = o.live === true;
   }
 
   /** Audio bytes queued and not yet sent. */
@@ -181,6 +196,7 @@ export class Playout<T> {
     if (n > 0) {
       this.#audioSinceClear = true;
       this.#audioAt = now;
+      if (this.#live) this.#follow(ring.size + n, now);
     }
     if (ring.size === 0 && n === ring.chunkBytes && !this.#paused && this.#pace.isDue(now)) {
       // The usual case with live audio: a whole chunk into an empty queue, its time come. It leaves from
@@ -335,6 +351,16 @@ export class Playout<T> {
       this.#sentEnd = ring.consumed;
     }
     if (this.#behind.length > 0) this.#pass();
+  }
+
+  /**
+   * A live stream's push at `now` leaves `queued` bytes: the last whole chunk among them was made by now,
+   * so the run's first was made that many chunks earlier (see the header).
+   */
+  #follow(queued: number, now: number): void {
+    const pace = this.#pace;
+    const whole = Math.floor(queued / this.chunkBytes);
+    if (whole > 0 && pace.running) pace.follow(now - (pace.index + whole - 1) * this.chunkMs);
   }
 
   /** Events whose audio has all left (or been shed): their items pass, their marks await a report. */

@@ -188,7 +188,7 @@ export const CONFIG_SPEC = [
     'echoDelayMs',
     { min: 0, max: 10_000 },
     200,
-    'The delay of the `builtin:echo` bot: the caller hears itself this much later, less the pacing lead.',
+    'The delay of the `builtin:echo` bot: the caller hears itself this much later, plus the way through the bridge.',
   ),
   int(
     'bots',

@@ -68,6 +68,11 @@ export interface OutboundOptions {
    * stall as the bot's pause. Watched only while the writer lives, and only with an idle flush.
    */
   readonly heldUp?: Pick<HeldUp, 'lastAt' | 'watch'>;
+  /**
+   * The bot's audio is a live stream, made at real time as it is sent (an echo of the caller's): paced on
+   * its own timeline rather than from its first chunk (src/audio/playout.ts).
+   */
+  readonly live?: boolean;
 }
 
 /** What the writer needs of a provider's dialect: its framing of what goes to the provider. */
@@ -162,6 +167,7 @@ export class OutboundWriter implements Paced, LegSink, PlayoutOut<WireFrame> {
       bufferMs: o.bufferMs,
       idleFlushMs: this.#wire.idleFlushMs,
       ...(heldUp !== undefined && { heldUpAt: () => heldUp.lastAt }),
+      live: o.live,
     });
     this.#scratch = Buffer.alloc(o.format.chunkBytes);
     const around = this.#binary ? undefined : this.#wire.audioTextAround?.();

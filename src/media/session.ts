@@ -26,7 +26,7 @@ import type { AudioPipeline, Format, Leg, LegSink, LegSpec } from '../pipeline/t
 import { sameFormat } from '../pipeline/types.js';
 import type { SessionInfo } from '../state/types.js';
 import { BadFrameBudget } from './bad-frames.js';
-import { type BotChoice, botFormat, botFormatsFromBot, createBotLeg } from './bot/index.js';
+import { type BotChoice, botFormat, botFormatsFromBot, botLive, createBotLeg } from './bot/index.js';
 import type { BotFormats, BotLeg, BotNotice } from './bot/types.js';
 import { ToBot, ToCaller } from './bot-ports.js';
 import type { SessionFormat } from './format.js';
@@ -117,6 +117,7 @@ export class MediaSession {
       log: this.log,
       taps: this.taps,
       heldUp: ctx.heldUp,
+      live: botLive(deps.bot),
     });
     deps.loop.add(this.#out);
     const bot = botFormat(deps.bot, format, ctx.config);

@@ -107,6 +107,25 @@ describe('PaceClock', () => {
     expect(c.running).toBe(false);
   });
 
+  it('follow() moves a running schedule back to what a live stream shows, never later, at most catchUpMs', () => {
+    const c = new PaceClock(20, 40, 200);
+    c.follow(0); // between runs: nothing to move
+    expect(c.nextDueAt()).toBe(-Infinity);
+    c.sent(1000); // the run starts when its first chunk leaves
+    expect(c.nextDueAt()).toBe(1000 + 20 - 40);
+    c.follow(1100); // later: ignored
+    expect(c.nextDueAt()).toBe(980);
+    c.follow(900); // the stream showed its first chunk was ready 100 ms before it left
+    expect(c.nextDueAt()).toBe(900 + 20 - 40);
+    c.follow(500); // never more than catchUpMs (200) before the first chunk left
+    expect(c.nextDueAt()).toBe(800 + 20 - 40);
+    // A new run (after a reset, or a pause past the bound) is bounded from its own first chunk.
+    c.reset();
+    c.sent(5000);
+    c.follow(4000);
+    expect(c.nextDueAt()).toBe(4800 + 20 - 40);
+  });
+
   it('reset() ends the run (after a clear)', () => {
     const c = new PaceClock(20, 0);
     c.sent(0);

@@ -66,7 +66,7 @@ class Recorder implements PlayoutOut<string> {
 }
 
 /** A core and the loop that drives it: `at(t)` services every due time up to `t`, then sets the time. */
-function rig(o: { leadMs?: number } = {}) {
+function rig(o: { leadMs?: number; live?: boolean } = {}) {
   const out = new Recorder();
   const core = new Playout<string>(out, {
     chunkBytes: CHUNK,
@@ -75,6 +75,7 @@ function rig(o: { leadMs?: number } = {}) {
     leadMs: o.leadMs ?? 40,
     catchUpMs: 1000,
     bufferMs: 60_000,
+    live: o.live,
   });
   let due = Number.POSITIVE_INFINITY;
   const wake = (next: number) => {
@@ -289,5 +290,60 @@ describe('the mark rule', () => {
     r.at(1_000);
     expect(r.out.frames).toEqual([]);
     expect(r.out.report('silent')!.at).toBe(200 + MARK_GRACE_MS);
+  });
+});
+
+/**
+ * A stream of 20 ms chunks made at real time (chunk i at i * 20 ms) whose first `heldMs` were held up on
+ * their way and came at once at `heldMs`; the rest come as made. Pushed in `piece`-byte pushes (a whole
+ * chunk by default). Returns each chunk's send time less the time it was made: its delay.
+ */
+function heldUpStream(live: boolean, heldMs: number, chunks = 150, piece = CHUNK): number[] {
+  const r = rig({ live });
+  for (let i = 0; i < chunks; i++) {
+    r.at(Math.max(i * 20, heldMs));
+    for (let at = 0; at < CHUNK; at += piece) r.push(Math.min(piece, CHUNK - at));
+  }
+  r.at(chunks * 20 + 2_000);
+  return r.out.sent.map((s) => s.at - (s.end / CHUNK - 1) * 20);
+}
+
+describe('a live stream (the echo of the caller)', () => {
+  it('whose first 300 ms came at once is paced on its own timeline: what waited leaves at once, then no delay', () => {
+    const delays = heldUpStream(true, 300);
+    expect(delays).toHaveLength(150);
+    // The held-up chunks leave as they come (they are late), every chunk after as it is made.
+    expect(Math.max(...delays)).toBe(300);
+    expect(delays.slice(15).every((d) => d === 0)).toBe(true);
+  });
+
+  it('anchored at its first chunk (a bot reply), the same input keeps the hold-up for good, less the lead', () => {
+    const delays = heldUpStream(false, 300);
+    expect(delays).toHaveLength(150);
+    expect(delays.slice(15).every((d) => d === 300 - 40)).toBe(true);
+  });
+
+  it('follows its timeline in pieces of any size', () => {
+    const delays = heldUpStream(true, 300, 150, 60);
+    expect(delays).toHaveLength(150);
+    expect(delays.slice(15).every((d) => d === 0)).toBe(true);
+  });
+
+  it('a held-up start longer than PACE_CATCH_UP_MS is caught up to that bound only', () => {
+    const delays = heldUpStream(true, 1_500, 200);
+    // 1 s of the 1.5 s is caught up; the rest stays, as it does after a stall that long mid-run.
+    expect(delays.slice(80).every((d) => d === 500 - 40)).toBe(true);
+  });
+
+  it("a bot's reply that comes at once is paced from its first chunk, then its trickle at real time", () => {
+    const r = rig();
+    r.push(CHUNK * 50); // 1 s at once
+    for (let t = 20; t <= 2_000; t += 20) {
+      r.at(t);
+      r.push(CHUNK); // and then one chunk every 20 ms
+    }
+    r.at(5_000);
+    // Chunk i leaves at i * 20 - 40: the second of audio that came at once is never sent ahead.
+    expect(r.out.sent.map((s) => s.at)).toEqual(r.out.sent.map((_, i) => Math.max(0, i * 20 - 40)));
   });
 });

@@ -39,6 +39,8 @@ export const builtinBot: BotDialect = {
     // Config validation admits nothing else.
     throw new Error(`unsupported bot URL ${displayUrl(url)}`);
   },
+  // The echo is the caller's own audio, made at real time; a tone or a WAV file is made ahead of it.
+  live: (settings) => settings.url === 'builtin:echo',
 };
 
 /** Why a WAV file did not load, as the provider may be told it: a system error code or "not a WAV file". */

@@ -58,4 +58,10 @@ export interface BotDialect {
    * `bot_unavailable` naming the bot by its display form.
    */
   create(call: BotCall, port: CallerPort, setup: BotLegSetup): BotLeg;
+  /**
+   * Whether the leg's audio is a live stream, made at real time as it is sent (an echo of the caller's
+   * audio): the outbound writer paces it on its own timeline (src/audio/playout.ts). Unset: a bot's
+   * replies, paced from the first chunk of each.
+   */
+  live?(settings: BotSettings): boolean;
 }

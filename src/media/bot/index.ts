@@ -53,6 +53,12 @@ export function botFormatsFromBot(choice: BotChoice): boolean {
   return BOT_DIALECT_MODULES[choice.settings.dialect].formatsFromBot === true;
 }
 
+/** Whether the call's bot sends a live stream (BotDialect.live): false for one that cannot be read. */
+export function botLive(choice: BotChoice): boolean {
+  if ('unreadable' in choice) return false;
+  return BOT_DIALECT_MODULES[choice.settings.dialect].live?.(choice.settings) === true;
+}
+
 export function createBotLeg(
   call: BotCall,
   port: CallerPort,
