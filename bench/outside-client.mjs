@@ -12,8 +12,10 @@
  *   node bench/outside-client.mjs --url ws://127.0.0.1:8080/v1/media --calls 150 --seconds 30
  *
  * Prints one JSON object: round-trip percentiles (ms), tones sent, returned and lost, the client's own
- * CPU and how late its sends ran.
+ * CPU, how late its sends ran and how long its thread waited for a CPU (on Linux): a client held up
+ * itself reads late arrivals that are its own.
  */
+import { readFileSync } from 'node:fs';
 import { performance } from 'node:perf_hooks';
 import { parseArgs } from 'node:util';
 import WebSocket from 'ws';
@@ -44,8 +46,12 @@ const CHUNK_SAMPLES = (RATE * CHUNK_MS) / 1000;
 const TONE_EVERY = Math.round(Number(values['tone-every-ms']) / CHUNK_MS);
 /** A returned sample past this is the tone: silence (and a resampler's ripple on it) is far below. */
 const THRESHOLD = 8000;
-/** After an onset, the detector ignores the rest of the tone and its ringing. */
-const DEAF_MS = 250;
+/**
+ * After an onset, the detector ignores the next 250 ms of the returned audio (the rest of the tone and
+ * its ringing), counted in samples: audio that comes back in a burst after a stall still holds each
+ * tone 500 ms of audio after the one before, however close together its frames arrive.
+ */
+const DEAF_SAMPLES = (250 * RATE) / 1000;
 /** A tone not back within this is lost. */
 const LOST_MS = 3000;
 
@@ -76,11 +82,23 @@ class Call {
     this.open = false;
     this.done = false;
     this.outstanding = [];
+    /** Samples of audio received, and the first one the detector listens to again. */
+    this.received = 0;
     this.deafUntil = 0;
     /** This call's round trips (frame arrival), for the spread between calls. */
     this.rtts = [];
   }
 }
+
+/** ms this process's main thread has waited, runnable, for a CPU (Linux schedstat); null elsewhere. */
+function waitedMs() {
+  try {
+    return Number(readFileSync(`/proc/self/task/${process.pid}/schedstat`, 'utf8').split(' ')[1]) / 1e6;
+  } catch {
+    return null;
+  }
+}
+const waited0 = waitedMs();
 
 const calls = [];
 const t0 = performance.now();
@@ -110,13 +128,14 @@ function connect(call) {
     if (!isBinary) return;
     const now = performance.now();
     const n = data.length >> 1;
-    for (let i = 0; i < n; i++) {
-      const at = now + (i * 1000) / RATE;
-      if (at < call.deafUntil) continue;
+    const first = call.received;
+    call.received += n;
+    for (let i = Math.max(0, call.deafUntil - first); i < n; i++) {
+      if (first + i < call.deafUntil) continue;
       const v = data.readInt16LE(i * 2);
       if (v > THRESHOLD || v < -THRESHOLD) {
-        call.deafUntil = at + DEAF_MS;
-        match(call, now, at);
+        call.deafUntil = first + i + DEAF_SAMPLES;
+        match(call, now, now + (i * 1000) / RATE);
       }
     }
   });
@@ -228,6 +247,7 @@ function finish() {
         max: late.length > 0 ? late[late.length - 1] : null,
       },
       clientCpuMs: Math.round((cpu.user + cpu.system) / 1000),
+      clientWaitedMs: waited0 === null ? null : Math.round(waitedMs() - waited0),
     })}\n`,
   );
   setTimeout(() => process.exit(0), 200).unref();
