@@ -15,6 +15,7 @@ import { deepgramAgent } from './bot/deepgram-agent.js';
 import { elevenlabsAgent } from './bot/elevenlabs-agent.js';
 import { openaiRealtime } from './bot/openai-realtime.js';
 import { twilio } from './bot/twilio.js';
+import { ultravox } from './bot/ultravox.js';
 import { asteriskProvider } from './provider/asterisk.js';
 import { audiosocketProvider } from './provider/audiosocket.js';
 import { defaultProvider } from './provider/default.js';
@@ -35,6 +36,7 @@ export const BOT_DIALECT_DECLS = [
   openaiRealtime,
   elevenlabsAgent,
   deepgramAgent,
+  ultravox,
   builtin,
 ] as const;
 

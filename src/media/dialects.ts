@@ -13,6 +13,7 @@ import type { BotDialect } from './bot/dialect.js';
 import { elevenlabsAgentBot } from './bot/elevenlabs-agent.js';
 import { openaiRealtimeBot } from './bot/openai-realtime.js';
 import { twilioBot } from './bot/twilio.js';
+import { ultravoxBot } from './bot/ultravox.js';
 import { asteriskDialect } from './providers/asterisk.js';
 import { audioSocketDialect } from './providers/audiosocket.js';
 import { defaultDialect } from './providers/default.js';
@@ -30,6 +31,7 @@ export const BOT_DIALECT_MODULES: { readonly [N in BotDialectName]: BotDialect }
   'openai-realtime': openaiRealtimeBot,
   'elevenlabs-agent': elevenlabsAgentBot,
   'deepgram-agent': deepgramAgentBot,
+  ultravox: ultravoxBot,
   builtin: builtinBot,
 };
 

@@ -1,0 +1,316 @@
+/**
+ * The `ultravox` dialect: the bridge creates an Ultravox call on the `serverWebSocket` medium and joins
+ * it. It takes no `url`: each dial is two steps, the first an HTTP call (WsLink's `resolve()`, pre-dial.ts).
+ *
+ *   create:      `POST {api_base}/api/calls` with `X-API-Key`, the body the tenant's `settings`, then
+ *                `instructions` as `systemPrompt`, `voice` and `model` (a field set by name wins over the
+ *                same key in `settings`), then `medium` (always the bridge's own: `serverWebSocket` at the
+ *                leg's rate both ways and `clientBufferSizeMs`), bounded by BOT_CONNECT_TIMEOUT_MS
+ *   join:        the answer's `joinUrl`, dialled as it is (for a tenant's bot, its host held to
+ *                BOT_URL_ALLOWED_HOSTS); no first message
+ *   redial:      a call's socket is joined once: every dial creates a call. After one was joined, the next
+ *                is created with `?priorCallId=` so the agent keeps the conversation so far (not when
+ *                `settings` hold `initialMessages`, which Ultravox refuses beside it; nor after a create
+ *                with it was refused)
+ *   caller:      binary PCM16 frames as they come, at the leg's rate (the caller's own: a PCM16 caller at
+ *                one rate passes with no DSP, a G.711 one is only decoded and encoded)
+ *   model:       binary PCM16, paced to the caller by the outbound writer
+ *   buffer:      `clientBufferSizeMs` is large (CLIENT_BUFFER_MS, at most half of OUTBOUND_BUFFER_MS so
+ *                nothing is shed), as Ultravox advises when the client honours `playback_clear_buffer`: a
+ *                reply comes far ahead of real time and waits in the bridge's queue, so a stall of the
+ *                network is never heard, and barge-in depends on the clear alone
+ *   barge-in:    `playback_clear_buffer`: the caller's playback is cleared (bridge queue, DSP, provider
+ *                `clear`). The socket keeps order, so every frame of the cut reply came before the
+ *                message, and the clear drops it all
+ *   DTMF:        `user_text_message` "[DTMF 5]" (BOT_DTMF: `text` with urgency `later`, taken in with the
+ *                next turn; `respond` with urgency `soon`, a reply at the next opportunity without cutting
+ *                the agent off; `ignore`)
+ *   hang-up:     a close with 1000 is the agent ending the call (its hang-up tool, `maxDuration`): the
+ *                caller hears what is queued, then the call ends. Any other close is a drop, redialled
+ *   keep-alive:  WsLink's heartbeat (WebSocket pings, answered by any server); the data message `ping` is
+ *                Ultravox's latency probe and is not sent
+ *   data:        `call_started` logged with the call id; `state`, `transcript` and `debug` at debug level
+ *                (a transcript's role and length, never its words); `pong` ignored; anything else is
+ *                skipped and counted as a bad frame
+ *   tools:       `client_tool_invocation` is answered in `#toolInvocation`, the one place tool calls are
+ *                mapped; until the bridge has tools, with Ultravox's `undefined` error
+ */
+
+import type { DtmfMode } from '../../dialects/bot/speech.js';
+import { ultravox } from '../../dialects/bot/ultravox.js';
+import { BridgeError } from '../../errors.js';
+import type { Format } from '../../pipeline/types.js';
+import type { SessionFormat } from '../format.js';
+import type { BotDialect } from './dialect.js';
+import { type DialTarget, PreDialError, requestJson } from './pre-dial.js';
+import type { BotCall, CallerPort } from './types.js';
+import { WsLink, type WsLinkOptions } from './ws-link.js';
+
+/** The client buffer the server is told of: its docs' own suggestion for a client that honours the clear. */
+export const CLIENT_BUFFER_MS = 30_000;
+
+/** The path of create-call under `api_base`. */
+export const CALLS_PATH = '/api/calls';
+
+/**
+ * The leg's format: PCM16 at the caller's own rate. Ultravox takes any rate both ways; the leg has one,
+ * so a caller whose two directions differ gets the higher (its voice is not down-sampled).
+ */
+export function ultravoxFormat(caller: SessionFormat): Format {
+  return { codec: 'slin', rate: Math.max(caller.inputRate, caller.outputRate) };
+}
+
+/** `clientBufferSizeMs` for a bridge that holds `outboundBufferMs` of bot audio at most. */
+export function clientBufferMs(outboundBufferMs: number): number {
+  return Math.min(CLIENT_BUFFER_MS, Math.floor(outboundBufferMs / 2));
+}
+
+export interface CallBodyInput {
+  readonly settings?: Readonly<Record<string, unknown>> | undefined;
+  readonly instructions?: string | undefined;
+  readonly voice?: string | undefined;
+  readonly model?: string | undefined;
+  readonly rate: number;
+  readonly clientBufferSizeMs: number;
+}
+
+/**
+ * The create-call body: `settings` first, then the fields set by name over them, then the medium, which
+ * is always the bridge's (a `medium` in `settings` is replaced whole).
+ */
+export function createCallBody(o: CallBodyInput): Record<string, unknown> {
+  return {
+    ...o.settings,
+    ...(o.instructions !== undefined && { systemPrompt: o.instructions }),
+    ...(o.voice !== undefined && { voice: o.voice }),
+    ...(o.model !== undefined && { model: o.model }),
+    medium: {
+      serverWebSocket: {
+        inputSampleRate: o.rate,
+        outputSampleRate: o.rate,
+        clientBufferSizeMs: o.clientBufferSizeMs,
+      },
+    },
+  };
+}
+
+export interface UltravoxBotOptions extends WsLinkOptions {
+  readonly format: Format;
+  /** The create-call URL is `${apiBase}/api/calls`; `url` names it in logs. */
+  readonly apiBase: string;
+  readonly apiKey?: string | undefined;
+  readonly settings?: Readonly<Record<string, unknown>> | undefined;
+  readonly instructions?: string | undefined;
+  readonly voice?: string | undefined;
+  readonly model?: string | undefined;
+  readonly dtmf?: DtmfMode | undefined;
+  readonly clientBufferSizeMs: number;
+}
+
+/** A data message from the server, as far as it is read here. */
+interface DataMessage {
+  readonly type: string;
+  readonly [field: string]: unknown;
+}
+
+export class UltravoxBot extends WsLink {
+  readonly #o: UltravoxBotOptions;
+  readonly #body: Record<string, unknown>;
+  /** The call the last create answered with, until its socket opens, and the call it continues. */
+  #created: string | undefined;
+  #createdAfter: string | undefined;
+  /** The last call joined: the next create continues it. */
+  #joined: string | undefined;
+
+  constructor(call: BotCall, port: CallerPort, o: UltravoxBotOptions) {
+    super(call, port, o);
+    this.#o = o;
+    this.#body = createCallBody({
+      settings: o.settings,
+      instructions: o.instructions,
+      voice: o.voice,
+      model: o.model,
+      rate: o.format.rate,
+      clientBufferSizeMs: o.clientBufferSizeMs,
+    });
+    this.start();
+  }
+
+  audio(pcm: Uint8Array): void {
+    if (!this.connected) {
+      this.hold(pcm);
+      return;
+    }
+    this.sendAudio(pcm);
+  }
+
+  dtmf(digit: string): void {
+    const mode = this.#o.dtmf ?? 'text';
+    if (mode === 'ignore') return;
+    this.#send({
+      type: 'user_text_message',
+      text: `[DTMF ${digit}]`,
+      urgency: mode === 'respond' ? 'soon' : 'later',
+    });
+  }
+
+  /** The dialect places no marks: nothing is reported to it. */
+  mark(): void {}
+
+  /** Creates the call this dial joins (see the header); its failures are PreDialErrors naming the route. */
+  protected override resolve(signal: AbortSignal): Promise<DialTarget> {
+    return this.#createCall(signal);
+  }
+
+  async #createCall(signal: AbortSignal): Promise<DialTarget> {
+    const key = this.#o.apiKey;
+    if (key === undefined)
+      throw new PreDialError('has no api_key: Ultravox creates a call only with one', { final: true });
+    const prior =
+      this.#joined !== undefined && this.#body.initialMessages === undefined ? this.#joined : undefined;
+    const url = prior === undefined ? this.o.url : `${this.o.url}?priorCallId=${encodeURIComponent(prior)}`;
+    let answer: unknown;
+    try {
+      answer = await requestJson({
+        method: 'POST',
+        url,
+        headers: { 'x-api-key': key },
+        body: this.#body,
+        signal,
+      });
+    } catch (err) {
+      if (err instanceof PreDialError) {
+        // A refused continuation is not asked for again: the next call starts afresh.
+        if (prior !== undefined && err.status !== undefined) this.#joined = undefined;
+        const detail = err.detail([key]);
+        if (detail !== undefined)
+          this.log.warn(
+            { bot: this.name, status: err.status, detail },
+            'ultravox refused to create the call',
+          );
+      }
+      throw err;
+    }
+    const o = (typeof answer === 'object' && answer !== null ? answer : {}) as Record<string, unknown>;
+    if (typeof o.joinUrl !== 'string' || o.joinUrl === '')
+      throw new PreDialError(`POST ${this.name} answered without a joinUrl`);
+    this.#created = typeof o.callId === 'string' ? o.callId : undefined;
+    this.#createdAfter = prior;
+    return { url: o.joinUrl };
+  }
+
+  protected opened(): void {
+    this.#joined = this.#created;
+    this.log.info(
+      { bot: this.name, call_id: this.#joined, prior_call_id: this.#createdAfter },
+      'ultravox call joined',
+    );
+  }
+
+  protected received(data: Buffer, isBinary: boolean): void {
+    if (isBinary) {
+      if ((data.length & 1) !== 0)
+        throw new BridgeError('odd_length', `PCM16 audio must be an even byte count, got ${data.length}`);
+      if (data.length > 0) this.port.audio(data);
+      return;
+    }
+    let msg: unknown;
+    try {
+      msg = JSON.parse(data.toString('utf8'));
+    } catch {
+      throw new BridgeError('bad_json', 'a data message from Ultravox is not JSON');
+    }
+    if (typeof msg !== 'object' || msg === null || typeof (msg as DataMessage).type !== 'string')
+      throw new BridgeError('unknown_event', 'a data message from Ultravox has no type');
+    this.#message(msg as DataMessage);
+  }
+
+  #message(m: DataMessage): void {
+    switch (m.type) {
+      case 'playback_clear_buffer':
+        this.port.clear();
+        return;
+      case 'state':
+        this.log.debug({ state: m.state }, 'ultravox state');
+        return;
+      case 'transcript':
+        if (m.final === true)
+          this.log.debug(
+            { role: m.role, medium: m.medium, ordinal: m.ordinal, chars: String(m.text ?? '').length },
+            'ultravox transcript',
+          );
+        return;
+      case 'call_started':
+        this.log.info({ bot: this.name, call_id: m.callId }, 'ultravox call started');
+        return;
+      case 'client_tool_invocation':
+        this.#toolInvocation(m);
+        return;
+      case 'debug':
+        this.log.debug({ chars: String(m.message ?? '').length }, 'ultravox debug message');
+        return;
+      case 'pong':
+        return;
+      default:
+        throw new BridgeError('unknown_event', `unknown Ultravox data message type "${m.type.slice(0, 64)}"`);
+    }
+  }
+
+  /**
+   * The agent asks the bridge to run a client tool (a `selectedTools` item of `settings` with `client`).
+   * The bridge has none yet: the answer says so in Ultravox's words, so the agent goes on.
+   */
+  #toolInvocation(m: DataMessage): void {
+    if (typeof m.invocationId !== 'string')
+      throw new BridgeError('invalid_field', 'client_tool_invocation needs an invocationId string', {
+        field: 'invocationId',
+      });
+    const tool = typeof m.toolName === 'string' ? m.toolName.slice(0, 64) : '';
+    this.log.info({ tool }, 'ultravox asked for a client tool this bridge does not have');
+    this.#send({
+      type: 'client_tool_result',
+      invocationId: m.invocationId,
+      errorType: 'undefined',
+      errorMessage: `this bridge has no client tool named "${tool}"`,
+    });
+  }
+
+  /** Closing the socket ends the Ultravox call: nothing to say first. */
+  protected farewell(): void {}
+
+  /** Ultravox has no data message for the bridge's notices: they are not sent. */
+  protected override notice(): string | undefined {
+    return undefined;
+  }
+
+  /** A close with 1000 is the agent ending the call (after its last audio); others are drops. */
+  protected override closedAsHangup(code: number): boolean {
+    return code === 1000;
+  }
+
+  #send(m: Record<string, unknown>): void {
+    this.sendText(JSON.stringify(m));
+  }
+}
+
+/** The `ultravox` dialect (src/dialects/bot/ultravox.ts): creates an Ultravox call and joins it. */
+export const ultravoxBot: BotDialect = {
+  decl: ultravox,
+  format: (_settings, caller) => ultravoxFormat(caller),
+  create: (call, port, { link, settings, format, deps }) => {
+    const apiBase = settings.apiBase ?? ultravox.defaults.apiBase;
+    return new UltravoxBot(call, port, {
+      ...link,
+      url: `${apiBase}${CALLS_PATH}`,
+      format,
+      apiBase,
+      apiKey: settings.apiKey,
+      settings: settings.settings,
+      instructions: settings.instructions,
+      voice: settings.voice,
+      model: settings.model,
+      dtmf: settings.dtmf,
+      clientBufferSizeMs: clientBufferMs(deps.ctx.config.outboundBufferMs),
+    });
+  },
+};
