@@ -41,7 +41,8 @@ export const BOT_VARS: readonly OtherVar[] = [
     type: 'text',
     group: 'bots',
     name: 'BOT_DIALECT',
-    accepts: BOTS.dialects.map((d) => code(d.name)).join(', '),
+    // The names, too many for a table cell, are in the description.
+    accepts: 'a bot dialect named below',
     defaultRule: `${code(BOTS.defaults.builtin)} for \`builtin:\` URLs, else ${code(BOTS.defaults.ws)}`,
     description: `How the bridge speaks to \`BOT_URL\`: ${BOTS.dialects.map((d) => `${code(d.name)} ${d.summary}`).join('; ')}. ${wsDialects.join(', ')} need a \`ws://\` or \`wss://\` \`BOT_URL\`, ${builtinDialects.join(', ')} a \`builtin:\` one${urlLess.length === 0 ? '' : `, ${urlLess.join(', ')} none`}. A tenant's own \`bot\` replaces the whole default bot.`,
   },

@@ -6,7 +6,8 @@
  * Bots: our own protocol (`bridge`, the ws echo bot of helpers/bot.ts), the `twilio` dialect (a Twilio
  * Media Streams echo server, helpers/twilio-bot.ts), `openai-realtime` (the Realtime stand-in, which
  * answers the caller's turn with a tone of its own), `elevenlabs-agent` (the ElevenLabs Agents
- * stand-in, which does the same) and `deepgram-agent` (the Deepgram Voice Agent stand-in, likewise).
+ * stand-in, which does the same), `deepgram-agent` (the Deepgram Voice Agent stand-in, likewise) and
+ * `ultravox` (the Ultravox stand-in, likewise).
  */
 import { randomUUID } from 'node:crypto';
 import { afterAll, expect, it } from 'vitest';
@@ -16,6 +17,7 @@ import { createDeepgramAgentEmulator } from '../../src/emulator/deepgram-agent/s
 import { createElevenLabsEmulator } from '../../src/emulator/elevenlabs-agent/server.js';
 import { createRealtimeEmulator } from '../../src/emulator/realtime/server.js';
 import { replyToneHz } from '../../src/emulator/s2s/voice.js';
+import { createUltravoxEmulator } from '../../src/emulator/ultravox/server.js';
 import { TestBot } from '../helpers/bot.js';
 import { startBridge, type TestBridge } from '../helpers/bridge.js';
 import { TwilioEchoBot } from '../helpers/twilio-bot.js';
@@ -198,10 +200,30 @@ const BOTS: Record<string, () => Promise<BotPeer>> = {
       close: () => agent.close(),
     };
   },
+  ultravox: async () => {
+    const uv = createUltravoxEmulator({});
+    await uv.listen(0, '127.0.0.1');
+    return {
+      env: {
+        BOT_DIALECT: 'ultravox',
+        BOT_API_BASE: uv.base(),
+        BOT_API_KEY: 'uv-matrix-key-0123456789',
+        BOT_INSTRUCTIONS: `Reply with a tone. reply_ms=${REPLY_MS}`,
+        // The caller speaks first, as with the Realtime stand-in.
+        BOT_SETTINGS: JSON.stringify({ firstSpeakerSettings: { user: {} } }),
+      },
+      heard: async () => {
+        const input = (await uv.waitForSession(1, 5_000)).record.inputAudio();
+        return input === undefined ? { pcm: new Int16Array(0), rate: 8000 } : input;
+      },
+      answerHz: replyToneHz(0),
+      close: () => uv.close(),
+    };
+  },
 };
 
 /** The bots that answer with a reply of their own (REPLY_MS of a tone) rather than the caller's echo. */
-const REPLYING = new Set(['openai-realtime', 'elevenlabs-agent', 'deepgram-agent']);
+const REPLYING = new Set(['openai-realtime', 'elevenlabs-agent', 'deepgram-agent', 'ultravox']);
 
 interface Cell {
   readonly provider: string;

@@ -5,15 +5,15 @@
  *   create:      `POST {api_base}/api/calls` with `X-API-Key`, the body the tenant's `settings`, then
  *                `instructions` as `systemPrompt`, `voice` and `model` (a field set by name wins over the
  *                same key in `settings`), then `medium` (always the bridge's own: `serverWebSocket` at the
- *                leg's rate both ways and `clientBufferSizeMs`), bounded by BOT_CONNECT_TIMEOUT_MS
+ *                caller's input and output rates, and `clientBufferSizeMs`), bounded by BOT_CONNECT_TIMEOUT_MS
  *   join:        the answer's `joinUrl`, dialled as it is (for a tenant's bot, its host held to
  *                BOT_URL_ALLOWED_HOSTS); no first message
  *   redial:      a call's socket is joined once: every dial creates a call. After one was joined, the next
  *                is created with `?priorCallId=` so the agent keeps the conversation so far (not when
  *                `settings` hold `initialMessages`, which Ultravox refuses beside it; nor after a create
  *                with it was refused)
- *   caller:      binary PCM16 frames as they come, at the leg's rate (the caller's own: a PCM16 caller at
- *                one rate passes with no DSP, a G.711 one is only decoded and encoded)
+ *   caller:      binary PCM16 frames as they come, at the caller's own input rate (a PCM16 caller passes
+ *                with no DSP, a G.711 one is only decoded); the model's at its output rate
  *   model:       binary PCM16, paced to the caller by the outbound writer
  *   buffer:      `clientBufferSizeMs` is large (CLIENT_BUFFER_MS, at most half of OUTBOUND_BUFFER_MS so
  *                nothing is shed), as Ultravox advises when the client honours `playback_clear_buffer`: a
@@ -39,11 +39,10 @@
 import type { DtmfMode } from '../../dialects/bot/speech.js';
 import { ultravox } from '../../dialects/bot/ultravox.js';
 import { BridgeError } from '../../errors.js';
-import type { Format } from '../../pipeline/types.js';
 import type { SessionFormat } from '../format.js';
 import type { BotDialect } from './dialect.js';
 import { type DialTarget, PreDialError, requestJson } from './pre-dial.js';
-import type { BotCall, CallerPort } from './types.js';
+import type { BotCall, BotFormats, CallerPort } from './types.js';
 import { WsLink, type WsLinkOptions } from './ws-link.js';
 
 /** The client buffer the server is told of: its docs' own suggestion for a client that honours the clear. */
@@ -53,11 +52,14 @@ export const CLIENT_BUFFER_MS = 30_000;
 export const CALLS_PATH = '/api/calls';
 
 /**
- * The leg's format: PCM16 at the caller's own rate. Ultravox takes any rate both ways; the leg has one,
- * so a caller whose two directions differ gets the higher (its voice is not down-sampled).
+ * The leg's formats: PCM16 at the caller's own rates, each way (Ultravox takes any rate, and
+ * `inputSampleRate` and `outputSampleRate` apart), so a PCM16 caller passes with no DSP at all.
  */
-export function ultravoxFormat(caller: SessionFormat): Format {
-  return { codec: 'slin', rate: Math.max(caller.inputRate, caller.outputRate) };
+export function ultravoxFormats(caller: SessionFormat): BotFormats {
+  return {
+    toBot: { codec: 'slin', rate: caller.inputRate },
+    fromBot: { codec: 'slin', rate: caller.outputRate },
+  };
 }
 
 /** `clientBufferSizeMs` for a bridge that holds `outboundBufferMs` of bot audio at most. */
@@ -70,7 +72,8 @@ export interface CallBodyInput {
   readonly instructions?: string | undefined;
   readonly voice?: string | undefined;
   readonly model?: string | undefined;
-  readonly rate: number;
+  readonly inputRate: number;
+  readonly outputRate: number;
   readonly clientBufferSizeMs: number;
 }
 
@@ -86,8 +89,8 @@ export function createCallBody(o: CallBodyInput): Record<string, unknown> {
     ...(o.model !== undefined && { model: o.model }),
     medium: {
       serverWebSocket: {
-        inputSampleRate: o.rate,
-        outputSampleRate: o.rate,
+        inputSampleRate: o.inputRate,
+        outputSampleRate: o.outputRate,
         clientBufferSizeMs: o.clientBufferSizeMs,
       },
     },
@@ -95,7 +98,7 @@ export function createCallBody(o: CallBodyInput): Record<string, unknown> {
 }
 
 export interface UltravoxBotOptions extends WsLinkOptions {
-  readonly format: Format;
+  readonly formats: BotFormats;
   /** The create-call URL is `${apiBase}/api/calls`; `url` names it in logs. */
   readonly apiBase: string;
   readonly apiKey?: string | undefined;
@@ -130,7 +133,8 @@ export class UltravoxBot extends WsLink {
       instructions: o.instructions,
       voice: o.voice,
       model: o.model,
-      rate: o.format.rate,
+      inputRate: o.formats.toBot.rate,
+      outputRate: o.formats.fromBot.rate,
       clientBufferSizeMs: o.clientBufferSizeMs,
     });
     this.start();
@@ -241,7 +245,7 @@ export class UltravoxBot extends WsLink {
           );
         return;
       case 'call_started':
-        this.log.info({ bot: this.name, call_id: m.callId }, 'ultravox call started');
+        this.log.debug({ call_id: m.callId }, 'ultravox call started');
         return;
       case 'client_tool_invocation':
         this.#toolInvocation(m);
@@ -296,13 +300,13 @@ export class UltravoxBot extends WsLink {
 /** The `ultravox` dialect (src/dialects/bot/ultravox.ts): creates an Ultravox call and joins it. */
 export const ultravoxBot: BotDialect = {
   decl: ultravox,
-  format: (_settings, caller) => ultravoxFormat(caller),
-  create: (call, port, { link, settings, format, deps }) => {
+  format: (_settings, caller) => ultravoxFormats(caller),
+  create: (call, port, { link, settings, formats, deps }) => {
     const apiBase = settings.apiBase ?? ultravox.defaults.apiBase;
     return new UltravoxBot(call, port, {
       ...link,
       url: `${apiBase}${CALLS_PATH}`,
-      format,
+      formats,
       apiBase,
       apiKey: settings.apiKey,
       settings: settings.settings,
