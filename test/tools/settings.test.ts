@@ -8,11 +8,17 @@ import { randomBytes } from 'node:crypto';
 import { Redis } from 'ioredis';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { loadConfig } from '../../src/config.js';
+import { BOT_DIALECT_DECLS } from '../../src/dialects/index.js';
 import { checkHoldAudio, checkIdle, checkToolHoldMs, checkTools } from '../../src/tools/settings.js';
 import { call } from '../helpers/http-call.js';
 import { redisSkipReason, type TestRedis, useRedis } from '../helpers/redis.js';
 import { startRig } from '../helpers/rig.js';
 import { tenantStores } from '../state/tenant-stores.js';
+
+/** The dialects that carry tools, in the registry's order: those that declare the `tools` field. */
+const CARRIERS = BOT_DIALECT_DECLS.filter((d) => d.fields.some((f) => f.key === 'tools'))
+  .map((d) => d.name)
+  .join(', ');
 
 const HOOK = {
   name: 'lookup',
@@ -131,7 +137,7 @@ describe('tool settings', () => {
       ],
       [
         { bot: { dialect: 'twilio', url: 'wss://rt.example/b', tools: ['end_call'] } },
-        'bot.tools does not apply to dialect twilio (only to bridge, openai-realtime)',
+        `bot.tools does not apply to dialect twilio (only to ${CARRIERS})`,
       ],
       [
         bot({ tools: [HOOK] }),

@@ -5,7 +5,7 @@
  *   create:      `POST {api_base}/api/calls` with `X-API-Key`, the body the tenant's `settings`, then
  *                `instructions` as `systemPrompt`, `voice` and `model` (a field set by name wins over the
  *                same key in `settings`), then `medium` (always the bridge's own: `serverWebSocket` at the
- *                caller's input and output rates, and `clientBufferSizeMs`), bounded by BOT_CONNECT_TIMEOUT_MS
+ *                caller's input and output rates, and `clientBufferSizeMs`), then the call's tools, bounded by BOT_CONNECT_TIMEOUT_MS
  *   join:        the answer's `joinUrl`, dialled as it is (for a tenant's bot, its host held to
  *                BOT_URL_ALLOWED_HOSTS); no first message
  *   redial:      a call's socket is joined once: every dial creates a call. After one was joined, the next
@@ -32,8 +32,12 @@
  *   data:        `call_started` logged with the call id; `state`, `transcript` and `debug` at debug level
  *                (a transcript's role and length, never its words); `pong` ignored; anything else is
  *                skipped and counted as a bad frame
- *   tools:       `client_tool_invocation` is answered in `#toolInvocation`, the one place tool calls are
- *                mapped; until the bridge has tools, with Ultravox's `undefined` error
+ *   tools:       the call's tools go in the create-call body as `selectedTools` client tools (a
+ *                `temporaryTool` with `client`, the schema's properties as body parameters), after any
+ *                of `settings`; a `client_tool_invocation` runs one (src/tools/) and is answered with
+ *                `client_tool_result` `{invocationId, result}` (the output's JSON), in `#toolInvocation`,
+ *                the one place tool calls are mapped; a call without tools answers errorType `undefined`
+ *   reprompt:    a `user_text_message` with urgency `soon` (the idle policy)
  */
 
 import type { DtmfMode } from '../../dialects/bot/speech.js';
@@ -42,11 +46,17 @@ import { BridgeError } from '../../errors.js';
 import type { SessionFormat } from '../format.js';
 import type { BotDialect } from './dialect.js';
 import { type DialTarget, PreDialError, requestJson } from './pre-dial.js';
-import type { BotCall, BotFormats, CallerPort } from './types.js';
+import type { BotCall, BotFormats, BotTools, CallerPort, ToolSpec } from './types.js';
 import { WsLink, type WsLinkOptions } from './ws-link.js';
 
 /** The client buffer the server is told of: its docs' own suggestion for a client that honours the clear. */
 export const CLIENT_BUFFER_MS = 30_000;
+
+/**
+ * How long Ultravox waits for a client tool's result: the longest tool (a consult's 30 s, a webhook's
+ * 30 s at most) and a margin, so the bridge's own bound answers first.
+ */
+export const TOOL_TIMEOUT_S = 35;
 
 /** The path of create-call under `api_base`. */
 export const CALLS_PATH = '/api/calls';
@@ -75,24 +85,57 @@ export interface CallBodyInput {
   readonly inputRate: number;
   readonly outputRate: number;
   readonly clientBufferSizeMs: number;
+  /** The call's tools, declared as client tools after any `selectedTools` of `settings`. */
+  readonly tools?: readonly ToolSpec[] | undefined;
 }
 
 /**
  * The create-call body: `settings` first, then the fields set by name over them, then the medium, which
- * is always the bridge's (a `medium` in `settings` is replaced whole).
+ * is always the bridge's (a `medium` in `settings` is replaced whole), and the call's tools added to
+ * `selectedTools`.
  */
 export function createCallBody(o: CallBodyInput): Record<string, unknown> {
+  const tools = o.tools ?? [];
+  const own = o.settings?.selectedTools;
   return {
     ...o.settings,
     ...(o.instructions !== undefined && { systemPrompt: o.instructions }),
     ...(o.voice !== undefined && { voice: o.voice }),
     ...(o.model !== undefined && { model: o.model }),
+    ...(tools.length > 0 && {
+      selectedTools: [...(Array.isArray(own) ? own : []), ...tools.map(clientTool)],
+    }),
     medium: {
       serverWebSocket: {
         inputSampleRate: o.inputRate,
         outputSampleRate: o.outputRate,
         clientBufferSizeMs: o.clientBufferSizeMs,
       },
+    },
+  };
+}
+
+/**
+ * One of the call's tools as an Ultravox client tool: a `temporaryTool` with `client`, its JSON Schema's
+ * properties as body parameters (the only kind a client tool takes), each with its schema and whether
+ * `required` names it, and a timeout the longest tool fits in.
+ */
+export function clientTool(t: ToolSpec): Record<string, unknown> {
+  const props = t.parameters.properties;
+  const required = Array.isArray(t.parameters.required) ? t.parameters.required : [];
+  const entries = typeof props === 'object' && props !== null ? Object.entries(props) : [];
+  return {
+    temporaryTool: {
+      modelToolName: t.name,
+      description: t.description,
+      dynamicParameters: entries.map(([name, schema]) => ({
+        name,
+        location: 'PARAMETER_LOCATION_BODY',
+        schema,
+        required: required.includes(name),
+      })),
+      timeout: `${TOOL_TIMEOUT_S}s`,
+      client: {},
     },
   };
 }
@@ -108,6 +151,7 @@ export interface UltravoxBotOptions extends WsLinkOptions {
   readonly model?: string | undefined;
   readonly dtmf?: DtmfMode | undefined;
   readonly clientBufferSizeMs: number;
+  readonly tools?: BotTools | undefined;
 }
 
 /** A data message from the server, as far as it is read here. */
@@ -136,6 +180,7 @@ export class UltravoxBot extends WsLink {
       inputRate: o.formats.toBot.rate,
       outputRate: o.formats.fromBot.rate,
       clientBufferSizeMs: o.clientBufferSizeMs,
+      tools: o.tools?.specs,
     });
     this.start();
   }
@@ -156,6 +201,11 @@ export class UltravoxBot extends WsLink {
       text: `[DTMF ${digit}]`,
       urgency: mode === 'respond' ? 'soon' : 'later',
     });
+  }
+
+  /** Asks the agent to speak (the idle policy): a user text it answers at the next opportunity. */
+  prompt(text: string): void {
+    this.#send({ type: 'user_text_message', text, urgency: 'soon' });
   }
 
   /** The dialect places no marks: nothing is reported to it. */
@@ -261,22 +311,41 @@ export class UltravoxBot extends WsLink {
   }
 
   /**
-   * The agent asks the bridge to run a client tool (a `selectedTools` item of `settings` with `client`).
-   * The bridge has none yet: the answer says so in Ultravox's words, so the agent goes on.
+   * The agent asks the bridge to run a client tool: the call's tools run it (src/tools/), and its output
+   * goes back as the result's JSON text, to the invocation's own id. Ultravox's conversation waits for
+   * the result (the caller hears hold audio meanwhile); `respond` false (after `end_call`) answers with
+   * `agentReaction` `listens`, so the agent does not speak again. Without tools, Ultravox's `undefined`.
    */
   #toolInvocation(m: DataMessage): void {
-    if (typeof m.invocationId !== 'string')
+    if (typeof m.invocationId !== 'string' || m.invocationId === '')
       throw new BridgeError('invalid_field', 'client_tool_invocation needs an invocationId string', {
         field: 'invocationId',
       });
-    const tool = typeof m.toolName === 'string' ? m.toolName.slice(0, 64) : '';
-    this.log.info({ tool }, 'ultravox asked for a client tool this bridge does not have');
-    this.#send({
-      type: 'client_tool_result',
-      invocationId: m.invocationId,
-      errorType: 'undefined',
-      errorMessage: `this bridge has no client tool named "${tool}"`,
-    });
+    if (typeof m.toolName !== 'string')
+      throw new BridgeError('invalid_field', 'client_tool_invocation needs a toolName string', {
+        field: 'toolName',
+      });
+    const id = m.invocationId;
+    const tools = this.#o.tools;
+    if (tools === undefined) {
+      const tool = m.toolName.slice(0, 64);
+      this.log.info({ tool }, 'ultravox asked for a client tool; this call has no tools');
+      this.#send({
+        type: 'client_tool_result',
+        invocationId: id,
+        errorType: 'undefined',
+        errorMessage: `this call has no client tool named "${tool}"`,
+      });
+      return;
+    }
+    tools.call({ callId: id, name: m.toolName, arguments: m.parameters ?? {} }, (output, respond) =>
+      this.#send({
+        type: 'client_tool_result',
+        invocationId: id,
+        result: JSON.stringify(output),
+        ...(!respond && { agentReaction: 'listens' }),
+      }),
+    );
   }
 
   /** Closing the socket ends the Ultravox call: nothing to say first. */
@@ -301,7 +370,7 @@ export class UltravoxBot extends WsLink {
 export const ultravoxBot: BotDialect = {
   decl: ultravox,
   format: (_settings, caller) => ultravoxFormats(caller),
-  create: (call, port, { link, settings, formats, deps }) => {
+  create: (call, port, { link, settings, formats, deps, tools }) => {
     const apiBase = settings.apiBase ?? ultravox.defaults.apiBase;
     return new UltravoxBot(call, port, {
       ...link,
@@ -315,6 +384,7 @@ export const ultravoxBot: BotDialect = {
       model: settings.model,
       dtmf: settings.dtmf,
       clientBufferSizeMs: clientBufferMs(deps.ctx.config.outboundBufferMs),
+      tools,
     });
   },
 };
