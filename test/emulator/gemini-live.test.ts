@@ -241,5 +241,7 @@ describe('Gemini Live stand-in with @google/genai', () => {
     await expect(connect(base, {}, 'right-key')).rejects.toThrow(/before setup completed/);
     const ok = await connect(base, {}, 'right-key');
     expect(ok.count((m) => m.setupComplete)).toBe(1);
+    // js-genai puts the key in the query; the record says which way it came.
+    expect(emulator!.sessions().at(-1)!.record.key_via).toBe('key');
   });
 });

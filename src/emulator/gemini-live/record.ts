@@ -16,6 +16,8 @@ export class LiveRecord extends StandInRecord {
   readonly handles: { at_ms: number; handle: string }[] = [];
   readonly go_aways: { at_ms: number; time_left: string }[] = [];
   readonly tool_cancellations: { at_ms: number; ids: string[] }[] = [];
+  /** How the handshake carried the key: the `key` or `access_token` query parameter, or the header. */
+  key_via: 'key' | 'access_token' | 'x-goog-api-key' | null = null;
   /** The setup message as received, once. */
   setup: unknown = null;
 
@@ -23,6 +25,7 @@ export class LiveRecord extends StandInRecord {
     return {
       ...super.summary(),
       conversation: this.conversation,
+      key_via: this.key_via,
       resumed_from: this.resumed_from,
       resumed_while_open: this.resumed_while_open,
       handles: this.handles.length,

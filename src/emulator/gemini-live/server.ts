@@ -12,6 +12,7 @@ import type { IncomingMessage } from 'node:http';
 import type { Logger } from '../../log.js';
 import { createStandInHost, type StandInHost } from '../s2s/host.js';
 import { GeminiConnection, type LiveConversation, type LiveHandles, type LiveOptions } from './connection.js';
+import type { LiveRecord } from './record.js';
 
 const WS_PATH =
   /^\/ws\/google\.ai\.generativelanguage\.(v1|v1alpha|v1beta)\.GenerativeService\.(BidiGenerateContent|BidiGenerateContentConstrained)$/;
@@ -77,14 +78,20 @@ export function createGeminiLiveEmulator(options: GeminiLiveEmulatorOptions = {}
     find: (handle) => conversations.get(handle),
   };
 
-  const keyError = (req: IncomingMessage, url: URL, constrained: boolean): string | undefined => {
+  /** Where the handshake's key came from, and the close it gets when the key is not valid. */
+  const keyCheck = (
+    req: IncomingMessage,
+    url: URL,
+    constrained: boolean,
+  ): { via: LiveRecord['key_via']; error: string | undefined } => {
     const header = req.headers['x-goog-api-key'];
-    const key =
-      (constrained ? url.searchParams.get('access_token') : url.searchParams.get('key')) ??
-      (typeof header === 'string' ? header : null);
+    const param = constrained ? 'access_token' : 'key';
+    const query = url.searchParams.get(param);
+    const key = query ?? (typeof header === 'string' ? header : null);
+    const via = query !== null ? param : key !== null ? 'x-goog-api-key' : null;
     if (key === null || key === '' || (options.apiKey !== undefined && key !== options.apiKey))
-      return 'API key not valid. Please pass a valid API key.';
-    return undefined;
+      return { via, error: 'API key not valid. Please pass a valid API key.' };
+    return { via, error: undefined };
   };
 
   const host = createStandInHost({
@@ -99,8 +106,14 @@ export function createGeminiLiveEmulator(options: GeminiLiveEmulatorOptions = {}
       const url = new URL((req.url ?? '/').replace(/^\/{2,}/, '/'), 'http://stand-in');
       const m = WS_PATH.exec(url.pathname);
       if (m === null) return undefined;
-      const error = keyError(req, url, m[2] === 'BidiGenerateContentConstrained');
-      return { accept: (ws) => new GeminiConnection(ws, `${m[1]}.${m[2]}`, liveOptions, handles, error) };
+      const key = keyCheck(req, url, m[2] === 'BidiGenerateContentConstrained');
+      return {
+        accept: (ws) => {
+          const conn = new GeminiConnection(ws, `${m[1]}.${m[2]}`, liveOptions, handles, key.error);
+          conn.record.key_via = key.via;
+          return conn;
+        },
+      };
     },
   });
 
