@@ -13,6 +13,7 @@ import { bridge } from './bot/bridge.js';
 import { builtin } from './bot/builtin.js';
 import { deepgramAgent } from './bot/deepgram-agent.js';
 import { elevenlabsAgent } from './bot/elevenlabs-agent.js';
+import { geminiLive } from './bot/gemini-live.js';
 import { openaiRealtime } from './bot/openai-realtime.js';
 import { twilio } from './bot/twilio.js';
 import { ultravox } from './bot/ultravox.js';
@@ -37,6 +38,7 @@ export const BOT_DIALECT_DECLS = [
   elevenlabsAgent,
   deepgramAgent,
   ultravox,
+  geminiLive,
   builtin,
 ] as const;
 

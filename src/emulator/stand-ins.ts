@@ -19,7 +19,7 @@ export type * from './stand-in.js';
  * Bot dialects whose stand-in is here before the dialect itself is declared in src/dialects/. A name
  * leaves this list once its dialect is registered (then BotDialectName holds it).
  */
-export type UnregisteredStandInName = 'gemini-live';
+export type UnregisteredStandInName = never;
 
 /** The name a stand-in is listed under: its bot dialect's. */
 export type StandInName = BotDialectName | UnregisteredStandInName;

@@ -11,6 +11,7 @@ import { builtinBot } from './bot/builtin-dialect.js';
 import { deepgramAgentBot } from './bot/deepgram-agent.js';
 import type { BotDialect } from './bot/dialect.js';
 import { elevenlabsAgentBot } from './bot/elevenlabs-agent.js';
+import { geminiLiveBot } from './bot/gemini-live.js';
 import { openaiRealtimeBot } from './bot/openai-realtime.js';
 import { twilioBot } from './bot/twilio.js';
 import { ultravoxBot } from './bot/ultravox.js';
@@ -32,6 +33,7 @@ export const BOT_DIALECT_MODULES: { readonly [N in BotDialectName]: BotDialect }
   'elevenlabs-agent': elevenlabsAgentBot,
   'deepgram-agent': deepgramAgentBot,
   ultravox: ultravoxBot,
+  'gemini-live': geminiLiveBot,
   builtin: builtinBot,
 };
 

@@ -194,6 +194,24 @@ export abstract class WsLink implements BotLeg {
     if (ws !== undefined && ws.readyState === WebSocket.OPEN) ws.terminate();
   }
 
+  /**
+   * A planned move to a new connection (a vendor's notice that this one ends soon): the open socket is
+   * closed (1000) and a new one dialled at once. Not a failure: nothing is counted, the provider is not
+   * told, and a later loss is redialled as any other. The dialect holds what the caller says meanwhile.
+   */
+  protected moveConnection(): void {
+    const ws = this.#ws;
+    if (this.#ended || ws === undefined || this.#retryTimer !== undefined || this.#resolving !== undefined)
+      return;
+    // No longer the link's socket: its close and any frame still coming are not heard.
+    this.#ws = undefined;
+    if (ws.readyState === WebSocket.OPEN) {
+      ws.close(1000, 'moving to a new connection');
+      this.#clock.setTimeout(() => ws.terminate(), CLOSE_WAIT_MS).unref();
+    } else ws.terminate();
+    this.#dial();
+  }
+
   get connected(): boolean {
     return this.#ws !== undefined && this.#ws.readyState === WebSocket.OPEN;
   }
