@@ -22,6 +22,7 @@ const REAL_TIME = [
   'test/media/bot-elevenlabs-agent-timing.test.ts',
   'test/media/bot-deepgram-agent-timing.test.ts',
   'test/media/bot-ultravox-timing.test.ts',
+  'test/media/bot-gemini-live-timing.test.ts',
   'test/media/bot-frameworks.test.ts',
   'test/media/provider-twilio.test.ts',
   'test/media/provider-telnyx.test.ts',

@@ -6,8 +6,8 @@
  * Bots: our own protocol (`bridge`, the ws echo bot of helpers/bot.ts), the `twilio` dialect (a Twilio
  * Media Streams echo server, helpers/twilio-bot.ts), `openai-realtime` (the Realtime stand-in, which
  * answers the caller's turn with a tone of its own), `elevenlabs-agent` (the ElevenLabs Agents
- * stand-in, which does the same), `deepgram-agent` (the Deepgram Voice Agent stand-in, likewise) and
- * `ultravox` (the Ultravox stand-in, likewise).
+ * stand-in, which does the same), `deepgram-agent` (the Deepgram Voice Agent stand-in, likewise),
+ * `ultravox` (the Ultravox stand-in, likewise) and `gemini-live` (the Gemini Live stand-in, likewise).
  */
 import { randomUUID } from 'node:crypto';
 import { afterAll, expect, it } from 'vitest';
@@ -15,6 +15,7 @@ import { generateTone, steadyToneSnrDb, trimSilence } from '../../src/audio/tone
 import { type CallerOptions, SyntheticCall } from '../../src/emulator/caller.js';
 import { createDeepgramAgentEmulator } from '../../src/emulator/deepgram-agent/server.js';
 import { createElevenLabsEmulator } from '../../src/emulator/elevenlabs-agent/server.js';
+import { createGeminiLiveEmulator } from '../../src/emulator/gemini-live/server.js';
 import { createRealtimeEmulator } from '../../src/emulator/realtime/server.js';
 import { replyToneHz } from '../../src/emulator/s2s/voice.js';
 import { createUltravoxEmulator } from '../../src/emulator/ultravox/server.js';
@@ -220,10 +221,34 @@ const BOTS: Record<string, () => Promise<BotPeer>> = {
       close: () => uv.close(),
     };
   },
+  'gemini-live': async () => {
+    // PCM16 16 kHz toward the model, 24 kHz back: resampled at every platform's rate but 16 kHz in.
+    const model = createGeminiLiveEmulator({ replyMs: REPLY_MS });
+    await model.listen(0, '127.0.0.1');
+    return {
+      env: {
+        BOT_URL: model.wsUrl().split('?')[0]!,
+        BOT_DIALECT: 'gemini-live',
+        BOT_API_KEY: 'gemini-matrix-key',
+      },
+      heard: async () => {
+        const input = (await model.waitForSession(1, 5_000)).record.inputAudio();
+        return input === undefined ? { pcm: new Int16Array(0), rate: 16000 } : input;
+      },
+      answerHz: replyToneHz(0),
+      close: () => model.close(),
+    };
+  },
 };
 
 /** The bots that answer with a reply of their own (REPLY_MS of a tone) rather than the caller's echo. */
-const REPLYING = new Set(['openai-realtime', 'elevenlabs-agent', 'deepgram-agent', 'ultravox']);
+const REPLYING = new Set([
+  'openai-realtime',
+  'elevenlabs-agent',
+  'deepgram-agent',
+  'ultravox',
+  'gemini-live',
+]);
 
 interface Cell {
   readonly provider: string;
