@@ -15,7 +15,7 @@
  * - user text: `realtimeInput.text` and `clientContent.turns` (answered when `turnComplete`), recorded
  *   (DTMF arrives this way);
  * - tools: `toolCall.functionCalls[{id, name, args}]` for a declared function (scripted by
- *   `call_tool=NAME` or the control hook), answered by `toolResponse.functionResponses[{id, name,
+ *   `call_tool=NAME` or the control hook; a turn open then ends there, its audio kept), answered by `toolResponse.functionResponses[{id, name,
  *   response}]`; speech over a pending call sends `toolCallCancellation {ids}`;
  * - limits: `goAway {timeLeft}` `goAwayLeadMs` before the connection's `connectionMs` (or on request),
  *   then close 1011 "Deadline expired ..."; with `sessionResumption` in the setup,
@@ -484,7 +484,12 @@ export class GeminiConnection implements StandInConnection {
         `${name} is not a declared function (setup.tools declares ${declared.length === 0 ? 'none' : declared.join(', ')})`,
       );
     }
-    this.interrupt();
+    // The model calls a function at the end of what it said (a goodbye before end_call): the turn
+    // ends there, its audio kept, as Google ends a turn with a toolCall; not an interruption.
+    if (this.turnOpen) {
+      this.reply?.stop('stopped');
+      this.completeTurn(0);
+    }
     const id = `function-call-${randomBytes(8).readBigUInt64BE().toString()}`;
     this.pendingTools.set(id, name);
     this.record.tool_calls.push({
