@@ -15,14 +15,8 @@ import { ultravoxStandIn } from './ultravox/stand-in.js';
 
 export type * from './stand-in.js';
 
-/**
- * Bot dialects whose stand-in is here before the dialect itself is declared in src/dialects/. A name
- * leaves this list once its dialect is registered (then BotDialectName holds it).
- */
-export type UnregisteredStandInName = never;
-
-/** The name a stand-in is listed under: its bot dialect's. */
-export type StandInName = BotDialectName | UnregisteredStandInName;
+/** The name a stand-in is listed under: its bot dialect's (a stand-in comes with a registered dialect). */
+export type StandInName = BotDialectName;
 
 export const STAND_INS: { readonly [N in StandInName]?: StandIn } = {
   'openai-realtime': realtimeStandIn,
