@@ -9,6 +9,7 @@
  */
 import type { BotDialectDecl } from '../types.js';
 import { apiKey, dtmf, instructions, settings } from './speech.js';
+import { TOOL_FIELDS } from './tools.js';
 
 export const DEEPGRAM_AGENT_URL = 'wss://agent.deepgram.com/v1/agent/converse';
 
@@ -19,6 +20,6 @@ export const deepgramAgent = {
     default: DEEPGRAM_AGENT_URL,
     doc: `a \`deepgram-agent\` bot dials \`${DEEPGRAM_AGENT_URL}\` when \`BOT_URL\` is not set`,
   },
-  fields: [apiKey, instructions, settings, dtmf],
+  fields: [apiKey, instructions, settings, dtmf, ...TOOL_FIELDS],
   summary: "as a client of Deepgram's Voice Agent",
 } as const satisfies BotDialectDecl;

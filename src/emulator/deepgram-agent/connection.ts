@@ -13,9 +13,12 @@
  *   in progress; `InjectAgentMessage` is spoken, or refused (`InjectionRefused`) mid-turn unless its
  *   `behavior` says to queue or interrupt;
  * - tools: a client-side function of `agent.think.functions` (scripted by `call_tool=NAME` in the prompt
- *   or a user text, or the control hook) goes as `FunctionCallRequest {functions: [{id, name, arguments
- *   (a JSON string), client_side: true}]}`; the client's `FunctionCallResponse {id, name, content}` is
- *   recorded and the agent speaks;
+ *   or a user text, or the control hook, which may have the agent speak `speak_ms` first and call once
+ *   that audio is all sent) goes as `FunctionCallRequest {functions: [{id, name, arguments (a JSON
+ *   string), client_side: true}]}`; the client's `FunctionCallResponse {id, name, content}` is recorded
+ *   and, once no call is pending, the agent speaks. `UserStartedSpeaking` cancels the calls pending, as
+ *   Deepgram does on a resumed turn or a barge-in: `FunctionCallCancelled {functions: [{id, name}]}`,
+ *   after which an answer to one of them is a fault;
  * - keep-alive and limits: with no client message (audio, `KeepAlive` or other) for `idleTimeoutMs` the
  *   server sends `Error {code: "CLIENT_MESSAGE_TIMEOUT"}` and closes (1011); a session ends at
  *   `maxSessionMs` (two hours at Deepgram);
@@ -61,6 +64,7 @@ type ServerMessage =
   | agent.AgentV1AgentStartedSpeaking
   | agent.AgentV1AgentAudioDone
   | agent.AgentV1FunctionCallRequest
+  | agent.AgentV1FunctionCallCancelled
   | agent.AgentV1InjectionRefused
   | agent.AgentV1PromptUpdated
   | agent.AgentV1Error
@@ -90,9 +94,17 @@ export class AgentRecord extends StandInRecord {
   keepalives = 0;
   settings: unknown = null;
   readonly errors: { at_ms: number; code: string; description: string }[] = [];
+  /** Client-side calls withdrawn by `FunctionCallCancelled`. */
+  readonly cancelled_calls: { at_ms: number; id: string; name: string }[] = [];
 
   override summary(): Record<string, unknown> {
-    return { ...super.summary(), key_via: this.key_via, keepalives: this.keepalives, errors: this.errors };
+    return {
+      ...super.summary(),
+      key_via: this.key_via,
+      keepalives: this.keepalives,
+      errors: this.errors,
+      cancelled_calls: this.cancelled_calls,
+    };
   }
 
   override detail(): Record<string, unknown> {
@@ -278,6 +290,7 @@ export class DeepgramAgentConnection implements StandInConnection {
     this.speechFromMs = ms;
     this.queued = undefined;
     this.send({ type: 'UserStartedSpeaking' });
+    this.cancelPendingCalls();
     if (!this.speaking()) return;
     this.reply!.stop('interrupted');
     if (this.options.lateAudioChunks > 0) this.reply!.emitLate(this.options.lateAudioChunks);
@@ -349,7 +362,8 @@ export class DeepgramAgentConnection implements StandInConnection {
     this.startReply(ms, message);
   }
 
-  private startReply(ms: number, text: string | undefined): void {
+  /** Speaks a reply of `ms`; `then` runs once its audio is all sent (not when it is cut). */
+  private startReply(ms: number, text: string | undefined, then?: () => void): void {
     const output = this.settings!.output;
     this.reply?.stop('stopped');
     const index = this.replies++;
@@ -381,6 +395,7 @@ export class DeepgramAgentConnection implements StandInConnection {
       () => this.ws.bufferedAmount,
       () => {
         this.send({ type: 'AgentAudioDone' });
+        then?.();
         this.after(Math.max(0, stream.audibleUntil() - performance.now()), () => {
           if (this.reply !== stream) return;
           const next = this.queued;
@@ -395,7 +410,11 @@ export class DeepgramAgentConnection implements StandInConnection {
     stream.start();
   }
 
-  callTool(name: string, parameters: Record<string, unknown>): string {
+  /**
+   * The agent calls `name` (a client-side function of the settings): at once, or once a reply of
+   * `speakMs` is all sent. Returns the call's id; throws when it cannot be called.
+   */
+  callTool(name: string, parameters: Record<string, unknown>, speakMs = 0): string {
     if (this.ws.readyState !== this.ws.OPEN) throw new Error('the connection is closed');
     if (this.settings === null || !this.applied) throw new Error('the settings are not applied yet');
     const fn = this.settings.functions.get(name);
@@ -407,30 +426,48 @@ export class DeepgramAgentConnection implements StandInConnection {
     }
     if (!fn.clientSide) throw new Error(`${name} has an endpoint: the server would call it, not the client`);
     const id = randomUUID();
-    this.pendingTools.set(id, name);
-    this.record.tool_calls.push({
-      at_ms: this.record.nowMs(),
-      id,
-      name,
-      parameters,
-      answered_at_ms: null,
-      answer: null,
-    });
-    this.send({ type: 'AgentThinking', content: `Calling ${name}.` });
-    this.send({
-      type: 'FunctionCallRequest',
-      functions: [{ id, name, arguments: JSON.stringify(parameters), client_side: true }],
-    });
+    const call = () => {
+      if (this.ws.readyState !== this.ws.OPEN) return;
+      this.pendingTools.set(id, name);
+      this.record.tool_calls.push({
+        at_ms: this.record.nowMs(),
+        id,
+        name,
+        parameters,
+        answered_at_ms: null,
+        answer: null,
+      });
+      this.send({ type: 'AgentThinking', content: `Calling ${name}.` });
+      this.send({
+        type: 'FunctionCallRequest',
+        functions: [{ id, name, arguments: JSON.stringify(parameters), client_side: true }],
+      });
+    };
+    if (speakMs > 0) this.startReply(speakMs, undefined, call);
+    else call();
     return id;
+  }
+
+  /** The caller spoke again: the calls pending are withdrawn, and the client told which. */
+  private cancelPendingCalls(): void {
+    if (this.pendingTools.size === 0) return;
+    const functions = [...this.pendingTools].map(([id, name]) => ({ id, name }));
+    this.pendingTools.clear();
+    for (const f of functions) this.record.cancelled_calls.push({ at_ms: this.record.nowMs(), ...f });
+    this.send({ type: 'FunctionCallCancelled', functions });
   }
 
   private functionCallResponse(msg: Record<string, unknown>): void {
     const id = typeof msg.id === 'string' ? msg.id : '';
     const call = this.record.tool_calls.find((c) => c.id === id);
     if (call === undefined || !this.pendingTools.has(id)) {
-      this.record.note(
-        `FunctionCallResponse for ${call === undefined ? 'an unknown' : 'an answered'} id ${JSON.stringify(msg.id)}`,
-      );
+      const what =
+        call === undefined
+          ? 'an unknown'
+          : this.record.cancelled_calls.some((c) => c.id === id)
+            ? 'a cancelled'
+            : 'an answered';
+      this.record.note(`FunctionCallResponse for ${what} id ${JSON.stringify(msg.id)}`);
       return;
     }
     if (msg.name !== call.name)

@@ -1,7 +1,9 @@
 /**
  * Deepgram Voice Agent `Settings`, read as far as the stand-in acts on it: the audio formats both ways
  * (the encodings it can decode and encode: `linear16`, `mulaw`, `alaw`; `container: "none"`), the think
- * prompt and functions (client-side when they have no `endpoint`), and the greeting. A field it cannot
+ * prompt and functions (each held to @deepgram/sdk's ThinkSettingsV1 function item: `name` a non-empty
+ * string, `description` a string, `parameters` a JSON Schema object, `defer_until_eot` a boolean,
+ * `endpoint` an object with a `url`; client-side when it has no `endpoint`), and the greeting. A field it cannot
  * take throws SettingsError naming it; other fields (listen and speak providers, tags, ...) pass.
  */
 import type { agent } from '@deepgram/sdk';
@@ -68,8 +70,18 @@ export function parseSettings(msg: Record<string, unknown>): AgentSettings {
   const list = think?.functions ?? [];
   if (!Array.isArray(list)) throw new SettingsError('agent.think.functions must be an array');
   list.forEach((f: unknown, i) => {
+    const at = `agent.think.functions[${i}]`;
     if (!isObject(f) || typeof f.name !== 'string' || f.name === '')
-      throw new SettingsError(`agent.think.functions[${i}].name must be a non-empty string`);
+      throw new SettingsError(`${at}.name must be a non-empty string`);
+    if (f.description !== undefined && typeof f.description !== 'string')
+      throw new SettingsError(`${at}.description must be a string`);
+    if (f.parameters !== undefined && (!isObject(f.parameters) || f.parameters.type !== 'object'))
+      throw new SettingsError(`${at}.parameters must be a JSON Schema object with "type": "object"`);
+    if (f.defer_until_eot !== undefined && typeof f.defer_until_eot !== 'boolean')
+      throw new SettingsError(`${at}.defer_until_eot must be a boolean`);
+    if (f.endpoint !== undefined && (!isObject(f.endpoint) || typeof f.endpoint.url !== 'string'))
+      throw new SettingsError(`${at}.endpoint must be an object with a url string`);
+    if (functions.has(f.name)) throw new SettingsError(`${at}.name ${f.name} is declared twice`);
     functions.set(f.name, { clientSide: f.endpoint === undefined });
   });
   const greeting = a.greeting ?? null;

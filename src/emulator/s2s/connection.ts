@@ -20,8 +20,11 @@ export interface StandInConnection {
   sendMalformed(kind: MalformedKind): void;
   /** Speech starts now, as if the VAD had heard it (barge-in without audio). */
   speechStarted(): void;
-  /** Asks the client to run a tool; returns the call's id, or throws an Error saying why it cannot. */
-  callTool(name: string, parameters: Record<string, unknown>): string;
+  /**
+   * Asks the client to run a tool, at once or (where the stand-in can) once a reply of `speakMs` it
+   * speaks first is all sent; returns the call's id, or throws an Error saying why it cannot.
+   */
+  callTool(name: string, parameters: Record<string, unknown>, speakMs?: number): string;
   /**
    * A control hook of the dialect's own (`POST .../sessions/{id}/<name>`, e.g. Gemini's `go-away`): its
    * JSON answer, or undefined when the dialect has no such hook. A bad body throws HttpError(400); an

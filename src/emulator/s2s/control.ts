@@ -158,8 +158,9 @@ async function route(
     if (typeof name !== 'string' || name === '') throw new HttpError(400, 'name must be a non-empty string');
     if (typeof parameters !== 'object' || parameters === null || Array.isArray(parameters))
       throw new HttpError(400, 'parameters must be a JSON object');
+    const speakMs = int(body, 'speak_ms', 0, 600_000, 0);
     try {
-      const id = s.callTool(name, parameters as Record<string, unknown>);
+      const id = s.callTool(name, parameters as Record<string, unknown>, speakMs);
       return replyJson(res, 200, { id, name });
     } catch (err) {
       throw new HttpError(409, (err as Error).message);

@@ -26,14 +26,20 @@
  *   hang-up:    a close with 1000 once the session is set up is the agent ending the call: its audio
  *               already sent plays out first. A close before `SettingsApplied`, or no `SettingsApplied`
  *               within BOT_CONNECT_TIMEOUT_MS, is a failed dial, counted toward BOT_RETRIES
- *   tools:      not carried yet. A client-side function the tenant declared in `settings` is answered
- *               with an error, so the agent is not left waiting; the call's tools will be declared in
- *               `agent.think.functions` (#settingsMessage) and answered here (#functionCalls)
+ *   tools:      the call's tools go in `agent.think.functions` (of each entry, where it lists fallbacks)
+ *               after the tenant's own functions of `settings` (one of the same name is replaced), each
+ *               with `defer_until_eot: true`, so no tool acts on a turn the caller then went on with. A
+ *               client-side `FunctionCallRequest` runs each of its functions through the call's tools and
+ *               is answered with a `FunctionCallResponse` {id, name, content: the output as JSON text}; a
+ *               `FunctionCallCancelled` cancels the calls it names (no answer goes), as does a new socket
+ *               for the calls of the one before it. Without tools, a client-side call is answered
+ *               `not_found`, so the agent is not left waiting; server-side ones are Deepgram's to run
+ *   reprompt:   `InjectUserMessage` with the idle policy's text, which the agent answers
  *
  * Whether audio may still be playing: the dialect places a mark (`dg:<n>`) at each `AgentAudioDone`; once
  * the latest one is reported (played, or dropped by a clear) with no audio since, nothing is playing.
  */
-import type { agent as Deepgram } from '@deepgram/sdk';
+import type { agent as Deepgram, ThinkSettingsV1 } from '@deepgram/sdk';
 import { type Clock, type ClockTimer, systemClock } from '../../clock.js';
 import { deepgramAgent } from '../../dialects/bot/deepgram-agent.js';
 import type { DtmfMode } from '../../dialects/bot/speech.js';
@@ -41,7 +47,7 @@ import { BridgeError } from '../../errors.js';
 import type { Format } from '../../pipeline/types.js';
 import type { SessionFormat } from '../format.js';
 import type { BotDialect } from './dialect.js';
-import type { BotCall, BotFormats, CallerPort } from './types.js';
+import type { BotCall, BotFormats, BotTools, CallerPort, ToolOutput } from './types.js';
 import { WsLink, type WsLinkOptions } from './ws-link.js';
 
 /** No caller audio for this long: a `KeepAlive` goes, and again as long as none goes. */
@@ -99,12 +105,20 @@ function wireFormat(f: Format): { encoding: 'mulaw' | 'linear16'; sample_rate: n
 const isObject = (v: unknown): v is Record<string, unknown> =>
   typeof v === 'object' && v !== null && !Array.isArray(v);
 
+/** `list` (the tenant's own functions, if any) with `ours` after it, in place of any of the same name. */
+function withFunctions(list: unknown, ours: readonly { readonly name: string }[]): unknown[] {
+  const names = new Set(ours.map((f) => f.name));
+  const theirs = Array.isArray(list) ? list.filter((f) => !(isObject(f) && names.has(f.name as string))) : [];
+  return [...theirs, ...ours];
+}
+
 export interface DeepgramAgentOptions extends WsLinkOptions {
   readonly formats: BotFormats;
   readonly instructions?: string | undefined;
   /** The tenant's `settings` (frozen: copied before anything is set in it). */
   readonly settings?: Readonly<Record<string, unknown>> | undefined;
   readonly dtmf?: DtmfMode | undefined;
+  readonly tools?: BotTools | undefined;
 }
 
 /** A message or an audio frame waiting for `SettingsApplied`. */
@@ -137,6 +151,8 @@ export class DeepgramAgentBot extends WsLink {
   #unplayed = false;
   #audioSinceMark = false;
   #marks = 0;
+  /** Client-side function calls of this socket not yet answered. */
+  readonly #pendingCalls = new Set<string>();
 
   /** A connection is of use once its settings are applied: one closed before counts toward BOT_RETRIES. */
   protected override readonly confirmsOpen = true;
@@ -183,7 +199,15 @@ export class DeepgramAgentBot extends WsLink {
     if (name === `dg:${this.#marks}`) this.#unplayed = this.#audioSinceMark;
   }
 
+  /** Asks the agent to speak (the idle policy): a user text, which Deepgram always answers. */
+  prompt(text: string): void {
+    this.#inject(text);
+  }
+
   protected opened(): void {
+    // A new agent session knows nothing of the calls the last one made: they are answered no more.
+    for (const id of this.#pendingCalls) this.#o.tools?.cancel(id);
+    this.#pendingCalls.clear();
     this.#welcomed = false;
     this.#applied = false;
     this.#sending = false;
@@ -246,6 +270,9 @@ export class DeepgramAgentBot extends WsLink {
       case 'FunctionCallRequest':
         this.#functionCalls(m as unknown as Deepgram.AgentV1FunctionCallRequest);
         return;
+      case 'FunctionCallCancelled':
+        this.#functionsCancelled(m as unknown as Deepgram.AgentV1FunctionCallCancelled);
+        return;
       case 'Error':
       case 'Warning': {
         const e = m as unknown as Deepgram.AgentV1Error;
@@ -288,6 +315,7 @@ export class DeepgramAgentBot extends WsLink {
     this.#digitTimer = undefined;
     this.#held = [];
     this.#digits = [];
+    this.#pendingCalls.clear();
   }
 
   #welcome(): void {
@@ -299,24 +327,31 @@ export class DeepgramAgentBot extends WsLink {
 
   /**
    * `Settings`: the tenant's `settings` at the top level, then the bridge's own: the type, the audio
-   * formats, and `instructions` as the think prompt.
+   * formats, and in `agent.think` (each entry of a list) `instructions` as the prompt and the call's
+   * tools after the tenant's own functions.
    */
   #settingsMessage(): Record<string, unknown> {
     const { formats, instructions } = this.#o;
     const tenant = structuredClone(this.#o.settings ?? {}) as Record<string, unknown>;
     let agent = tenant.agent ?? {};
-    if (instructions !== undefined) {
+    const functions = this.#functions();
+    if (instructions !== undefined || functions !== undefined) {
       if (isObject(agent)) {
         const think = agent.think;
+        const ours = (t: Record<string, unknown>) => ({
+          ...t,
+          ...(instructions !== undefined && { prompt: instructions }),
+          ...(functions !== undefined && { functions: withFunctions(t.functions, functions) }),
+        });
         agent = {
           ...agent,
           think: Array.isArray(think)
-            ? think.map((t) => (isObject(t) ? { ...t, prompt: instructions } : t))
-            : { ...(isObject(think) ? think : {}), prompt: instructions },
+            ? think.map((t) => (isObject(t) ? ours(t) : t))
+            : ours(isObject(think) ? think : {}),
         };
       } else
         this.log.warn(
-          'settings.agent is not an object (a stored agent configuration): instructions are not added to it',
+          'settings.agent is not an object (a stored agent configuration): instructions and tools are not added to it',
         );
     }
     return {
@@ -328,6 +363,18 @@ export class DeepgramAgentBot extends WsLink {
       },
       agent,
     };
+  }
+
+  /** The call's tools as Deepgram's client-side functions (no `endpoint`); undefined when it has none. */
+  #functions(): (ThinkSettingsV1.Functions.Item & { readonly name: string })[] | undefined {
+    const specs = this.#o.tools?.specs ?? [];
+    if (specs.length === 0) return undefined;
+    return specs.map((t) => ({
+      name: t.name,
+      description: t.description,
+      parameters: t.parameters as Record<string, unknown>,
+      defer_until_eot: true,
+    }));
   }
 
   #settingsApplied(): void {
@@ -404,21 +451,46 @@ export class DeepgramAgentBot extends WsLink {
   }
 
   /**
-   * The agent asks the client to run functions. The call's tools are not carried yet: each client-side
-   * call is answered with an error, so the agent goes on; server-side ones are Deepgram's to run.
+   * The agent asks the client to run functions: each client-side one goes to the call's tools and is
+   * answered to its own id once it has run (server-side ones are Deepgram's to run).
    */
   #functionCalls(m: Deepgram.AgentV1FunctionCallRequest): void {
     if (!Array.isArray(m.functions)) return;
     for (const f of m.functions) {
       if (!isObject(f) || f.client_side !== true || typeof f.id !== 'string') continue;
-      this.sendText(
-        JSON.stringify({
-          type: 'FunctionCallResponse',
-          id: f.id,
-          name: typeof f.name === 'string' ? f.name : '',
-          content: JSON.stringify({ error: 'not_found', message: 'this call has no tools' }),
-        } satisfies Deepgram.AgentV1SendFunctionCallResponse),
-      );
+      const id = f.id;
+      const name = typeof f.name === 'string' ? f.name : '';
+      const tools = this.#o.tools;
+      if (tools === undefined) {
+        this.#answer(id, name, { error: 'not_found', message: 'this call has no tools' });
+        continue;
+      }
+      if (this.#pendingCalls.has(id)) continue;
+      this.#pendingCalls.add(id);
+      tools.call({ callId: id, name, arguments: f.arguments }, (output) => {
+        // Deepgram has no way to take an output without a reply: `respond` is not asked of it.
+        if (this.#pendingCalls.delete(id)) this.#answer(id, name, output);
+      });
+    }
+  }
+
+  #answer(id: string, name: string, output: ToolOutput): void {
+    this.sendText(
+      JSON.stringify({
+        type: 'FunctionCallResponse',
+        id,
+        name,
+        content: JSON.stringify(output),
+      } satisfies Deepgram.AgentV1SendFunctionCallResponse),
+    );
+  }
+
+  /** The caller spoke again: the calls named are withdrawn, and no answer goes for them. */
+  #functionsCancelled(m: Deepgram.AgentV1FunctionCallCancelled): void {
+    if (!Array.isArray(m.functions)) return;
+    for (const f of m.functions) {
+      if (!isObject(f) || typeof f.id !== 'string' || !this.#pendingCalls.delete(f.id)) continue;
+      this.#o.tools?.cancel(f.id);
     }
   }
 
@@ -443,7 +515,7 @@ export class DeepgramAgentBot extends WsLink {
 export const deepgramAgentBot: BotDialect = {
   decl: deepgramAgent,
   format: (_settings, caller) => deepgramFormats(caller),
-  create: (call, port, { link, settings, formats }) =>
+  create: (call, port, { link, settings, formats, tools }) =>
     new DeepgramAgentBot(call, port, {
       ...link,
       ...(settings.apiKey !== undefined && { headers: { authorization: `Token ${settings.apiKey}` } }),
@@ -451,5 +523,6 @@ export const deepgramAgentBot: BotDialect = {
       instructions: settings.instructions,
       settings: settings.settings,
       dtmf: settings.dtmf,
+      tools,
     }),
 };
