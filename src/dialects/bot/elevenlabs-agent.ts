@@ -8,6 +8,7 @@
  */
 import type { BotDialectDecl } from '../types.js';
 import { agentId, apiBase, apiKey, dtmf, instructions, voice } from './speech.js';
+import { TOOL_FIELDS } from './tools.js';
 
 /** ElevenLabs' conversation WebSocket: the bridge adds `agent_id` to its query. */
 export const ELEVENLABS_CONVERSATION_URL = 'wss://api.elevenlabs.io/v1/convai/conversation';
@@ -22,7 +23,7 @@ export const elevenlabsAgent = {
     default: ELEVENLABS_CONVERSATION_URL,
     doc: "an `elevenlabs-agent` bot is ElevenLabs' conversation socket unless given (`BOT_AGENT_ID` names the agent)",
   },
-  fields: [agentId, apiKey, apiBase, instructions, voice, dtmf],
+  fields: [agentId, apiKey, apiBase, instructions, voice, dtmf, ...TOOL_FIELDS],
   requires: ['agentId'],
   summary: 'as a client of an ElevenLabs Agents conversation',
 } as const satisfies BotDialectDecl;

@@ -22,8 +22,10 @@
  * - limits: the agent's `maxDurationMs` ends the conversation with an `error` event
  *   (`max_duration_exceeded`) and a normal close;
  * - text and tools: `user_message {text}` is recorded (DTMF arrives this way) and answered like a turn;
- *   `callTool()` sends `client_tool_call` and records the client's `client_tool_result`, after which the
- *   agent speaks.
+ *   `callTool()` sends `client_tool_call {tool_name, tool_call_id, parameters, event_id}`, at once or once
+ *   a reply of `speakMs` it speaks first is all sent, and records the client's `client_tool_result`
+ *   (`tool_call_id`, `result` a string, `is_error` a boolean, nothing else), after which the agent
+ *   speaks.
  * Everything the client does against the protocol lands in `record.notes`.
  */
 import { randomBytes } from 'node:crypto';
@@ -373,7 +375,8 @@ export class ElevenLabsConversation implements StandInConnection {
     this.startReply(this.replyTurn(), this.replyLength(text));
   }
 
-  private startReply(turn: number, ms: number): void {
+  /** Speaks a reply of `ms` for `turn`; `then` runs once its audio is all sent (not when it is cut). */
+  private startReply(turn: number, ms: number, then?: () => void): void {
     this.reply?.stop('stopped');
     const hz = replyToneHz(this.replies++);
     const rec: ReplyRecord = {
@@ -405,7 +408,7 @@ export class ElevenLabsConversation implements StandInConnection {
         });
       },
       () => this.ws.bufferedAmount,
-      () => {},
+      () => then?.(),
     );
     this.reply = stream;
     if (this.textOnly) {
@@ -437,26 +440,34 @@ export class ElevenLabsConversation implements StandInConnection {
       this.record.note(`client_tool_result.result must be a string, got ${typeof msg.result}`);
     if (typeof msg.is_error !== 'boolean')
       this.record.note(`client_tool_result.is_error must be a boolean, got ${typeof msg.is_error}`);
+    const extra = Object.keys(msg).filter((k) => !['type', 'tool_call_id', 'result', 'is_error'].includes(k));
+    if (extra.length > 0)
+      this.record.note(`client_tool_result has fields it does not take: ${extra.join(', ')}`);
     this.startReply(this.turn, this.replyLength());
   }
 
-  callTool(name: string, parameters: Record<string, unknown>): string {
+  callTool(name: string, parameters: Record<string, unknown>, speakMs = 0): string {
     if (!this.started) throw new Error('the conversation has not started (no metadata sent yet)');
     if (this.ws.readyState !== this.ws.OPEN) throw new Error('the conversation is closed');
     const id = `toolu_${randomBytes(12).toString('hex')}`;
-    this.pendingTools.set(id, this.turn);
-    this.record.tool_calls.push({
-      at_ms: this.record.nowMs(),
-      id,
-      name,
-      parameters,
-      answered_at_ms: null,
-      answer: null,
-    });
-    this.send({
-      type: 'client_tool_call',
-      client_tool_call: { tool_name: name, tool_call_id: id, parameters, event_id: this.turn },
-    });
+    const call = () => {
+      if (this.ws.readyState !== this.ws.OPEN) return;
+      this.pendingTools.set(id, this.turn);
+      this.record.tool_calls.push({
+        at_ms: this.record.nowMs(),
+        id,
+        name,
+        parameters,
+        answered_at_ms: null,
+        answer: null,
+      });
+      this.send({
+        type: 'client_tool_call',
+        client_tool_call: { tool_name: name, tool_call_id: id, parameters, event_id: this.turn },
+      });
+    };
+    if (speakMs > 0) this.startReply(++this.turn, speakMs, call);
+    else call();
     return id;
   }
 

@@ -24,8 +24,14 @@
  *               and `user_activity`; `respond` a `user_message` "[DTMF 5]", which it answers; `ignore`
  *   hang-up:    a normal close (1000) once the conversation started is the agent ending the call: its
  *               audio sent plays out first. A close before the agent's formats came is a failed dial
- *   tools:      `client_tool_call` is answered with an error result until tools reach this dialect
- *               (#toolCall is where they map)
+ *   tools:      declared on the agent itself (its client tools, in ElevenLabs' dashboard or API), never on
+ *               the socket. A `client_tool_call` runs the tool of the call's `tools` it names through the
+ *               call's tools, with its `parameters` as the arguments, and is answered with
+ *               `client_tool_result` {tool_call_id, result: the output as JSON text, is_error: the output
+ *               is an `{error, message}`}; a name the call has not is such an error naming it. Calls of a
+ *               socket not answered when a new one opens are answered no more. Without tools, each call
+ *               is answered with an error result
+ *   reprompt:   a `user_message` with the idle policy's text, which the agent answers
  */
 import type * as EL from '@elevenlabs/types';
 import { fromBase64, toBase64 } from '../../audio/codec.js';
@@ -37,7 +43,7 @@ import { shownValue } from '../../log.js';
 import type { Format } from '../../pipeline/types.js';
 import type { BotDialect } from './dialect.js';
 import { type DialTarget, PreDialError, requestJson } from './pre-dial.js';
-import type { BotCall, BotFormats, CallerPort } from './types.js';
+import type { BotCall, BotFormats, BotTools, CallerPort, ToolOutput } from './types.js';
 import { WsLink, type WsLinkOptions } from './ws-link.js';
 
 /**
@@ -98,6 +104,7 @@ export interface ElevenLabsBotOptions extends WsLinkOptions {
   readonly instructions?: string | undefined;
   readonly voice?: string | undefined;
   readonly dtmf?: DtmfMode | undefined;
+  readonly tools?: BotTools | undefined;
 }
 
 type ServerEvent = { readonly type?: unknown; readonly [k: string]: unknown };
@@ -120,6 +127,8 @@ export class ElevenLabsAgentBot extends WsLink {
   #lastAudioId = -1;
   /** Event types already logged as unknown on this call (each is logged once, then only counted). */
   readonly #unknown = new Set<string>();
+  /** Client tool calls of this connection not yet answered. */
+  readonly #pendingCalls = new Set<string>();
   #metadataWait: ReturnType<NonNullable<WsLinkOptions['clock']>['setTimeout']> | undefined;
 
   constructor(call: BotCall, port: CallerPort, o: ElevenLabsBotOptions) {
@@ -157,6 +166,13 @@ export class ElevenLabsAgentBot extends WsLink {
   /** ElevenLabs hears nothing of playback: no marks are placed. */
   mark(): void {}
 
+  /** Asks the agent to speak (the idle policy): a user text, which it answers. */
+  prompt(text: string): void {
+    if (!this.#live) return;
+    this.#flush();
+    this.#send({ type: 'user_message', text } satisfies EL.UserMessage);
+  }
+
   protected override resolve(signal: AbortSignal): Promise<DialTarget> | undefined {
     const key = this.#o.apiKey;
     if (key === undefined) return undefined;
@@ -164,6 +180,9 @@ export class ElevenLabsAgentBot extends WsLink {
   }
 
   protected opened(): void {
+    // A new conversation knows nothing of the calls the last one made: they are answered no more.
+    for (const id of this.#pendingCalls) this.#o.tools?.cancel(id);
+    this.#pendingCalls.clear();
     this.#live = false;
     this.#batched = 0;
     const o = this.#o;
@@ -276,6 +295,7 @@ export class ElevenLabsAgentBot extends WsLink {
 
   protected override ended(): void {
     this.#stopWaiting();
+    this.#pendingCalls.clear();
   }
 
   async #signedUrl(key: string, signal: AbortSignal): Promise<DialTarget> {
@@ -394,18 +414,40 @@ export class ElevenLabsAgentBot extends WsLink {
     this.#send({ type: 'pong', event_id: ev.event_id } satisfies EL.Pong);
   }
 
-  /** Where the model's tools map (CONTRACT §10); until then each call is answered as not available. */
+  /**
+   * The agent calls one of its client tools: the call's tool of that name runs, and its output goes back
+   * as the result, flagged an error when it is one.
+   */
   #toolCall(ev: Partial<EL.ClientToolCall>): void {
-    if (typeof ev.tool_call_id !== 'string')
+    const id = ev.tool_call_id;
+    if (typeof id !== 'string')
       throw new BridgeError('invalid_field', 'client_tool_call needs a tool_call_id string', {
         field: 'client_tool_call',
       });
-    this.log.warn({ tool: ev.tool_name }, 'agent called a client tool; this bridge runs none for it');
+    const name = typeof ev.tool_name === 'string' ? ev.tool_name : '';
+    const tools = this.#o.tools;
+    if (tools === undefined) {
+      this.log.warn({ tool: name.slice(0, 64) }, 'agent called a client tool; this call has no tools');
+      this.#result(id, {
+        error: 'not_found',
+        message: `no tool "${name.slice(0, 64)}" on this call: it has no tools`,
+      });
+      return;
+    }
+    if (this.#pendingCalls.has(id)) return;
+    this.#pendingCalls.add(id);
+    // ElevenLabs' agent decides itself whether it waits for the result and speaks after it.
+    tools.call({ callId: id, name, arguments: ev.parameters ?? {} }, (output) => {
+      if (this.#pendingCalls.delete(id)) this.#result(id, output);
+    });
+  }
+
+  #result(id: string, output: ToolOutput): void {
     this.#send({
       type: 'client_tool_result',
-      tool_call_id: ev.tool_call_id,
-      result: `the tool ${String(ev.tool_name)} is not available on this call`,
-      is_error: true,
+      tool_call_id: id,
+      result: JSON.stringify(output),
+      is_error: typeof output.error === 'string',
     } satisfies EL.ClientToolResult);
   }
 
@@ -468,7 +510,7 @@ export const elevenlabsAgentBot: BotDialect = {
   decl: elevenlabsAgent,
   formatsFromBot: true,
   format: () => DEFAULT_FORMAT,
-  create: (call, port, { link, settings, own, deps }) => {
+  create: (call, port, { link, settings, own, deps, tools }) => {
     const apiBase = settings.apiBase ?? ELEVENLABS_API_BASE;
     // A tenant's own api_base was checked with its bot; the default one is checked here, where it is used.
     const apiBaseProblem =
@@ -485,6 +527,7 @@ export const elevenlabsAgentBot: BotDialect = {
       instructions: settings.instructions,
       voice: settings.voice,
       dtmf: settings.dtmf,
+      tools,
     });
   },
 };
