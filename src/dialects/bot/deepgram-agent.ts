@@ -5,7 +5,8 @@
  * listen, think and speak providers and their models in Deepgram's words) and what a digit becomes.
  * `model` and `voice` are not taken: Deepgram names a provider beside each model, and each provider its
  * model or voice under a field of its own, so the bridge would have to guess one; `settings` says it
- * exactly. Its leg: src/media/bot/deepgram-agent.ts; its stand-in: src/emulator/deepgram-agent/.
+ * exactly. It carries the call's tools (src/dialects/bot/tools.ts) as client-side functions. Its leg:
+ * src/media/bot/deepgram-agent.ts; its stand-in: src/emulator/deepgram-agent/.
  */
 import type { BotDialectDecl } from '../types.js';
 import { apiKey, dtmf, instructions, settings } from './speech.js';

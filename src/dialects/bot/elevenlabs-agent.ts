@@ -4,7 +4,8 @@
  * endpoint; with an `api_key`, each dial first asks `{api_base}/v1/convai/conversation/get-signed-url`
  * for a signed URL (a private agent). `instructions` and `voice` go as the conversation's overrides
  * (the agent must allow them), and `dtmf` says what a digit becomes. The agent's model, language and
- * audio formats are the agent's own. Its leg: src/media/bot/elevenlabs-agent.ts.
+ * audio formats are the agent's own, and so are its client tools: the call's `tools` (src/dialects/bot/
+ * tools.ts) say which of them the bridge runs. Its leg: src/media/bot/elevenlabs-agent.ts.
  */
 import type { BotDialectDecl } from '../types.js';
 import { agentId, apiBase, apiKey, dtmf, instructions, voice } from './speech.js';
