@@ -297,3 +297,19 @@ export function ratios(runs: readonly RatioInput[], goal: number): (Ratio & { me
     }
   return out;
 }
+
+/** One core's line of /proc/stat: jiffies busy (all but idle and iowait) and in all. */
+export function coreTimes(procStat: string, cpu: number): { busy: number; total: number } {
+  const line = procStat.split('\n').find((l) => l.startsWith(`cpu${cpu} `));
+  if (line === undefined) throw new Error(`/proc/stat has no line for cpu${cpu}`);
+  const n = line.trim().split(/\s+/).slice(1).map(Number);
+  // user nice system idle iowait irq softirq steal (guest time is inside user already)
+  const total = n.slice(0, 8).reduce((a, b) => a + b, 0);
+  return { busy: total - n[3]! - n[4]!, total };
+}
+
+/** How busy a core was between two readings of coreTimes, in % (every process on it, ours or not). */
+export function busyPct(a: { busy: number; total: number }, b: { busy: number; total: number }): number {
+  const total = b.total - a.total;
+  return total > 0 ? Math.round((1000 * (b.busy - a.busy)) / total) / 10 : 0;
+}

@@ -9,11 +9,13 @@
  *     [--seconds 20] [--rounds 2] [--codec pcmu|slin] [--pin [--pin-cpus 1,0]] [--json FILE]
  *
  * The calls come from the load generator of bench:capacity (src/load/, the default provider dialect,
- * 8 kHz, 20 ms binary frames at real time, no timing markers): each caller says one 300 ms tone, then
- * sends digital silence for the rest of the call. Each stand-in takes the tone as a turn and answers with
- * one tone reply that lasts past the call's end, sent at real time where it takes `--output-rate-factor`
- * (bench/bot-dialects-lib.ts); the echo bot sends every frame back at once. So the bridge carries audio
- * both ways at real time for the whole call with every bot, the stand-ins' replies starting about 1 s in.
+ * 8 kHz µ-law or PCM16 in 20 ms binary frames at real time, no timing markers): each caller says one
+ * 300 ms tone, then sends digital silence to the end. The echo bot sends every frame back at once. Each
+ * stand-in takes the tone as a turn and answers with one tone reply timed to run through the whole CPU
+ * window and end before its caller hangs up (callPlan in bench/bot-dialects-lib.ts), sent at real time
+ * and 200 ms ahead where it paces its replies (`--output-rate-factor 1 --lead-ms 200`). So through the
+ * window every bot receives and sends audio at real time: the bridge's load differs by the dialects'
+ * wires and formats alone.
  *
  * With `--pin` the bridge runs on one core (`taskset -c`, every thread) and this process, its load
  * generators and the bot's process on the other; every run reads each thread's affinity back and stops
@@ -22,10 +24,12 @@
  *
  * Per run: calls failed or dropped, the caller's audio the bot heard (the stand-in's record of its input,
  * the echo bot's byte count) and the bot's audio the caller got, the inter-arrival p99 of the bridge's
- * chunks at the caller (its pacing), and the bridge's CPU per call-second over the full-load window. At
- * the end, each dialect's CPU against the `bridge` dialect's in the same rounds; the goal is <= 1.3x.
+ * chunks at the caller (its pacing), and the bridge's CPU per call-second over the window (from 2 s after
+ * the ramp, when every reply is under way, to the end of the load). At the end, each dialect's CPU against
+ * the `bridge` dialect's in the same rounds, summed over them; the goal is <= 1.3x.
  */
 import { type ChildProcess, spawn } from 'node:child_process';
+import { readFileSync } from 'node:fs';
 import { writeFile } from 'node:fs/promises';
 import { createServer } from 'node:net';
 import { cpus } from 'node:os';
@@ -37,8 +41,10 @@ import {
   BASELINE,
   type BotAudio,
   botEnv,
+  busyPct,
   callerAudio,
   callPlan,
+  coreTimes,
   echoAudio,
   type Loss,
   lossOf,
@@ -176,6 +182,26 @@ interface Run {
   callerGotMs: number;
   bot: BotAudio;
   loss: Loss;
+  /** The bot's process over the whole run (ramp to drain), % of a core. */
+  botCpuPct: number;
+  /** The load core's busy time over the run, every process on it, %: near 100 the callers and bot starve. */
+  loadCoreBusyPct: number | undefined;
+}
+
+/** The load core's times, when pinned. */
+function loadCore(): { busy: number; total: number } | undefined {
+  return args.pin === undefined ? undefined : coreTimes(readFileSync('/proc/stat', 'utf8'), args.pin.load);
+}
+
+/** utime + stime of a process (all its threads), ms; 0 once it is gone. */
+function processCpuMs(pid: number): number {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    return ((Number(fields[11]) + Number(fields[12])) * 1000) / 100;
+  } catch {
+    return 0;
+  }
 }
 
 const runs: Run[] = [];
@@ -193,6 +219,11 @@ for (let round = 1; round <= args.rounds; round++) {
           : await startStandIn(target, STAND_INS[target as StandInName]!, plan.replyMs);
       let report: RungReport;
       let audio: BotAudio;
+      const load0 = loadCore();
+      const bot0 = processCpuMs(bot.pid);
+      const wall0 = performance.now();
+      let botCpuPct = 0;
+      let loadCoreBusyPct: number | undefined;
       try {
         report = await runRung('bridge', 'binary', calls, args.seconds, ctx, {
           env: bot.env,
@@ -207,13 +238,27 @@ for (let round = 1; round <= args.rounds; round++) {
           loadPids: [bot.pid],
         });
         audio = await bot.audio();
+        botCpuPct = Math.round((1000 * (processCpuMs(bot.pid) - bot0)) / (performance.now() - wall0)) / 10;
+        const load1 = loadCore();
+        if (load0 !== undefined && load1 !== undefined) loadCoreBusyPct = busyPct(load0, load1);
       } finally {
         await bot.stop();
       }
       const callerSentMs = (report.samples.sent / RATE) * 1000;
       const callerGotMs = (report.samples.received / RATE) * 1000;
       const loss = lossOf(report, callerSentMs, callerGotMs, audio);
-      runs.push({ target, calls, round, report, callerSentMs, callerGotMs, bot: audio, loss });
+      runs.push({
+        target,
+        calls,
+        round,
+        report,
+        callerSentMs,
+        callerGotMs,
+        bot: audio,
+        loss,
+        botCpuPct,
+        loadCoreBusyPct,
+      });
       const sv = report.server;
       process.stderr.write(
         `round ${round} ${String(calls).padStart(4)} calls ${target.padEnd(16)} ${report.connected}/${calls} connected, ` +
@@ -221,6 +266,7 @@ for (let round = 1; round <= args.rounds; round++) {
           `caller->bot ${s(audio.heardMs)}/${s(callerSentMs)} s, bot->caller ${s(callerGotMs)}/${s(audio.sentMs)} s` +
           `${loss.lost ? ' LOST' : ''}, inter-arrival p99 ${report.interArrivalMs.p99} ms, ` +
           `cpu ${f(sv?.cpuMsPerCallSecond, 3)} ms/call-s (main ${f(sv?.threads?.main, 3)}, workers ${f(sv?.threads?.workers, 3)}), ` +
+          `bot ${botCpuPct}% of a core, load core busy ${loadCoreBusyPct ?? '?'}%, ` +
           `load avg ${report.loadAvg1 ?? '?'}, cpu pressure ${report.cpuPressure10 ?? '?'}%\n`,
       );
     }
