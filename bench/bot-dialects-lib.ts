@@ -125,6 +125,25 @@ export function botEnv(
 }
 
 /**
+ * What every target's bridge runs with beside the bench:capacity defaults: at most 4 s of bot audio held
+ * for a caller (OUTBOUND_BUFFER_MS, 60 s by default). The stand-ins keep LEAD_MS ahead; Ultravox's keeps
+ * the client buffer the bridge asks for, half of OUTBOUND_BUFFER_MS: 2 s here (MAX_LEAD_S), where at the
+ * default 30 s a 21 s reply would all come in its first second, before the CPU window. At 1 s a bot's
+ * catch-up after a stall on a loaded machine overran it and audio was shed (the loss check caught it).
+ */
+export const BRIDGE_ENV: Readonly<Record<string, string>> = { OUTBOUND_BUFFER_MS: '4000' };
+/** The most any stand-in runs ahead of real time here: Ultravox's client buffer, half of BRIDGE_ENV's. */
+export const MAX_LEAD_S = 2;
+
+/**
+ * The bridge's environment for a stand-in's bot: BRIDGE_ENV, BOT_URL emptied (bench:capacity's bridge
+ * starts with `builtin:echo` there, which a dialect that takes no URL refuses), then the bot's own.
+ */
+export function standInBridgeEnv(bot: Readonly<Record<string, unknown>>): Record<string, string> {
+  return { ...BRIDGE_ENV, BOT_URL: '', ...botEnv(bot) };
+}
+
+/**
  * The timeline of a rung's calls. Calls start over `rampSeconds`, send until `seconds` after the ramp and
  * hang up `drainMs` later. A stand-in answers each caller's turn (TURN_MS, then its VAD's silence, about
  * 1 s from the call's start) with one reply of `replyMs`: it outlasts the load for the first call and
@@ -137,8 +156,9 @@ export function callPlan(calls: number, seconds: number) {
   const rampSeconds = rampSecondsFor(calls);
   return {
     rampSeconds,
-    replyMs: (rampSeconds + seconds + 0.5) * 1000,
-    drainMs: (rampSeconds + 3) * 1000,
+    // A reply sent MAX_LEAD_S ahead stops sending that much before it ends: it still outlasts the window.
+    replyMs: (rampSeconds + seconds + 0.5 + MAX_LEAD_S) * 1000,
+    drainMs: (rampSeconds + 3 + MAX_LEAD_S) * 1000,
     /** The caller's audio, long enough never to loop. */
     audioSeconds: rampSeconds + seconds + 1,
     window: { settleSeconds: 2, trailSeconds: 0 },
@@ -188,25 +208,45 @@ export function callerAudio(rate: number, seconds: number): Int16Array {
 /** A stand-in's session summary, as far as the bench reads it (StandIn.sessionsPath). */
 export interface SessionSummary {
   readonly input?: readonly { readonly rate: number; readonly samples: number }[];
-  readonly replies?: readonly { readonly sent_ms: number }[];
-  readonly responses?: readonly { readonly sent_ms: number }[];
+  readonly replies?: readonly Sent[];
+  readonly responses?: readonly Sent[];
 }
 
-/** What a bot heard and sent over a run: its sessions, and ms of audio each way. */
+/** A reply's record: how much went out, and whether the caller cut it (`interrupted`, Realtime's `cancelled`). */
+interface Sent {
+  readonly sent_ms: number;
+  readonly status?: string;
+}
+
+/**
+ * What a bot heard and sent over a run: its sessions, and ms of audio each way. `sentMs` counts the
+ * replies the caller is owed whole; `cutMs` what went out of replies the caller cut (a greeting the
+ * caller's turn interrupted: Ultravox's agent speaks first), which the bridge rightly drops unplayed.
+ */
 export interface BotAudio {
   readonly sessions: number;
   readonly heardMs: number;
   readonly sentMs: number;
+  readonly cutMs: number;
 }
 
 export function standInAudio(sessions: readonly SessionSummary[]): BotAudio {
   let heardMs = 0;
   let sentMs = 0;
+  let cutMs = 0;
   for (const s of sessions) {
     for (const seg of s.input ?? []) heardMs += (seg.samples * 1000) / seg.rate;
-    for (const r of s.replies ?? s.responses ?? []) sentMs += r.sent_ms;
+    for (const r of s.replies ?? s.responses ?? []) {
+      if (r.status === 'interrupted' || r.status === 'cancelled') cutMs += r.sent_ms;
+      else sentMs += r.sent_ms;
+    }
   }
-  return { sessions: sessions.length, heardMs: Math.round(heardMs), sentMs: Math.round(sentMs) };
+  return {
+    sessions: sessions.length,
+    heardMs: Math.round(heardMs),
+    sentMs: Math.round(sentMs),
+    cutMs: Math.round(cutMs),
+  };
 }
 
 /** The echo bot's /stats (bench/bot-echo.mjs): PCM16 at `rate` each way. */
@@ -215,7 +255,7 @@ export function echoAudio(
   rate: number,
 ): BotAudio {
   const ms = (bytes: number) => Math.round((bytes / 2 / rate) * 1000);
-  return { sessions: stats.connections, heardMs: ms(stats.bytesIn), sentMs: ms(stats.bytesOut) };
+  return { sessions: stats.connections, heardMs: ms(stats.bytesIn), sentMs: ms(stats.bytesOut), cutMs: 0 };
 }
 
 /**

@@ -13,9 +13,11 @@
  * 300 ms tone, then sends digital silence to the end. The echo bot sends every frame back at once. Each
  * stand-in takes the tone as a turn and answers with one tone reply timed to run through the whole CPU
  * window and end before its caller hangs up (callPlan in bench/bot-dialects-lib.ts), sent at real time
- * and 200 ms ahead where it paces its replies (`--output-rate-factor 1 --lead-ms 200`). So through the
- * window every bot receives and sends audio at real time: the bridge's load differs by the dialects'
- * wires and formats alone.
+ * and 200 ms ahead where it paces its replies (`--output-rate-factor 1 --lead-ms 200`; Ultravox's by the
+ * client buffer the bridge asks for, 2 s with every bridge here holding 4 s of bot audio at most,
+ * BRIDGE_ENV). A stand-in that greets first has its greeting cut by the caller's tone, counted apart.
+ * So through the window every bot receives and sends audio at real time: the bridge's load differs by
+ * the dialects' wires and formats alone.
  *
  * With `--pin` the bridge runs on one core (`taskset -c`, every thread) and this process, its load
  * generators and the bot's process on the other; every run reads each thread's affinity back and stops
@@ -40,7 +42,7 @@ import { pinProcess, tasksetPrefix } from '../src/load/pin.js';
 import {
   BASELINE,
   type BotAudio,
-  botEnv,
+  BRIDGE_ENV,
   busyPct,
   callerAudio,
   callPlan,
@@ -53,6 +55,7 @@ import {
   type SessionSummary,
   standInArgs,
   standInAudio,
+  standInBridgeEnv,
 } from './bot-dialects-lib.js';
 import { type BenchContext, echoDelayFromEnv, type RungReport, runRung } from './capacity-lib.js';
 
@@ -132,7 +135,7 @@ async function startEchoBot(): Promise<BotServer> {
   const { url, base } = JSON.parse(first) as { url: string; base: string };
   return {
     pid: child.pid!,
-    env: { BOT_DIALECT: BASELINE, BOT_URL: url, BOT_SAMPLE_RATE: String(ECHO_RATE) },
+    env: { ...BRIDGE_ENV, BOT_DIALECT: BASELINE, BOT_URL: url, BOT_SAMPLE_RATE: String(ECHO_RATE) },
     audio: async () =>
       echoAudio((await getJson(`${base}/stats`)) as Parameters<typeof echoAudio>[0], ECHO_RATE),
     stop: () => stopChild(child),
@@ -162,7 +165,7 @@ async function startStandIn(dialect: string, standIn: StandIn, replyMs: number):
   }
   return {
     pid: child.pid!,
-    env: botEnv(standIn.bot(base)),
+    env: standInBridgeEnv(standIn.bot(base)),
     audio: async () => {
       const { sessions } = (await getJson(`${base}${standIn.sessionsPath}`)) as {
         sessions: SessionSummary[];
@@ -264,6 +267,7 @@ for (let round = 1; round <= args.rounds; round++) {
         `round ${round} ${String(calls).padStart(4)} calls ${target.padEnd(16)} ${report.connected}/${calls} connected, ` +
           `failed ${report.failed}, dropped ${report.dropped}, bot sessions ${audio.sessions}, ` +
           `caller->bot ${s(audio.heardMs)}/${s(callerSentMs)} s, bot->caller ${s(callerGotMs)}/${s(audio.sentMs)} s` +
+          `${audio.cutMs > 0 ? ` (+${s(audio.cutMs)} s of replies the callers cut)` : ''}` +
           `${loss.lost ? ' LOST' : ''}, inter-arrival p99 ${report.interArrivalMs.p99} ms, ` +
           `cpu ${f(sv?.cpuMsPerCallSecond, 3)} ms/call-s (main ${f(sv?.threads?.main, 3)}, workers ${f(sv?.threads?.workers, 3)}), ` +
           `bot ${botCpuPct}% of a core, load core busy ${loadCoreBusyPct ?? '?'}%, ` +

@@ -8,6 +8,7 @@ import { parseArgs } from 'node:util';
 import { afterEach, describe, expect, it } from 'vitest';
 import {
   BASELINE,
+  BRIDGE_ENV,
   botEnv,
   busyPct,
   callerAudio,
@@ -15,10 +16,12 @@ import {
   coreTimes,
   LEAD_MS,
   lossOf,
+  MAX_LEAD_S,
   parseBotDialectsArgs,
   ratios,
   standInArgs,
   standInAudio,
+  standInBridgeEnv,
   standInDialects,
   TURN_MS,
 } from '../../bench/bot-dialects-lib.js';
@@ -63,7 +66,7 @@ async function startStandIn(standIn: StandIn): Promise<string> {
 describe('bench:bot-dialects', () => {
   it('measures every registered bot dialect with a stand-in, and one that lands with its stand-in joins', () => {
     const today = standInDialects();
-    expect(today).toEqual(registered.map(([name]) => name));
+    expect([...today].sort()).toEqual(registered.map(([name]) => name).sort());
     expect(today).toEqual(expect.arrayContaining(['openai-realtime', 'elevenlabs-agent', 'deepgram-agent']));
     for (const other of [BASELINE, 'twilio', 'builtin']) expect(today).not.toContain(other);
     // A dialect registered later, with a stand-in listed under its name.
@@ -81,10 +84,12 @@ describe('bench:bot-dialects', () => {
     '%s: its bot is a default bot the bridge accepts, toward a stand-in that keeps records',
     async (name, standIn) => {
       const base = await startStandIn(standIn);
-      const env = botEnv(standIn.bot(base));
+      const env = standInBridgeEnv(standIn.bot(base));
       expect(env.BOT_DIALECT).toBe(name);
-      const config = loadConfig({ ...env, NODE_ENV: 'development' });
+      // Over bench:capacity's bridge environment, as the bench starts it.
+      const config = loadConfig({ BOT_URL: 'builtin:echo', ...env, NODE_ENV: 'development' });
       expect(config.bot.dialect).toBe(name);
+      expect(config.outboundBufferMs).toBe(4000);
       const records = (await (await fetch(`${base}${standIn.sessionsPath}`)).json()) as {
         sessions: unknown[];
       };
@@ -132,13 +137,16 @@ describe('bench:bot-dialects', () => {
       const replyFrom = (connectS: number) => connectS + 1.5;
       const windowFrom = p.rampSeconds + p.window.settleSeconds;
       const windowTo = p.rampSeconds + seconds;
-      // The first call (connected at 0, its reply starting at once at the earliest) outlasts the window.
-      expect(p.replyMs / 1000).toBeGreaterThan(windowTo);
+      // The first call (connected at 0, its reply starting at once at the earliest) is still sent, the
+      // most ahead any stand-in runs, as the window ends.
+      expect(p.replyMs / 1000 - MAX_LEAD_S).toBeGreaterThan(windowTo);
       // The last call connects at the ramp's end: its reply has started when the window opens ...
       expect(replyFrom(p.rampSeconds)).toBeLessThanOrEqual(windowFrom);
       // ... and has ended (started late, lasting its length) before its caller hangs up.
       expect(replyFrom(p.rampSeconds) + p.replyMs / 1000).toBeLessThan(windowTo + p.drainMs / 1000);
       expect(p.window.trailSeconds).toBe(0);
+      // Ultravox's stand-in runs ahead by half the bridge's outbound buffer.
+      expect(Number(BRIDGE_ENV.OUTBOUND_BUFFER_MS) / 2 / 1000).toBe(MAX_LEAD_S);
       expect(p.audioSeconds).toBeGreaterThan(p.rampSeconds + seconds);
     }
     const audio = callerAudio(8000, 3);
@@ -150,7 +158,7 @@ describe('bench:bot-dialects', () => {
 
   it('counts as lost a shortfall either way, a failed or dropped call, a redial; a message the bot holds is not', () => {
     const run = { connected: 10, failed: 0, dropped: 0, chunksShed: 0 };
-    const bot = { sessions: 10, heardMs: 200_000, sentMs: 190_000 };
+    const bot = { sessions: 10, heardMs: 200_000, sentMs: 190_000, cutMs: 0 };
     const whole = lossOf(run, 200_500, 190_000, bot);
     expect(whole).toEqual({ callerToBotMs: 500, botToCallerMs: 0, lost: false });
     expect(lossOf(run, 201_500, 190_000, bot).lost).toBe(true);
@@ -160,10 +168,23 @@ describe('bench:bot-dialects', () => {
     expect(lossOf(run, 200_000, 190_000, { ...bot, sessions: 11 }).lost).toBe(true);
     expect(
       standInAudio([
-        { input: [{ rate: 16000, samples: 16000 }], replies: [{ sent_ms: 900 }, { sent_ms: 100 }] },
-        { input: [{ rate: 24000, samples: 12000 }], responses: [{ sent_ms: 250 }] },
+        {
+          input: [{ rate: 16000, samples: 16000 }],
+          replies: [
+            { sent_ms: 300, status: 'interrupted' },
+            { sent_ms: 900, status: 'completed' },
+            { sent_ms: 100, status: 'in_progress' },
+          ],
+        },
+        {
+          input: [{ rate: 24000, samples: 12000 }],
+          responses: [
+            { sent_ms: 40, status: 'cancelled' },
+            { sent_ms: 250, status: 'completed' },
+          ],
+        },
       ]),
-    ).toEqual({ sessions: 2, heardMs: 1500, sentMs: 1250 });
+    ).toEqual({ sessions: 2, heardMs: 1500, sentMs: 1250, cutMs: 340 });
   });
 
   it('reads each dialect against the bridge dialect round by round, and over the rounds by sums', () => {
