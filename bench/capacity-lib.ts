@@ -16,7 +16,7 @@ import { BRIDGE_NODE_FLAGS } from '../src/cli/node-flags.js';
 import type { DialectName } from '../src/emulator/dialects/index.js';
 import { dialectChunkMs, dialectWireCodec } from '../src/emulator/dialects/params.js';
 import { asBackground } from '../src/load/markers.js';
-import { forkChild, orchestrate, sampleServer } from '../src/load/orchestrator.js';
+import { forkChild, type OrchestrateWatch, orchestrate, sampleServer } from '../src/load/orchestrator.js';
 import {
   checkPinned,
   moveProfilerThread,
@@ -236,6 +236,17 @@ export interface RungExtra {
    * resolves to is called when the load has ended (listeners, event streams: bench/console-load.ts).
    */
   readonly during?: ((http: string) => Promise<() => Promise<void>>) | undefined;
+  /** The calls' own audio and codec, where not the capacity rung's (bench/bot-dialects.ts). */
+  readonly load?: Partial<Pick<RunOptions, 'background' | 'markerEveryMs' | 'codec' | 'drainMs'>> | undefined;
+  /** The window the target's CPU is read over, where not the whole load (src/load/orchestrator.ts). */
+  readonly window?: OrchestrateWatch['window'];
+  /** More processes that must sit on the load core (a bot's server): checked with the load generators. */
+  readonly loadPids?: readonly number[] | undefined;
+}
+
+/** The seconds over which a rung's calls start: 200 a second, at least one second. */
+export function rampSecondsFor(calls: number): number {
+  return Math.max(1, Math.ceil(calls / 200));
 }
 
 /** Starts the target `name` (see parseTarget) on the server core when pinned; `stop()` ends it. */
@@ -276,7 +287,7 @@ export async function runRung(
       url: t.url,
       calls,
       seconds: secs,
-      rampSeconds: Math.max(1, Math.ceil(calls / 200)),
+      rampSeconds: rampSecondsFor(calls),
       rate: 8000,
       codec: dialect === 'default' ? 'slin' : dialectWireCodec(dialect, undefined),
       encoding,
@@ -291,6 +302,7 @@ export async function runRung(
       drainMs: 2_000 + ctx.echoDelayMs,
       markerTimeoutMs: 5_000 + ctx.echoDelayMs,
       idPrefix: `cap-${name}`,
+      ...extra.load,
     };
     let check: Promise<RungReport['pinCheck']> | undefined;
     const pin = ctx.pin;
@@ -298,7 +310,9 @@ export async function runRung(
       pin === undefined
         ? undefined
         : (pids: number[]) => {
-            check = new Promise((r) => setTimeout(r, 1500)).then(() => checkAll(pin, t.pid, pids, t.exempt));
+            check = new Promise((r) => setTimeout(r, 1500)).then(() =>
+              checkAll(pin, t.pid, [...pids, ...(extra.loadPids ?? [])], t.exempt),
+            );
             check.catch(() => {}); // awaited below
           };
     let ending: Promise<() => Promise<void>> | undefined;
@@ -317,6 +331,7 @@ export async function runRung(
       result = await orchestrate(options, ctx.procs, () => {}, {
         serverPid: t.pid,
         ...(onLoadProcesses && { onLoadProcesses }),
+        ...(extra.window !== undefined && { window: extra.window }),
       });
     } finally {
       clearTimeout(startDuring);

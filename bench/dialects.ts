@@ -10,6 +10,7 @@
  *
  * The dialects take turns round by round (default, twilio, ..., default, twilio, ...), each on a fresh
  * bridge, so a drifting machine weighs on all alike; a dialect's figure is the median of its rounds.
+ * The bot side's dialects have their own: bench/bot-dialects.ts (`npm run bench:bot-dialects`).
  */
 import { writeFile } from 'node:fs/promises';
 import { parseArgs } from 'node:util';

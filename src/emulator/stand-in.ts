@@ -1,7 +1,8 @@
 /**
  * What a bot dialect's stand-in gives the command line that starts it (src/cli/stand-in-cli.ts): its
- * port, its own flags and their usage, and how it starts. Each stand-in exports one beside its server;
- * src/emulator/stand-ins.ts lists them.
+ * port, its own flags and their usage, and how it starts; and what a tool that runs it from the list
+ * needs (bench/bot-dialects.ts): the bot that points a bridge at it, and where its records are. Each
+ * stand-in exports one beside its server; src/emulator/stand-ins.ts lists them.
  */
 import type { Logger } from '../log.js';
 
@@ -25,6 +26,9 @@ export interface StandInCommon {
   readonly log: Logger;
 }
 
+/** The key a stand-in's bot object gives where its dialect takes one: one started without --api-key takes any. */
+export const STAND_IN_KEY = 'stand-in-key-0001';
+
 export interface StandIn {
   /** The port it listens on unless told. */
   readonly port: number;
@@ -32,6 +36,18 @@ export interface StandIn {
   readonly flags: StandInFlags;
   /** Usage lines of its own flags. */
   readonly usage: string;
+  /**
+   * The `bot` object of a `PUT /v1/media-stream` body (REST field names, `dialect` among them) that
+   * points a bridge at this stand-in listening at `base` (`http://host:port`), started without
+   * `--api-key` (a key it needs is STAND_IN_KEY) and with its other flags at their defaults.
+   */
+  bot(base: string): Readonly<Record<string, unknown>>;
+  /**
+   * Its control API's list of sessions (GET, JSON `{sessions: [...]}`): each summary holds the caller's
+   * audio it received (`input`: segments of `{rate, samples}`) and what it sent (`replies`, or
+   * `responses` for the Realtime stand-in: each with `sent_ms`).
+   */
+  readonly sessionsPath: string;
   /** Starts it: what to print once it listens, and how to stop it. May exit through `num` on a bad flag. */
   start(
     values: StandInValues,

@@ -91,6 +91,11 @@ export interface OrchestrateWatch {
   readonly serverPid?: number;
   /** Called once with the load processes' pids, right after they are started. */
   readonly onLoadProcesses?: (pids: number[]) => void;
+  /**
+   * The load window the target's CPU is read over: from `settleSeconds` after the ramp (default 0) to
+   * `trailSeconds` after the load's end (default 1, so the last samples count), sampled once a second.
+   */
+  readonly window?: { readonly settleSeconds: number; readonly trailSeconds: number };
 }
 
 export interface ProgressLine {
@@ -118,6 +123,8 @@ export async function orchestrate(
   const t0 = performance.now();
   const loadFrom = t0 + options.rampSeconds * 1000;
   const loadTo = loadFrom + options.seconds * 1000;
+  const windowFrom = loadFrom + (watch.window?.settleSeconds ?? 0) * 1000;
+  const windowTo = loadTo + (watch.window?.trailSeconds ?? 1) * 1000;
   let windowStart: ServerSample | undefined;
   let windowEnd: ServerSample | undefined;
   let last: ServerSample | undefined;
@@ -191,12 +198,12 @@ export async function orchestrate(
         if (last !== undefined && s.at > last.at)
           share = (s.cpuSeconds - last.cpuSeconds) / ((s.at - last.at) / 1000);
         last = s;
-        if (windowStart === undefined && now >= loadFrom) {
+        if (windowStart === undefined && now >= windowFrom) {
           windowStart = s;
           threadsStart = snapshot();
         }
-        if (now <= loadTo + 1000) {
-          if (now >= loadFrom) {
+        if (now <= windowTo) {
+          if (now >= windowFrom) {
             windowEnd = s;
             threadsEnd = snapshot();
           }

@@ -30,6 +30,8 @@ export interface LoadReport {
   roundTripMs: { p50: Ms; p95: Ms; p99: Ms; max: Ms; n: number };
   markers: { sent: number; returned: number; lost: number; unmatched: number };
   audioReturnedPct: number;
+  /** Caller audio sent and the bot's audio received over every call, in samples at `rate`. */
+  samples: { sent: number; received: number };
   /** Null when fewer than two chunks came back. */
   interArrivalMs: { p50: Ms; p99: Ms; max: Ms };
   /** p99 of how far chunk inter-arrival strays from the chunk duration (null as above). */
@@ -95,6 +97,7 @@ export function buildReport(target: string, o: RunOptions, r: OrchestratedResult
       unmatched: res.markersUnmatched,
     },
     audioReturnedPct: res.samplesSent === 0 ? 0 : round((100 * res.samplesReceived) / res.samplesSent, 1),
+    samples: { sent: res.samplesSent, received: res.samplesReceived },
     interArrivalMs: { p50: nz(gaps.quantile(0.5)), p99: nz(p99), max: nz(gaps.max) },
     jitterP99Ms: nz(Math.max(p99 - o.chunkMs, o.chunkMs - p1)),
     generator: {

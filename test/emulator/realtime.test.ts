@@ -13,7 +13,7 @@ import { generateTone, steadyToneSnrDb } from '../../src/audio/tone.js';
 import { createRealtimeEmulator, type RealtimeEmulator } from '../../src/emulator/realtime/server.js';
 import { replyToneHz } from '../../src/emulator/s2s/voice.js';
 import { type Client, openaiClient, pcm16, replyBytes, TEST_TLS } from '../helpers/realtime.js';
-import { waitFor } from '../helpers/wait.js';
+import { quietFor, waitFor } from '../helpers/wait.js';
 
 const { mulaw } = alawmulaw;
 let emulator: RealtimeEmulator | undefined;
@@ -202,6 +202,27 @@ describe('realtime stand-in with the openai client', () => {
     const reply = mulaw.decode(new Uint8Array(replyBytes(c.events, done.response.id)));
     expect(reply.length).toBe(8000 * 0.8);
     expect(steadyToneSnrDb(reply, replyToneHz(0), 8000)).toBeGreaterThanOrEqual(30);
+  });
+
+  it('paces deltas at real time with --output-rate-factor 1, keeping --lead-ms of audio ahead of that pace', async () => {
+    /** Audio (ms) the client has 60 ms after a 2 s reply's first delta, at real time with `leadMs`. */
+    const aheadAt60Ms = async (leadMs: number) => {
+      const c = connect(await start({ outputRateFactor: 1, leadMs }));
+      await c.opened;
+      c.rt.send({ type: 'session.update', session: { type: 'realtime', instructions: 'reply_ms=2000' } });
+      await c.next('session.updated');
+      c.rt.send({ type: 'response.create' });
+      await c.next('response.output_audio.delta');
+      await quietFor(60, 'no delta beyond the pace and the lead');
+      const ms = (replyBytes(c.events).length / 2 / 24000) * 1000;
+      c.rt.close();
+      await emulator?.close();
+      return ms;
+    };
+    // Just in time: the first 100 ms delta at once, the next one 100 ms later.
+    expect(await aheadAt60Ms(0)).toBe(100);
+    // 400 ms ahead: five deltas at once (the one due now and the four of the lead), none more yet.
+    expect(await aheadAt60Ms(400)).toBe(500);
   });
 
   it('records speech_started during a long reply and the client truncate with its audio_end_ms; refuses one past the audio sent', async () => {

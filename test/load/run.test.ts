@@ -93,6 +93,23 @@ describe('load generator', () => {
     expect(sum).toBeGreaterThan(0);
   });
 
+  it('reads the CPU over the window asked for: none when it would start after the load ends', async () => {
+    echo = await startEchoServer();
+    const options: RunOptions = { ...base(echo.url), calls: 2, seconds: 3 };
+    const watch = (settleSeconds: number) => ({
+      serverPid: process.pid,
+      window: { settleSeconds, trailSeconds: 0 },
+    });
+    // Settled 1 s after the ramp, to the load's end: the 3 s of load hold a window of samples.
+    const settled = await orchestrate(options, 1, () => {}, watch(1));
+    expect(settled.server).toBeDefined();
+    expect(settled.threads).toBeDefined();
+    // Settled past the load's end, with no trail: the window never opens, so nothing is read.
+    const past = await orchestrate(options, 1, () => {}, watch(4));
+    expect(past.server).toBeUndefined();
+    expect(past.threads).toBeUndefined();
+  });
+
   it('a delayed bare echo gives every marker back the delay later, none lost, all audio back', async () => {
     echo = await startEchoServer(0, '127.0.0.1', { delayMs: 150 });
     const options: RunOptions = { ...base(echo.url), calls: 4 };
@@ -105,6 +122,9 @@ describe('load generator', () => {
     expect(report.roundTripMs.p50).toBeGreaterThanOrEqual(150);
     expect(report.roundTripMs.p50).toBeLessThan(150 + 40);
     expect(report.audioReturnedPct).toBe(100);
+    // Every call sent its 2 s of 8 kHz audio at least, and all of it came back.
+    expect(report.samples.sent).toBeGreaterThanOrEqual(4 * 2 * 8000);
+    expect(report.samples.received).toBe(report.samples.sent);
     // Every chunk is held the same time, so they come back 20 ms apart as they were sent.
     expect(report.interArrivalMs.p50).toBeGreaterThan(15);
     expect(report.interArrivalMs.p50).toBeLessThan(25);

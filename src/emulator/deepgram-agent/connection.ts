@@ -43,6 +43,8 @@ export interface AgentOptions {
   readonly chunkMs: number;
   /** How many times faster than real time the agent's audio goes out; 0: as fast as the socket takes. */
   readonly outputRateFactor: number;
+  /** Audio each reply keeps ahead of its pace, ms (a client's playback buffer); 0 when absent. */
+  readonly leadMs?: number;
   readonly turnSilenceMs: number;
   readonly settingsDelayMs: number;
   /** No client message for this long closes the socket (Deepgram: about 10 s); 0: never. */
@@ -384,7 +386,11 @@ export class DeepgramAgentConnection implements StandInConnection {
     const codec = CODEC[output.encoding];
     const stream: ReplyStream = new ReplyStream(
       rec,
-      { chunkMs: this.options.chunkMs, rateFactor: this.options.outputRateFactor, leadMs: 0 },
+      {
+        chunkMs: this.options.chunkMs,
+        rateFactor: this.options.outputRateFactor,
+        leadMs: this.options.leadMs ?? 0,
+      },
       (pcm) => {
         if (this.ws.readyState !== this.ws.OPEN) return;
         const out = new Uint8Array(codec === 'slin' ? pcm.length * 2 : pcm.length);

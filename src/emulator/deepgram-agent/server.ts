@@ -33,6 +33,7 @@ export const AGENT_DEFAULTS: AgentOptions = {
   replyMs: 1500,
   chunkMs: 20,
   outputRateFactor: 4,
+  leadMs: 0,
   turnSilenceMs: 500,
   settingsDelayMs: 0,
   idleTimeoutMs: 10_000,

@@ -78,6 +78,8 @@ export interface ConversationOptions {
   readonly replyMs: number;
   readonly chunkMs: number;
   readonly outputRateFactor: number;
+  /** Audio each reply keeps ahead of its pace, ms (a client's playback buffer); 0 when absent. */
+  readonly leadMs?: number;
   readonly pingIntervalMs: number;
   readonly pongTimeoutMs: number;
   readonly maxMissedPongs: number;
@@ -396,7 +398,11 @@ export class ElevenLabsConversation implements StandInConnection {
     let first = true;
     const stream = new ReplyStream(
       rec,
-      { chunkMs: this.options.chunkMs, rateFactor: this.options.outputRateFactor, leadMs: 0 },
+      {
+        chunkMs: this.options.chunkMs,
+        rateFactor: this.options.outputRateFactor,
+        leadMs: this.options.leadMs ?? 0,
+      },
       (pcm) => {
         if (first) {
           first = false;

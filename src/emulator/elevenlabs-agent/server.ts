@@ -48,6 +48,7 @@ export const CONVERSATION_DEFAULTS: ConversationOptions = {
   replyMs: 1500,
   chunkMs: 100,
   outputRateFactor: 4,
+  leadMs: 0,
   pingIntervalMs: 3000,
   pongTimeoutMs: 1000,
   maxMissedPongs: 1,

@@ -3,16 +3,24 @@
  * own flags (the default agent's formats, privacy and limits, the keep-alive, barge-in's late audio and
  * event ids), and what it prints once listening.
  */
-import { TURN_SILENCE_FLAG, TURN_SILENCE_USAGE, turnSilenceMs } from '../s2s/stand-in.js';
+import {
+  LEAD_FLAG,
+  LEAD_USAGE,
+  leadMs,
+  TURN_SILENCE_FLAG,
+  TURN_SILENCE_USAGE,
+  turnSilenceMs,
+} from '../s2s/stand-in.js';
 import { MAX_REPLY_MS } from '../s2s/voice.js';
 import type { StandIn } from '../stand-in.js';
 import { FORMAT_NAMES, type FormatName, isFormatName } from './formats.js';
-import { createElevenLabsEmulator } from './server.js';
+import { CONVERSATION_PATH, createElevenLabsEmulator } from './server.js';
 
 export const elevenLabsAgentStandIn: StandIn = {
   port: 9292,
   flags: {
     ...TURN_SILENCE_FLAG,
+    ...LEAD_FLAG,
     'agent-id': { type: 'string', default: 'agent_standin' },
     private: { type: 'boolean', default: false },
     'input-format': { type: 'string', default: 'pcm_16000' },
@@ -28,7 +36,7 @@ export const elevenLabsAgentStandIn: StandIn = {
     'chunk-ms': { type: 'string', default: '100' },
     'output-rate-factor': { type: 'string', default: '4' },
   },
-  usage: `${TURN_SILENCE_USAGE}  --agent-id            the agent id printed in the WebSocket URL (default agent_standin); any id works
+  usage: `${TURN_SILENCE_USAGE}${LEAD_USAGE}  --agent-id            the agent id printed in the WebSocket URL (default agent_standin); any id works
   --private             agents need a signed URL (get-signed-url with the key) to connect
   --input-format, --output-format
                         ${FORMAT_NAMES.join(', ')} (default pcm_16000)
@@ -46,6 +54,13 @@ export const elevenLabsAgentStandIn: StandIn = {
   --chunk-ms            audio per audio event (default 100)
   --output-rate-factor  audio goes out this many times faster than real time; 0: socket speed (default 4)
 `,
+  // A public agent, reached by its id alone (with a key the bridge would ask ElevenLabs' API for a signed URL).
+  bot: (base) => ({
+    dialect: 'elevenlabs-agent',
+    url: `${base.replace(/^http/, 'ws')}${CONVERSATION_PATH}`,
+    agent_id: 'agent_standin',
+  }),
+  sessionsPath: '/emulator/elevenlabs-agent/sessions',
   async start(v, c, num, fail) {
     const format = (name: string): FormatName => {
       const f = v[name];
@@ -79,6 +94,7 @@ export const elevenLabsAgentStandIn: StandIn = {
       interruptionEventId: interruptionId,
       chunkMs: num('chunk-ms', 10, 1000),
       outputRateFactor: num('output-rate-factor', 0, 1000, true),
+      leadMs: leadMs(num),
       log: c.log,
     });
     const url = await emulator.listen(c.port, c.host);

@@ -42,6 +42,8 @@ export interface LiveOptions {
   readonly chunkMs: number;
   /** How many times faster than real time the model's audio goes out; 0: as fast as the socket takes. */
   readonly outputRateFactor: number;
+  /** Audio each reply keeps ahead of its pace, ms (a client's playback buffer); 0 when absent. */
+  readonly leadMs?: number;
   /** Silence that ends the caller's turn when the setup names none. */
   readonly turnSilenceMs: number;
   readonly setupDelayMs: number;
@@ -421,7 +423,11 @@ export class GeminiConnection implements StandInConnection {
     this.turnOpen = true;
     const stream: ReplyStream = new ReplyStream(
       rec,
-      { chunkMs: this.options.chunkMs, rateFactor: this.options.outputRateFactor, leadMs: 0 },
+      {
+        chunkMs: this.options.chunkMs,
+        rateFactor: this.options.outputRateFactor,
+        leadMs: this.options.leadMs ?? 0,
+      },
       (pcm) => {
         const data = Buffer.from(pcm.buffer, pcm.byteOffset, pcm.byteLength).toString('base64');
         this.send(

@@ -37,6 +37,7 @@ export const LIVE_DEFAULTS: LiveOptions = {
   replyMs: 1500,
   chunkMs: 40,
   outputRateFactor: 4,
+  leadMs: 0,
   turnSilenceMs: 500,
   setupDelayMs: 0,
   connectionMs: 600_000,

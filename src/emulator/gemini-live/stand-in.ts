@@ -2,14 +2,22 @@
  * The Gemini Live stand-in as `npm run bot-emulator -- --dialect gemini-live` starts it: its own flags,
  * and what it prints once listening.
  */
-import { TURN_SILENCE_FLAG, TURN_SILENCE_USAGE, turnSilenceMs } from '../s2s/stand-in.js';
-import type { StandIn } from '../stand-in.js';
+import {
+  LEAD_FLAG,
+  LEAD_USAGE,
+  leadMs,
+  TURN_SILENCE_FLAG,
+  TURN_SILENCE_USAGE,
+  turnSilenceMs,
+} from '../s2s/stand-in.js';
+import { STAND_IN_KEY, type StandIn } from '../stand-in.js';
 import { createGeminiLiveEmulator } from './server.js';
 
 export const geminiLiveStandIn: StandIn = {
   port: 9494,
   flags: {
     ...TURN_SILENCE_FLAG,
+    ...LEAD_FLAG,
     'chunk-ms': { type: 'string', default: '40' },
     'output-rate-factor': { type: 'string', default: '4' },
     'setup-delay-ms': { type: 'string', default: '0' },
@@ -18,7 +26,7 @@ export const geminiLiveStandIn: StandIn = {
     'json-frames': { type: 'string', default: 'binary' },
     'refuse-resume-while-open': { type: 'boolean', default: false },
   },
-  usage: `${TURN_SILENCE_USAGE}  --chunk-ms            audio per modelTurn part (default 40)
+  usage: `${TURN_SILENCE_USAGE}${LEAD_USAGE}  --chunk-ms            audio per modelTurn part (default 40)
   --output-rate-factor  audio goes out this many times faster than real time; 0: socket speed (default 4)
   --setup-delay-ms      wait before setupComplete (default 0)
   --connection-ms       a connection's life: goAway, then close 1011 (default 600000; 0: no limit)
@@ -27,6 +35,12 @@ export const geminiLiveStandIn: StandIn = {
   --refuse-resume-while-open
                         a resumption while the old connection is open is closed with 1011
 `,
+  bot: (base) => ({
+    dialect: 'gemini-live',
+    url: `${base.replace(/^http/, 'ws')}/ws/google.ai.generativelanguage.v1beta.GenerativeService.BidiGenerateContent`,
+    api_key: STAND_IN_KEY,
+  }),
+  sessionsPath: '/emulator/gemini-live/sessions',
   async start(v, c, num, fail) {
     const jsonFrames = v['json-frames'];
     if (jsonFrames !== 'binary' && jsonFrames !== 'text')
@@ -37,6 +51,7 @@ export const geminiLiveStandIn: StandIn = {
       turnSilenceMs: turnSilenceMs(num),
       chunkMs: num('chunk-ms', 10, 1000),
       outputRateFactor: num('output-rate-factor', 0, 1000, true),
+      leadMs: leadMs(num),
       setupDelayMs: num('setup-delay-ms', 0, 60_000),
       connectionMs: num('connection-ms', 0, 86_400_000),
       goAwayLeadMs: num('go-away-lead-ms', 0, 600_000),

@@ -42,6 +42,8 @@ export interface StreamTiming {
   readonly deltaMs: number;
   /** How many times faster than real time the deltas go out; 0 sends them as fast as the socket takes. */
   readonly outputRateFactor: number;
+  /** Audio kept ahead of that pace, ms (a client's playback buffer); 0 when absent. */
+  readonly leadMs?: number;
 }
 
 /** Above this many bytes queued on the socket the stream waits for it to drain. */
@@ -177,10 +179,11 @@ export class ResponseStream {
     this.timer = undefined;
     if (this.ended) return;
     const { deltaMs, outputRateFactor } = this.timing;
+    const leadMs = this.timing.leadMs ?? 0;
     const perChunk = Math.max(1, Math.round((deltaMs * this.plan.format.rate) / 1000));
     const due =
       outputRateFactor > 0
-        ? Math.floor(((performance.now() - this.startedAt) * outputRateFactor) / deltaMs) + 1
+        ? Math.floor(((performance.now() - this.startedAt + leadMs) * outputRateFactor) / deltaMs) + 1
         : Number.POSITIVE_INFINITY;
     while (this.chunks < due && this.buffered() < MAX_BUFFERED_BYTES) {
       const pcm = this.voice.next(perChunk);
@@ -205,7 +208,10 @@ export class ResponseStream {
     const wait =
       this.buffered() >= MAX_BUFFERED_BYTES || outputRateFactor <= 0
         ? 5
-        : Math.max(0, this.startedAt + (this.chunks * deltaMs) / outputRateFactor - performance.now());
+        : Math.max(
+            0,
+            this.startedAt + (this.chunks * deltaMs) / outputRateFactor - leadMs - performance.now(),
+          );
     this.timer = setTimeout(this.tick, wait);
   };
 

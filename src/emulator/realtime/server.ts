@@ -24,6 +24,8 @@ export interface RealtimeEmulatorOptions {
   readonly deltaMs?: number;
   /** Deltas go out this many times faster than real time; 0: as fast as the socket takes. Default 4. */
   readonly outputRateFactor?: number;
+  /** Audio each response keeps ahead of that pace, ms (a client's playback buffer). Default 0. */
+  readonly leadMs?: number;
   /** Serve HTTPS / WSS with this PEM certificate and key. */
   readonly tls?: { readonly cert: string | Buffer; readonly key: string | Buffer };
   /** Largest client frame; default 16 MiB (the real server takes appends up to 15 MiB). */
@@ -90,6 +92,7 @@ export function createRealtimeEmulator(options: RealtimeEmulatorOptions = {}): R
     replyMs: options.replyMs ?? 1500,
     deltaMs: options.deltaMs ?? 100,
     outputRateFactor: options.outputRateFactor ?? 4,
+    leadMs: options.leadMs ?? 0,
   };
   const log = options.log;
   const faults = new ConnectFaults();

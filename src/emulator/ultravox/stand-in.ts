@@ -3,7 +3,7 @@
  * what it prints once listening.
  */
 import { TURN_SILENCE_FLAG, TURN_SILENCE_USAGE, turnSilenceMs } from '../s2s/stand-in.js';
-import type { StandIn } from '../stand-in.js';
+import { STAND_IN_KEY, type StandIn } from '../stand-in.js';
 import { createUltravoxEmulator } from './server.js';
 
 export const ultravoxStandIn: StandIn = {
@@ -11,6 +11,8 @@ export const ultravoxStandIn: StandIn = {
   flags: { ...TURN_SILENCE_FLAG, 'chunk-ms': { type: 'string', default: '20' } },
   usage: `${TURN_SILENCE_USAGE}  --chunk-ms            audio per binary frame (default 20)
 `,
+  bot: (base) => ({ dialect: 'ultravox', api_base: base, api_key: STAND_IN_KEY }),
+  sessionsPath: '/emulator/ultravox/sessions',
   async start(_v, c, num) {
     const emulator = createUltravoxEmulator({
       ...(c.apiKey !== undefined ? { apiKey: c.apiKey } : {}),
