@@ -4,7 +4,13 @@
  * synchronous: it is handed an RNNoise module already loaded (src/pipeline/suppressor.ts loads it, once
  * per thread, at start-up) and keeps one network state per leg in that module's memory.
  *
- *   PCM16 at inRate -> resample to 48 kHz -> 480-sample frames through RNNoise -> resample to outRate
+ *   PCM16 at inRate -> resample to 48 kHz -> 480-sample frames through RNNoise -> residual gate
+ *     -> resample to outRate
+ *
+ * The residual gate (src/audio/denoise-gate.ts) is a post-filter on RNNoise's output: from the network's
+ * own voice probability for each frame and the frame's level against the level of what is not the
+ * caller, it takes the frames that are not the caller's speech down by 20 dB more (babble, which RNNoise
+ * lets through as speech), opening at once on speech and closing slowly after it. It adds no delay.
  *
  * RNNoise works on 10 ms frames at 48 kHz and gives each frame back one frame later (its analysis
  * window overlaps the next frame): 10 ms of delay, plus the two resamplers' (about 3 ms each at 8 kHz,
@@ -16,6 +22,7 @@
  * memory may grow when another leg's state is made, which detaches the Float32Array view of it; the view
  * is taken again when that has happened (a detached view has length 0).
  */
+import { ResidualGate } from './denoise-gate.js';
 import { createResampler } from './resampler.js';
 import type { Resampler } from './resampler-types.js';
 
@@ -62,6 +69,9 @@ export class DenoiseStep {
   /** Denoised 48 kHz audio of the chunk's whole frames, before it is resampled to outRate. */
   #clean = new Int16Array(1024);
   #freed = false;
+  /** The post-filter after RNNoise, and the gain it gave the last frame (ramped from, across the next). */
+  readonly #gate = new ResidualGate();
+  #gain = 1;
 
   constructor(module: RnnoiseModule, inRate: number, outRate: number) {
     this.inRate = inRate;
@@ -118,14 +128,20 @@ export class DenoiseStep {
       filled += take;
       i += take;
       if (filled < DENOISE_FRAME) break;
-      this.#m._rnnoise_process_frame(this.#state, this.#frame, this.#frame);
+      const voice = this.#m._rnnoise_process_frame(this.#state, this.#frame, this.#frame);
       // The frame's memory cannot have moved (RNNoise allocates nothing per frame), but a view taken
       // again costs nothing when it has not.
       if (heap.length === 0) heap = this.#heap = this.#m.HEAPF32;
+      let power = 0;
+      for (let k = 0; k < DENOISE_FRAME; k++) power += heap[at + k]! * heap[at + k]!;
+      const from = this.#gain;
+      const to = this.#gate.next(voice, power / DENOISE_FRAME);
+      const slope = (to - from) / DENOISE_FRAME;
       for (let k = 0; k < DENOISE_FRAME; k++) {
-        const v = heap[at + k]!;
+        const v = heap[at + k]! * (from + slope * (k + 1));
         clean[c + k] = v >= 32767 ? 32767 : v <= -32768 ? -32768 : Math.round(v);
       }
+      this.#gain = to;
       c += DENOISE_FRAME;
       filled = 0;
     }
@@ -139,6 +155,8 @@ export class DenoiseStep {
     this.#down.reset();
     this.#filled = 0;
     this.#m._rnnoise_init(this.#state, 0);
+    this.#gate.reset();
+    this.#gain = 1;
   }
 
   free(): void {

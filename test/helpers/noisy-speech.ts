@@ -254,11 +254,26 @@ function pearson(a: readonly number[], b: readonly number[]): number {
   return ab / Math.sqrt(aa * bb);
 }
 
+/**
+ * Where the clean clip has sound, in its samples: from the start of its first 10 ms frame within 60 dB
+ * of its loudest to the end of its last.
+ */
+export function soundSpan(clip: NoisySpeech): [number, number] {
+  const frame = clip.rate / 100;
+  const e = envelope(clip.clean, 0, clip.clean.length, frame);
+  const loudest = Math.max(...e);
+  const first = e.findIndex((v) => v >= loudest / 1000);
+  const last = e.findLastIndex((v) => v >= loudest / 1000);
+  return [first * frame, (last + 1) * frame];
+}
+
 export interface Heard {
   /** The delay found by correlation, ms. */
   readonly delayMs: number;
   /** Correlation of the speech's 10 ms envelope with the clean speech's, over the speech. */
   readonly envelopeR: number;
+  /** The speech's active level (activePower over the speech, 20 ms frames): kept, not only its shape. */
+  readonly speechPower: number;
   /** Mean square of the noise-only stretches (after the first 0.5 s, clear of the speech's edges). */
   readonly noisePower: number;
   /** 20 ms frames of the noise-only stretches an energy VAD at the bridge's -40 dBFS calls voiced. */
@@ -280,11 +295,13 @@ export function measureHeard(clip: NoisySpeech, heard: ArrayLike<number>, rate: 
     envelope(heard, from, to, frame10),
   );
   // Noise alone: 0.5 s after the start (a network state settles) to 0.1 s before the speech, and 0.2 s
-  // after it to 0.1 s before the end.
+  // after it to 0.1 s before the end. Where the speech starts and ends is read from the clean speech's
+  // own envelope (a prompt's file has some silence at either end), never from what came out.
+  const [first, last] = soundSpan(clip);
   const margin = (s: number) => Math.round(s * rate);
   const stretches: [number, number][] = [
-    [margin(0.5), from - margin(0.1)],
-    [to + margin(0.2), Math.min(heard.length, at(clip.clean.length)) - margin(0.1)],
+    [margin(0.5), at(first) - margin(0.1)],
+    [at(last) + margin(0.2), Math.min(heard.length, at(clip.clean.length)) - margin(0.1)],
   ];
   let sum = 0;
   let n = 0;
@@ -303,6 +320,7 @@ export function measureHeard(clip: NoisySpeech, heard: ArrayLike<number>, rate: 
   return {
     delayMs: (lag * 1000) / rate,
     envelopeR: r,
+    speechPower: activePower(heard, from, to, frame20),
     noisePower: sum / n,
     vadFrames: vad,
     vadOf: frames,
