@@ -16,6 +16,7 @@ import { call } from '../helpers/http-call.js';
 import { startRig } from '../helpers/rig.js';
 import { quietFor, waitFor } from '../helpers/wait.js';
 import { dbfsOf, heardBetween, holdShare, json, startToolServer } from './helpers.js';
+import { type ModelSession, type ModelStandIn, toolChecks } from './speech-dialect.js';
 
 const COLLEAGUE = '4915112345678';
 const RING_MS = 2500;
@@ -53,6 +54,48 @@ async function useTool(conn: GeminiConnection, name: string, args: Record<string
   expect(answer.name).toBe(name);
   return { t0, tOut: performance.now(), response: answer.response };
 }
+
+/** The stand-in for the checks every speech dialect passes (speech-dialect.ts). */
+async function modelStandIn(extra: Record<string, string> = {}): Promise<ModelStandIn> {
+  const em = await standIn();
+  return {
+    env: { BOT_DIALECT: 'gemini-live', BOT_URL: em.wsUrl().split('?')[0]!, BOT_API_KEY: KEY, ...extra },
+    async session(): Promise<ModelSession> {
+      const conn = await session(em);
+      return {
+        call: (name, args) => conn.callTool(name, args),
+        answer(id) {
+          const answer = conn.record.tool_calls.find((c) => c.id === id)?.answer as
+            | { id: string; name: string; response: Record<string, unknown> }
+            | null
+            | undefined;
+          if (answer === null || answer === undefined) return undefined;
+          expect(Object.keys(answer).sort()).toEqual(['id', 'name', 'response']);
+          return { output: answer.response };
+        },
+        replies: () => conn.record.replies,
+        notes: () => conn.record.notes,
+      };
+    },
+    [Symbol.asyncDispose]: () => em.close(),
+  };
+}
+
+describe('tools on gemini-live: the checks every speech dialect passes', () => {
+  toolChecks(() => modelStandIn(), { errorFlag: false, endCall: false });
+
+  it('the idle reprompt on a silent caller is a realtimeInput.text the model answers', async () => {
+    await using em = await standIn();
+    await using rig = await startRig({
+      env: env(em, ['end_call'], { BOT_IDLE: JSON.stringify({ reprompt_after_ms: 1000 }) }),
+    });
+    await rig.call('gl-idle');
+    const conn = await session(em);
+    await waitFor(() => conn.record.texts.length > 0, 5_000, 'the reprompt');
+    expect(conn.record.texts[0]).toMatchObject({ type: 'realtimeInput.text', text: '[silence 1 s]' });
+    expect(conn.record.notes).toEqual([]);
+  });
+});
 
 describe('tools on gemini-live', () => {
   it('declares the tools in setup.tools; consult answers the ConsultResult as the functionResponse, with hold audio meanwhile', async () => {
