@@ -31,7 +31,7 @@ import {
   type DeepgramAgentEmulatorOptions,
 } from '../../src/emulator/deepgram-agent/server.js';
 import { replyToneHz } from '../../src/emulator/s2s/voice.js';
-import { DIGIT_RUN_MS } from '../../src/media/bot/deepgram-agent.js';
+import { DIGIT_RUN_MS } from '../../src/media/bot/digit-runs.js';
 import { createPipeline } from '../../src/pipeline/index.js';
 import type { AudioPipeline, LegSpec } from '../../src/pipeline/types.js';
 import { ManualClock } from '../helpers/clock.js';

@@ -32,7 +32,8 @@ import {
   type GeminiLiveEmulatorOptions,
 } from '../../src/emulator/gemini-live/server.js';
 import { replyToneHz } from '../../src/emulator/s2s/voice.js';
-import { AUDIO_CHUNK_MS, DIGIT_RUN_MS, MOVE_LEAD_MS } from '../../src/media/bot/gemini-live.js';
+import { DIGIT_RUN_MS } from '../../src/media/bot/digit-runs.js';
+import { AUDIO_CHUNK_MS, MOVE_LEAD_MS } from '../../src/media/bot/gemini-live.js';
 import { createPipeline } from '../../src/pipeline/index.js';
 import type { AudioPipeline, LegSpec } from '../../src/pipeline/types.js';
 import { call as http } from '../helpers/http-call.js';

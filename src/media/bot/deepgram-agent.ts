@@ -47,13 +47,12 @@ import { BridgeError } from '../../errors.js';
 import type { Format } from '../../pipeline/types.js';
 import type { SessionFormat } from '../format.js';
 import type { BotDialect } from './dialect.js';
+import { DigitRuns } from './digit-runs.js';
 import type { BotCall, BotFormats, BotTools, CallerPort, ToolOutput } from './types.js';
 import { WsLink, type WsLinkOptions } from './ws-link.js';
 
 /** No caller audio for this long: a `KeepAlive` goes, and again as long as none goes. */
 export const KEEPALIVE_MS = 5_000;
-/** In `text` mode, digits pressed within this of each other are one message. */
-export const DIGIT_RUN_MS = 1_000;
 /**
  * What waits for `SettingsApplied`, in frames and messages: about 2 s of 20 ms frames (as WsLink holds
  * for a first dial), the oldest dropped past it.
@@ -139,9 +138,8 @@ export class DeepgramAgentBot extends WsLink {
   #keepAlive: ClockTimer | undefined;
   /** The bound on the handshake: `SettingsApplied` within BOT_CONNECT_TIMEOUT_MS of the socket opening. */
   #handshake: ClockTimer | undefined;
-  /** Digits of a run not yet sent (`text` mode), and the timer that ends the run. */
-  #digits: string[] = [];
-  #digitTimer: ClockTimer | undefined;
+  /** The caller's digits as the model's user text, a run at a time in `text` mode. */
+  readonly #digitRuns: DigitRuns;
   /** A turn's audio is being sent: from its first audio or `AgentStartedSpeaking` to `AgentAudioDone`. */
   #sending = false;
   /** Audio of a turn the caller cut is dropped until the turn's boundary (see the header). */
@@ -161,6 +159,7 @@ export class DeepgramAgentBot extends WsLink {
     super(call, port, o);
     this.#o = o;
     this.#clock = o.clock ?? systemClock;
+    this.#digitRuns = new DigitRuns(o.dtmf, this.#clock, (text) => this.#inject(text));
     this.#pcmOut = o.formats.fromBot.codec === 'slin';
     this.start();
   }
@@ -177,21 +176,7 @@ export class DeepgramAgentBot extends WsLink {
   }
 
   dtmf(digit: string): void {
-    const mode = this.#o.dtmf ?? 'text';
-    if (mode === 'ignore') return;
-    if (mode === 'respond') {
-      this.#inject(`[DTMF ${digit}]`);
-      return;
-    }
-    this.#digits.push(`[DTMF ${digit}]`);
-    if (this.#digitTimer !== undefined) this.#clock.clearTimeout(this.#digitTimer);
-    this.#digitTimer = this.#clock.setTimeout(() => {
-      this.#digitTimer = undefined;
-      const run = this.#digits.join(' ');
-      this.#digits = [];
-      this.#inject(run);
-    }, DIGIT_RUN_MS);
-    this.#digitTimer.unref();
+    this.#digitRuns.digit(digit);
   }
 
   /** The latest of our marks reported (played or cleared) with no audio since: nothing of the agent's plays. */
@@ -310,11 +295,9 @@ export class DeepgramAgentBot extends WsLink {
   protected override ended(): void {
     this.#clearHandshake();
     if (this.#keepAlive !== undefined) this.#clock.clearTimeout(this.#keepAlive);
-    if (this.#digitTimer !== undefined) this.#clock.clearTimeout(this.#digitTimer);
+    this.#digitRuns.clear();
     this.#keepAlive = undefined;
-    this.#digitTimer = undefined;
     this.#held = [];
-    this.#digits = [];
     this.#pendingCalls.clear();
   }
 

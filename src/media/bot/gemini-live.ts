@@ -50,13 +50,12 @@ import { GEMINI_LIVE_MODEL, geminiLive } from '../../dialects/bot/gemini-live.js
 import type { DtmfMode } from '../../dialects/bot/speech.js';
 import { BridgeError } from '../../errors.js';
 import type { BotDialect } from './dialect.js';
+import { DigitRuns } from './digit-runs.js';
 import type { BotCall, BotFormats, BotTools, CallerPort, ToolOutput } from './types.js';
 import { WsLink, type WsLinkOptions } from './ws-link.js';
 
 /** Caller audio per `realtimeInput` message: 40 ms, within Google's advice of 20 to 40 ms chunks. */
 export const AUDIO_CHUNK_MS = 40;
-/** In `text` mode, digits pressed within this of each other are one text. */
-export const DIGIT_RUN_MS = 1_000;
 /** After `goAway`, the move to a new connection starts at the latest this long before the time runs out. */
 export const MOVE_LEAD_MS = 3_000;
 /** After the turn that held up a move completes, how long its fresh handle is waited for. */
@@ -175,9 +174,8 @@ export class GeminiLiveBot extends WsLink {
   #unplayed = false;
   #audioSinceMark = false;
   #marks = 0;
-  /** Digits of a run not yet sent (`text` mode), and the timer that ends the run. */
-  #digits: string[] = [];
-  #digitTimer: ClockTimer | undefined;
+  /** The caller's digits as the model's user text, a run at a time in `text` mode. */
+  readonly #digitRuns: DigitRuns;
   /** Tool calls of this connection not yet answered: id -> name. */
   readonly #pendingCalls = new Map<string, string>();
 
@@ -188,6 +186,7 @@ export class GeminiLiveBot extends WsLink {
     super(call, port, o);
     this.#o = o;
     this.#clock = o.clock ?? systemClock;
+    this.#digitRuns = new DigitRuns(o.dtmf, this.#clock, (text) => this.#userText(text));
     this.#batch = new Uint8Array((GEMINI_FORMATS.toBot.rate / 1000) * 2 * AUDIO_CHUNK_MS);
     this.start();
   }
@@ -210,21 +209,7 @@ export class GeminiLiveBot extends WsLink {
   }
 
   dtmf(digit: string): void {
-    const mode = this.#o.dtmf ?? 'text';
-    if (mode === 'ignore') return;
-    if (mode === 'respond') {
-      this.#userText(`[DTMF ${digit}]`);
-      return;
-    }
-    this.#digits.push(`[DTMF ${digit}]`);
-    if (this.#digitTimer !== undefined) this.#clock.clearTimeout(this.#digitTimer);
-    this.#digitTimer = this.#clock.setTimeout(() => {
-      this.#digitTimer = undefined;
-      const run = this.#digits.join(' ');
-      this.#digits = [];
-      this.#userText(run);
-    }, DIGIT_RUN_MS);
-    this.#digitTimer.unref();
+    this.#digitRuns.digit(digit);
   }
 
   /** Asks the model to speak (the idle policy): a user text, which the model answers. */
@@ -316,9 +301,7 @@ export class GeminiLiveBot extends WsLink {
   protected override ended(): void {
     this.#clearHandshake();
     this.#clearMove();
-    if (this.#digitTimer !== undefined) this.#clock.clearTimeout(this.#digitTimer);
-    this.#digitTimer = undefined;
-    this.#digits = [];
+    this.#digitRuns.clear();
     this.#held = [];
     this.#pendingCalls.clear();
   }
