@@ -139,6 +139,8 @@ describe("a ws bot's step before each dial", () => {
     closers.push(() => bot.end('test over'));
     await waitFor(() => ws.upgrades.length === 1, 3_000, 'the first dial');
     expect(ws.upgrades[0]).toEqual({ path: '/join/1', token: 't-1' });
+    // The bridge's side opens after the bot's server saw the upgrade: its heartbeat runs only then.
+    await waitFor(() => bot.connected, 3_000, 'the first dial open');
     // The bot drops: the next dial asks again.
     bot.heartbeat();
     bot.heartbeat(); // no pong was awaited in between: the socket is cut as unresponsive
