@@ -32,6 +32,7 @@ const REAL_TIME = [
   'test/media/provider-jambonz.test.ts',
   'test/media/provider-asterisk.test.ts',
   'test/media/provider-audiosocket.test.ts',
+  'test/media/dialect-matrix.test.ts',
 ];
 
 /** The console in a real browser: one chromium, and a round-trip bound that other files' load would skew. */

@@ -68,6 +68,8 @@ export interface CallerOptions {
 export interface CallerTap {
   sent(pcm: Int16Array): void;
   heard(pcm: Int16Array): void;
+  /** Each of the bridge's audio messages as it arrives, before playback: its length in samples. */
+  arrived?(samples: number): void;
 }
 
 export interface CallStats {
@@ -141,6 +143,7 @@ export class SyntheticCall {
         auth: root ? { token: options.token } : options.auth,
         connectTimeoutMs: options.connectTimeoutMs,
         keepHeard: options.keepReceived === true,
+        onArrival: options.tap?.arrived === undefined ? undefined : (n) => options.tap!.arrived!(n),
         onHeard: (pcm) => {
           options.tap?.heard(pcm);
           this.#heardSamples += pcm.length;

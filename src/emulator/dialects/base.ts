@@ -49,6 +49,7 @@ export abstract class WsLeg implements ProviderLeg {
           this.ackMark(name, how);
         },
         onHeard: o.onHeard,
+        onArrival: o.onArrival,
       },
       o.keepHeard === true,
       o.playout === 'arrival',

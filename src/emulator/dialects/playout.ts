@@ -13,6 +13,8 @@ export interface PlayoutHooks {
   /** A mark reached the head of playback, or a clear took it. */
   onMark(name: string, how: 'played' | 'cleared'): void;
   onHeard?: ((pcm: Int16Array) => void) | undefined;
+  /** The bridge's audio reached the caller's side: `samples` of it, as it arrived (before playback). */
+  onArrival?: ((samples: number) => void) | undefined;
 }
 
 const FRAME_MS = 20;
@@ -67,6 +69,7 @@ export class Playout {
 
   pushAudio(pcm: Int16Array): void {
     if (this.#stopped || pcm.length === 0) return;
+    this.#hooks.onArrival?.(pcm.length);
     if (this.#atArrival) {
       this.#note('audio', this.now(), pcm.length);
       if (this.#keep) this.#heard.push(pcm);

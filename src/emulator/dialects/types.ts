@@ -50,6 +50,8 @@ export interface LegOptions {
   readonly keepHeard?: boolean | undefined;
   /** Called with each 20 ms the caller hears, at its playout time (load runs time markers by it). */
   readonly onHeard?: ((pcm: Int16Array) => void) | undefined;
+  /** Called as each of the bridge's audio messages arrives, with its samples (pacing as the caller's side sees it). */
+  readonly onArrival?: ((samples: number) => void) | undefined;
   /**
    * `arrival`: the bridge's audio is heard as it arrives, with no playback clock, and a mark is played
    * once the audio before it arrived (a load run of the default dialect: round trips to the socket, no
