@@ -110,7 +110,11 @@ export class AudioSocketLeg implements ProviderLeg {
     this.#type = type;
     const ahead = o.settings?.aheadMs;
     this.#aheadMs = typeof ahead === 'number' && ahead >= 0 ? ahead : 60;
-    this.#playout = new Playout(o.rate, { onMark: () => {}, onHeard: o.onHeard, onArrival: o.onArrival }, o.keepHeard === true);
+    this.#playout = new Playout(
+      o.rate,
+      { onMark: () => {}, onHeard: o.onHeard, onArrival: o.onArrival },
+      o.keepHeard === true,
+    );
     this.closed = new Promise((resolve) => {
       this.#resolveClosed = resolve;
     });
