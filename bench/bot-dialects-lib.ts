@@ -216,6 +216,9 @@ export interface SessionSummary {
 interface Sent {
   readonly sent_ms: number;
   readonly status?: string;
+  readonly planned_ms?: number;
+  /** From the session's open, ms. */
+  readonly started_at_ms?: number;
 }
 
 /**
@@ -228,17 +231,29 @@ export interface BotAudio {
   readonly heardMs: number;
   readonly sentMs: number;
   readonly cutMs: number;
+  /**
+   * Replies still going out when their session closed (neither completed nor cut), with what of them
+   * was never sent and the latest start among them (ms from the session's open): a reply that began
+   * late, its caller hanging up before its end, is what these say.
+   */
+  readonly unfinished?: { readonly replies: number; readonly unsentMs: number; readonly latestStartMs: number };
 }
 
 export function standInAudio(sessions: readonly SessionSummary[]): BotAudio {
   let heardMs = 0;
   let sentMs = 0;
   let cutMs = 0;
+  const unfinished = { replies: 0, unsentMs: 0, latestStartMs: 0 };
   for (const s of sessions) {
     for (const seg of s.input ?? []) heardMs += (seg.samples * 1000) / seg.rate;
     for (const r of s.replies ?? s.responses ?? []) {
       if (r.status === 'interrupted' || r.status === 'cancelled') cutMs += r.sent_ms;
       else sentMs += r.sent_ms;
+      if (r.status === 'in_progress' || r.status === 'stopped') {
+        unfinished.replies++;
+        unfinished.unsentMs += Math.max(0, (r.planned_ms ?? r.sent_ms) - r.sent_ms);
+        unfinished.latestStartMs = Math.max(unfinished.latestStartMs, r.started_at_ms ?? 0);
+      }
     }
   }
   return {
@@ -246,6 +261,7 @@ export function standInAudio(sessions: readonly SessionSummary[]): BotAudio {
     heardMs: Math.round(heardMs),
     sentMs: Math.round(sentMs),
     cutMs: Math.round(cutMs),
+    ...(unfinished.replies > 0 && { unfinished }),
   };
 }
 

@@ -268,6 +268,7 @@ for (let round = 1; round <= args.rounds; round++) {
           `failed ${report.failed}, dropped ${report.dropped}, bot sessions ${audio.sessions}, ` +
           `caller->bot ${s(audio.heardMs)}/${s(callerSentMs)} s, bot->caller ${s(callerGotMs)}/${s(audio.sentMs)} s` +
           `${audio.cutMs > 0 ? ` (+${s(audio.cutMs)} s of replies the callers cut)` : ''}` +
+          `${audio.unfinished === undefined ? '' : ` (${audio.unfinished.replies} replies unfinished at hang-up, ${s(audio.unfinished.unsentMs)} s unsent, the latest begun ${s(audio.unfinished.latestStartMs)} s into its call)`}` +
           `${loss.lost ? ' LOST' : ''}, inter-arrival p99 ${report.interArrivalMs.p99} ms, ` +
           `cpu ${f(sv?.cpuMsPerCallSecond, 3)} ms/call-s (main ${f(sv?.threads?.main, 3)}, workers ${f(sv?.threads?.workers, 3)}), ` +
           `bot ${botCpuPct}% of a core, load core busy ${loadCoreBusyPct ?? '?'}%, ` +

@@ -91,11 +91,14 @@ function longestSilenceMs(pcm: Int16Array): number {
 
 describe('the gemini-live dialect in real time', () => {
   it("carries the model's whole reply to the caller, paced", async () => {
-    const REPLY_MS = 2500;
+    // 5 s of reply: 249 gaps, so the p99 is the third-worst gap and not the second (at 2.5 s, two
+    // gaps over 25 ms failed it once in CI while the machine's other load kept the bridge waiting for a
+    // CPU 74 ms in all; that load is not the bridge's, a p99 of one gap in a hundred is still its rule).
+    const REPLY_MS = 5000;
     const { p, conn, watch } = await call({ replyMs: REPLY_MS });
     await p.sendPaced(Buffer.concat([ulaw(1000, 800), ulaw(0, 700)]), 160, 20);
     await waitFor(() => conn.record.replies[0]?.status === 'completed', 10_000, 'the reply sent');
-    await waitFor(() => p.audioBytes().length >= REPLY_MS * 8, 5_000, 'the whole reply at the caller');
+    await waitFor(() => p.audioBytes().length >= REPLY_MS * 8, 10_000, 'the whole reply at the caller');
     await quietFor(200, 'audio past the reply');
     const got = decoded(p.audioBytes());
     const heard = trimSilence(got, 8000);
