@@ -173,7 +173,7 @@ describe('bench:bot-dialects', () => {
           replies: [
             { sent_ms: 300, status: 'interrupted' },
             { sent_ms: 900, status: 'completed' },
-            { sent_ms: 100, status: 'in_progress' },
+            { sent_ms: 100, status: 'in_progress', planned_ms: 400, started_at_ms: 2600 },
           ],
         },
         {
@@ -184,7 +184,18 @@ describe('bench:bot-dialects', () => {
           ],
         },
       ]),
-    ).toEqual({ sessions: 2, heardMs: 1500, sentMs: 1250, cutMs: 340 });
+    ).toEqual({
+      sessions: 2,
+      heardMs: 1500,
+      sentMs: 1250,
+      cutMs: 340,
+      // The reply still going out at hang-up: 300 ms of it never sent, begun 2.6 s into its call.
+      unfinished: { replies: 1, unsentMs: 300, latestStartMs: 2600 },
+    });
+    // With every reply completed or cut, no `unfinished`.
+    expect(standInAudio([{ replies: [{ sent_ms: 900, status: 'completed' }] }])).not.toHaveProperty(
+      'unfinished',
+    );
   });
 
   it('reads each dialect against the bridge dialect round by round, and over the rounds by sums', () => {
