@@ -236,7 +236,11 @@ export interface BotAudio {
    * was never sent and the latest start among them (ms from the session's open): a reply that began
    * late, its caller hanging up before its end, is what these say.
    */
-  readonly unfinished?: { readonly replies: number; readonly unsentMs: number; readonly latestStartMs: number };
+  readonly unfinished?: {
+    readonly replies: number;
+    readonly unsentMs: number;
+    readonly latestStartMs: number;
+  };
 }
 
 export function standInAudio(sessions: readonly SessionSummary[]): BotAudio {
