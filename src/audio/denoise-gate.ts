@@ -53,12 +53,32 @@ export class ResidualGate {
   #gainDb = 0;
 
   /**
-   * The gain (linear, 0..1) for a frame of RNNoise's output with voice probability `voice` and mean
-   * square `power` (PCM16 scale).
+   * The frame's inputs and output as fields, for `update()`: RNNoise's voice probability, the frame's
+   * mean square (PCM16 scale), and the gain (linear, 0..1) for it. Fields rather than arguments and a
+   * return value: a call V8 does not inline boxes every non-integer number it passes or returns (16
+   * bytes each, twice a frame), where a number field is written in place.
    */
+  voice = 0;
+  power = 0;
+  gain = 1;
+
+  /** The gain for a frame with voice probability `voice` and mean square `power` (tests and tools). */
   next(voice: number, power: number): number {
+    this.voice = voice;
+    this.power = power;
+    this.update();
+    return this.gain;
+  }
+
+  /** Reads `voice` and `power`, sets `gain`. */
+  update(): void {
+    const voice = this.voice;
+    const power = this.power;
     if (Number.isNaN(this.#noise)) {
-      if (!(power > 0)) return 1;
+      if (!(power > 0)) {
+        this.gain = 1;
+        return;
+      }
       this.#noise = 10 * Math.log10(power + 1);
     }
     const level = 10 * Math.log10(power + 1);
@@ -76,11 +96,12 @@ export class ResidualGate {
     else if (this.#hang > 0) this.#hang--;
     const target = open ? 0 : -GATE_DEPTH_DB;
     this.#gainDb = target >= this.#gainDb ? target : Math.max(target, this.#gainDb - GATE_RELEASE_DB);
-    return 10 ** (this.#gainDb / 20);
+    this.gain = 10 ** (this.#gainDb / 20);
   }
 
   /** As new. */
   reset(): void {
+    this.gain = 1;
     this.#noise = Number.NaN;
     this.#frames = 0;
     this.#hang = 0;

@@ -135,7 +135,11 @@ export class DenoiseStep {
       let power = 0;
       for (let k = 0; k < DENOISE_FRAME; k++) power += heap[at + k]! * heap[at + k]!;
       const from = this.#gain;
-      const to = this.#gate.next(voice, power / DENOISE_FRAME);
+      const gate = this.#gate;
+      gate.voice = voice;
+      gate.power = power / DENOISE_FRAME;
+      gate.update();
+      const to = gate.gain;
       const slope = (to - from) / DENOISE_FRAME;
       for (let k = 0; k < DENOISE_FRAME; k++) {
         const v = heap[at + k]! * (from + slope * (k + 1));
