@@ -33,7 +33,6 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { writeFile } from 'node:fs/promises';
-import { createServer } from 'node:net';
 import { cpus } from 'node:os';
 import { resolve } from 'node:path';
 import { BRIDGE_NODE_FLAGS } from '../src/cli/node-flags.js';
@@ -57,7 +56,7 @@ import {
   standInAudio,
   standInBridgeEnv,
 } from './bot-dialects-lib.js';
-import { type BenchContext, echoDelayFromEnv, type RungReport, runRung } from './capacity-lib.js';
+import { type BenchContext, echoDelayFromEnv, freePort, type RungReport, runRung } from './capacity-lib.js';
 
 const GOAL = 1.3;
 const RATE = 8000;
@@ -72,14 +71,6 @@ const ctx: BenchContext = {
 };
 // This process, its load generators and the bots it starts run on the load core from now on.
 if (args.pin !== undefined) await pinProcess(process.pid, args.pin.load);
-
-async function freePort(): Promise<number> {
-  const s = createServer();
-  await new Promise<void>((r) => s.listen(0, '127.0.0.1', () => r()));
-  const { port } = s.address() as { port: number };
-  await new Promise<void>((r) => s.close(() => r()));
-  return port;
-}
 
 /** A bot's server in its own process on the load core: the bridge's environment for it, its audio, stop. */
 interface BotServer {

@@ -9,6 +9,7 @@
  */
 import { type ChildProcess, spawn } from 'node:child_process';
 import { mkdirSync, readFileSync } from 'node:fs';
+import { createServer } from 'node:net';
 import { loadavg } from 'node:os';
 import { resolve } from 'node:path';
 import { generateTone } from '../src/audio/tone.js';
@@ -367,4 +368,13 @@ export function passes(r: LoadReport, lowP50: number | null): boolean {
     lowP50 !== null &&
     p99 <= lowP50 + 20
   );
+}
+
+/** A TCP port free on loopback just now, for a server the bench starts in another process. */
+export async function freePort(): Promise<number> {
+  const s = createServer();
+  await new Promise<void>((r) => s.listen(0, '127.0.0.1', () => r()));
+  const { port } = s.address() as { port: number };
+  await new Promise<void>((r) => s.close(() => r()));
+  return port;
 }

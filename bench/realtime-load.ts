@@ -16,7 +16,6 @@
  */
 import { type ChildProcess, spawn } from 'node:child_process';
 import { writeFile } from 'node:fs/promises';
-import { createServer } from 'node:net';
 import { parseArgs } from 'node:util';
 import { generateTone } from '../src/audio/tone.js';
 import { mintToken } from '../src/auth/jwt.js';
@@ -24,6 +23,7 @@ import { BRIDGE_NODE_FLAGS } from '../src/cli/node-flags.js';
 import { DEV_MEDIA_SECRET } from '../src/config.js';
 import { type CallReport, SyntheticCall } from '../src/emulator/caller.js';
 import { sampleServer } from '../src/load/orchestrator.js';
+import { freePort } from './capacity-lib.js';
 
 const { values } = parseArgs({
   options: {
@@ -39,14 +39,6 @@ const CALLS = Number(values.calls);
 const SECONDS = Number(values.seconds);
 const CODEC = values.codec === 'slin' ? 'slin' : 'pcmu';
 const REPLY_MS = 1000;
-
-async function freePort(): Promise<number> {
-  const s = createServer();
-  await new Promise<void>((r) => s.listen(0, '127.0.0.1', () => r()));
-  const { port } = s.address() as { port: number };
-  await new Promise<void>((r) => s.close(() => r()));
-  return port;
-}
 
 function start(cmd: string[], env: Record<string, string>, core: number | undefined): ChildProcess {
   const argv = core === undefined ? cmd : ['taskset', '-c', String(core), ...cmd];
