@@ -8,9 +8,9 @@
  *     -> resample to outRate
  *
  * The residual gate (src/audio/denoise-gate.ts) is a post-filter on RNNoise's output: from the network's
- * own voice probability for each frame and the frame's level against the level of what is not the
- * caller, it takes the frames that are not the caller's speech down by 20 dB more (babble, which RNNoise
- * lets through as speech), opening at once on speech and closing slowly after it. It adds no delay.
+ * own voice probability for each frame and the line's level against its floor, it takes the stretches
+ * where the caller is not speaking down by 20 dB more (babble, which RNNoise lets through as speech),
+ * opening at once on speech and closing slowly after it. It adds no delay.
  *
  * RNNoise works on 10 ms frames at 48 kHz and gives each frame back one frame later (its analysis
  * window overlaps the next frame): 10 ms of delay, plus the two resamplers' (about 3 ms each at 8 kHz,
@@ -72,6 +72,8 @@ export class DenoiseStep {
   /** The post-filter after RNNoise, and the gain it gave the last frame (ramped from, across the next). */
   readonly #gate = new ResidualGate();
   #gain = 1;
+  /** The mean square of the last frame into RNNoise: the line's audio its next frame out carries. */
+  #linePower = 0;
 
   constructor(module: RnnoiseModule, inRate: number, outRate: number) {
     this.inRate = inRate;
@@ -128,17 +130,19 @@ export class DenoiseStep {
       filled += take;
       i += take;
       if (filled < DENOISE_FRAME) break;
+      let power = 0;
+      for (let k = 0; k < DENOISE_FRAME; k++) power += heap[at + k]! * heap[at + k]!;
       const voice = this.#m._rnnoise_process_frame(this.#state, this.#frame, this.#frame);
       // The frame's memory cannot have moved (RNNoise allocates nothing per frame), but a view taken
       // again costs nothing when it has not.
       if (heap.length === 0) heap = this.#heap = this.#m.HEAPF32;
-      let power = 0;
-      for (let k = 0; k < DENOISE_FRAME; k++) power += heap[at + k]! * heap[at + k]!;
       const from = this.#gain;
       const gate = this.#gate;
+      // The frame out is the line's frame before (RNNoise's one frame of delay): the gate reads its level.
       gate.voice = voice;
-      gate.power = power / DENOISE_FRAME;
+      gate.power = this.#linePower;
       gate.update();
+      this.#linePower = power / DENOISE_FRAME;
       const to = gate.gain;
       const slope = (to - from) / DENOISE_FRAME;
       for (let k = 0; k < DENOISE_FRAME; k++) {
@@ -161,6 +165,7 @@ export class DenoiseStep {
     this.#m._rnnoise_init(this.#state, 0);
     this.#gate.reset();
     this.#gain = 1;
+    this.#linePower = 0;
   }
 
   free(): void {

@@ -1,15 +1,22 @@
 /**
  * The residual gate (src/audio/denoise-gate.ts) frame by frame, on made-up sequences of RNNoise's voice
- * probability and frame levels: it stays open on the caller's speech, closes to its depth on babble that
- * RNNoise half takes for speech, opens on the first frame of speech, holds for its hang then falls at its
- * release, and starts afresh after reset. On recorded speech through RNNoise: test/audio/denoise.test.ts
+ * probability and the line's levels: it stays open on the caller's speech, closes to its depth on babble
+ * that RNNoise half takes for speech, opens on the first frame of speech, holds for a hang as long as the
+ * run of speech earned then falls at its release (to the sentence's depth first after a run of speech),
+ * and starts afresh after reset. On recorded speech through RNNoise: test/audio/denoise.test.ts
  * and, through the bridge, test/media/denoise-bridge.test.ts.
  */
 import { describe, expect, it } from 'vitest';
 import {
   GATE_DEPTH_DB,
+  GATE_FIRST_MARGIN_DB,
   GATE_HANG_FRAMES,
+  GATE_HANG_PER_FRAME,
+  GATE_MARGIN_DB,
   GATE_RELEASE_DB,
+  GATE_SPURT_DEPTH_DB,
+  GATE_SPURT_FRAMES,
+  GATE_SPURT_RUN,
   ResidualGate,
 } from '../../src/audio/denoise-gate.js';
 import { seeded } from '../helpers/noisy-speech.js';
@@ -17,9 +24,9 @@ import { seeded } from '../helpers/noisy-speech.js';
 const power = (db: number) => 10 ** (db / 10);
 const db = (gain: number) => 20 * Math.log10(gain);
 
-/** Babble after RNNoise: its level wanders 40-55 dB, RNNoise's probability 0.3-0.95. */
+/** Babble on the line: its level wanders 45-51 dB, RNNoise's probability 0.3-0.95. */
 function babbleFrame(r: () => number): [number, number] {
-  return [0.3 + 0.65 * r(), power(40 + 15 * r())];
+  return [0.3 + 0.65 * r(), power(45 + 6 * r())];
 }
 
 describe('the residual gate', () => {
@@ -46,16 +53,46 @@ describe('the residual gate', () => {
     }
   });
 
-  it('holds for its hang after speech, then falls at its release to its depth', () => {
+  it('holds a stray frame of speech open briefly, then falls at its release to its depth', () => {
     const gate = new ResidualGate();
     for (let f = 0; f < 100; f++) gate.next(0.1, power(40));
-    gate.next(1, power(70));
+    expect(gate.next(1, power(70))).toBe(1);
     const after: number[] = [];
-    for (let f = 0; f < GATE_HANG_FRAMES + 40; f++) after.push(db(gate.next(0.1, power(40))));
+    for (let f = 0; f < GATE_HANG_PER_FRAME + 40; f++) after.push(db(gate.next(0.1, power(40))));
+    for (let f = 0; f < GATE_HANG_PER_FRAME; f++) expect(after[f]).toBe(0);
+    expect(after[GATE_HANG_PER_FRAME]).toBeCloseTo(-GATE_RELEASE_DB, 6);
+    expect(after[GATE_HANG_PER_FRAME + 5]).toBeCloseTo(-6 * GATE_RELEASE_DB, 6);
+    expect(after.at(-1)).toBeCloseTo(-GATE_DEPTH_DB, 6);
+  });
+
+  it('after a run of speech holds its full hang, keeps the sentence at its shallow depth, then closes', () => {
+    const gate = new ResidualGate();
+    for (let f = 0; f < 100; f++) gate.next(0.1, power(40));
+    for (let f = 0; f < GATE_SPURT_RUN; f++) expect(gate.next(1, power(70))).toBe(1);
+    const after: number[] = [];
+    for (let f = 0; f < GATE_SPURT_FRAMES + 40; f++) after.push(db(gate.next(0.1, power(40))));
     for (let f = 0; f < GATE_HANG_FRAMES; f++) expect(after[f]).toBe(0);
     expect(after[GATE_HANG_FRAMES]).toBeCloseTo(-GATE_RELEASE_DB, 6);
-    expect(after[GATE_HANG_FRAMES + 5]).toBeCloseTo(-6 * GATE_RELEASE_DB, 6);
+    // Within the sentence's frames it rests at the shallow depth...
+    expect(after[GATE_SPURT_FRAMES - 2]).toBeCloseTo(-GATE_SPURT_DEPTH_DB, 6);
+    // ...and after them falls on to the full depth.
+    expect(after[GATE_SPURT_FRAMES + 5]).toBeLessThan(-GATE_SPURT_DEPTH_DB - 4);
     expect(after.at(-1)).toBeCloseTo(-GATE_DEPTH_DB, 6);
+  });
+
+  it('asks more of a voice before the caller has first spoken, less once they have', () => {
+    const between = (GATE_MARGIN_DB + GATE_FIRST_MARGIN_DB) / 2;
+    const gate = new ResidualGate();
+    for (let f = 0; f < 200; f++) gate.next(0.1, power(40));
+    // A voice behind a caller who has not spoken: RNNoise sure of it, the line `between` dB up: not the caller.
+    expect(db(gate.next(1, power(40 + between)))).toBeLessThan(-GATE_DEPTH_DB + 1.01);
+    for (let f = 0; f < 100; f++) gate.next(0.1, power(40));
+    // The caller's first words, well above the floor...
+    for (let f = 0; f < GATE_SPURT_RUN; f++) expect(gate.next(1, power(60))).toBe(1);
+    for (let f = 0; f < 300; f++) gate.next(0.1, power(40));
+    expect(db(gate.next(0.1, power(40)))).toBeLessThan(-GATE_DEPTH_DB + 0.01);
+    // ...and from then on a frame `between` dB up is theirs.
+    expect(gate.next(1, power(40 + between))).toBe(1);
   });
 
   it('keeps a quiet talker in silence: sound far above digital silence is speech', () => {

@@ -144,6 +144,28 @@ export function speech(): Int16Array {
   return speechCache;
 }
 
+/**
+ * Other sentences for the caller, each two prompts back to back (5-8 s), for checks that the suppressor
+ * does on speech it was not tuned on what it does on the clip's.
+ */
+export const OTHER_SENTENCES: readonly (readonly [string, string])[] = [
+  ['agent-user.wav', 'conf-waitforleader.wav'],
+  ['astcc-followed-by-the-pound-key.wav', 'confbridge-dec-list-vol-out.wav'],
+  ['conf-kicked.wav', 'confbridge-participants.wav'],
+];
+
+/** Prompts spoken back to back, 8 kHz. */
+export function sentence(files: readonly string[]): Int16Array {
+  const parts = files.map(prompt);
+  const out = new Int16Array(parts.reduce((t, p) => t + p.length, 0));
+  let at = 0;
+  for (const p of parts) {
+    out.set(p, at);
+    at += p.length;
+  }
+  return out;
+}
+
 /** Mean square over the 20 ms frames within 30 dB of the loudest: the speech's active level. */
 export function activePower(x: ArrayLike<number>, from = 0, to = x.length, frame = 160): number {
   const powers: number[] = [];
