@@ -131,16 +131,7 @@ let speechCache: Int16Array | undefined;
 
 /** The clip's speech, 8 kHz. */
 export function speech(): Int16Array {
-  if (speechCache === undefined) {
-    const parts = SPEECH_PROMPTS.map(prompt);
-    const total = parts.reduce((t, p) => t + p.length, 0);
-    speechCache = new Int16Array(total);
-    let at = 0;
-    for (const p of parts) {
-      speechCache.set(p, at);
-      at += p.length;
-    }
-  }
+  speechCache ??= sentence(SPEECH_PROMPTS);
   return speechCache;
 }
 
