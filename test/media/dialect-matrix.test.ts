@@ -29,21 +29,37 @@ import { createRealtimeEmulator } from '../../src/emulator/realtime/server.js';
 import { replyToneHz } from '../../src/emulator/s2s/voice.js';
 import { createUltravoxEmulator } from '../../src/emulator/ultravox/server.js';
 import { TestBot } from '../helpers/bot.js';
+import type { ChildThreadTimes } from '../helpers/bridge-process.js';
 import { type ProcessRig, startRig } from '../helpers/rig.js';
-import { expectBridgeElsewhere, type Moment, moment, stoppedMs } from '../helpers/schedstat.js';
+import { describeGap, expectBridgeElsewhere, type Moment, moment, stoppedMs } from '../helpers/schedstat.js';
 import { TwilioBot } from '../helpers/twilio-bot.js';
 
 const TONE_HZ = 440;
 /** Silence first, so the bot is connected when the tone starts (the bridge drops what comes before). */
 const LEAD_S = 0.3;
-/** Over 2 s of 20 ms frames back: more than 100 gaps, so the p99 is not simply the one worst gap. */
+/** Over 2 s of 20 ms frames back: more than 100 gaps, so a cell's p95 is not simply its worst gap. */
 const TONE_S = 2.2;
 const REPLY_MS = 2200;
 /** The caller's audio in all: the tone, then silence for the stand-in's turn detection (500 ms) and its reply. */
 const callSeconds = (answersTurn: boolean) =>
   LEAD_S + TONE_S + (answersTurn ? 0.6 + REPLY_MS / 1000 + 0.3 : 0.4);
 const MIN_SNR_DB = 30;
+/**
+ * Pacing bounds on the gaps between the bridge's frames at the caller (20 ms apart when on time).
+ *
+ * A cell's 2.2 s reply gives ~110 gaps, whose 99th percentile is simply the second-worst gap. On two
+ * cores shared by seven bridges, seven bots and the callers, a bridge's major collection (20-30 ms,
+ * its helper threads on both cores) or the test process's, and any other stall in the same two
+ * seconds, made that 25-28 ms in about one run of three (a per-thread CPU sampler showed which
+ * process held the cores; the worst single gap in 378 cells was 30.5 ms). So the p99 is taken where
+ * it is one: over each provider dialect's seven cells and each bot dialect's nine (~760 and ~880
+ * gaps; Exotel's 100 ms frames give it 70). Each cell must still hold its own p95 (its sixth-worst
+ * gap) and a worst gap a caller's jitter buffer absorbs: a pair of dialects that paces wrongly fails
+ * its cell, and one slightly late on more than a gap in a hundred fails its pool.
+ */
 const MAX_P99_MS = 25;
+const MAX_CELL_P95_MS = 25;
+const MAX_CELL_WORST_MS = 50;
 /** Bot dialects' rows at a time (each bridge serving its cells one after another). */
 const ROWS_AT_ONCE = 7;
 
@@ -288,10 +304,12 @@ interface Cell {
   botHeardMs: number;
   heardMs: number;
   /** Inter-arrival of the bridge's audio at the caller, less this process's stalls, as 20 ms frames. */
-  p99: number;
+  gaps: number[];
+  p95: number;
   worstGap: number;
-  gaps: number;
   breaches: string[];
+  /** Where the time of the gaps over the bound went, at the caller and in the bridge. */
+  slowGaps: string[];
   error?: string;
 }
 
@@ -306,22 +324,44 @@ const toneMs = (pcm: Int16Array, rate: number) => (trimSilence(pcm, rate).length
  * process was stopped within it, and less the length of the frame before beyond 20 ms (Exotel's frames
  * hold 100 or 200 ms), so every dialect reads as 20 ms frames would.
  */
-function pacing(
-  arrivals: readonly (Moment & { samples: number })[],
-  rate: number,
-): { p99: number; worst: number; n: number } {
+function pacing(arrivals: readonly (Moment & { samples: number })[], rate: number): number[] {
   const gaps: number[] = [];
   for (let i = 1; i < arrivals.length; i++) {
     const a = arrivals[i - 1]!;
     const b = arrivals[i]!;
     gaps.push(b.at - a.at - stoppedMs(a, b) - ((a.samples / rate) * 1000 - 20));
   }
-  gaps.sort((x, y) => x - y);
-  return {
-    p99: gaps[Math.ceil(gaps.length * 0.99) - 1] ?? Number.POSITIVE_INFINITY,
-    worst: gaps.at(-1) ?? Number.POSITIVE_INFINITY,
-    n: gaps.length,
-  };
+  return gaps;
+}
+
+/** The `q` quantile of `values` (nearest rank); Infinity for none. */
+function quantile(values: readonly number[], q: number): number {
+  const sorted = [...values].sort((x, y) => x - y);
+  return sorted[Math.ceil(sorted.length * q) - 1] ?? Number.POSITIVE_INFINITY;
+}
+
+/** The gaps over MAX_P99_MS (as pacing() reads them), each with where its time went on both sides. */
+function slowGaps(
+  arrivals: readonly (Moment & { samples: number; bridge: ChildThreadTimes | undefined })[],
+  rate: number,
+  bridge: ProcessRig,
+): string[] {
+  const out: string[] = [];
+  for (let i = 1; i < arrivals.length; i++) {
+    const a = arrivals[i - 1]!;
+    const b = arrivals[i]!;
+    const gap = b.at - a.at - stoppedMs(a, b) - ((a.samples / rate) * 1000 - 20);
+    if (gap <= MAX_P99_MS) continue;
+    const inBridge =
+      a.bridge !== undefined && b.bridge !== undefined
+        ? `; the bridge ${(b.bridge.onCpu - a.bridge.onCpu).toFixed(1)} on the CPU, ${(b.bridge.runDelay - a.bridge.runDelay).toFixed(1)} waiting for one, ${bridge.process
+            .pauses(a.at, b.at)
+            .reduce((s, p) => s + p.ms, 0)
+            .toFixed(1)} collecting garbage`
+        : '';
+    out.push(`#${i} ${gap.toFixed(1)} ms: caller ${describeGap(a, b)}${inBridge}`);
+  }
+  return out;
 }
 
 const emptyCell = (provider: string, bot: string): Cell => ({
@@ -331,62 +371,82 @@ const emptyCell = (provider: string, bot: string): Cell => ({
   outSnr: -Infinity,
   botHeardMs: 0,
   heardMs: 0,
-  p99: Infinity,
+  gaps: [],
+  p95: Infinity,
   worstGap: Infinity,
-  gaps: 0,
   breaches: [],
+  slowGaps: [],
 });
 
-/** One call of `provider` on `bridge` to `peer`, its `index`th. */
+/** The caller's audio for a call at `rate`: silence, the tone, silence (one per rate and bot kind). */
+const callerAudio = new Map<string, Int16Array>();
+function audioFor(rate: number, answersTurn: boolean): Int16Array {
+  const key = `${rate}/${answersTurn}`;
+  let audio = callerAudio.get(key);
+  if (audio === undefined) {
+    audio = new Int16Array(Math.round(rate * callSeconds(answersTurn)));
+    audio.set(generateTone(TONE_HZ, rate, Math.round(rate * TONE_S), 0.5), Math.round(rate * LEAD_S));
+    callerAudio.set(key, audio);
+  }
+  return audio;
+}
+
+/**
+ * One call of `provider` on `bridge` to `peer`, its `index`th. What it gives is read later, once every
+ * row's calls have ended: the reading (SNR, trimming, gaps) takes this process's CPU for milliseconds,
+ * which the calls of the other rows, stamped here as they arrive, would feel as gaps of the bridge's.
+ */
 async function runCell(
   provider: string,
   botName: string,
   bridge: ProcessRig,
   peer: BotPeer,
   index: number,
-): Promise<Cell> {
+): Promise<() => Cell> {
   const row = PROVIDERS[provider]!;
   const cell = emptyCell(provider, botName);
   try {
-    const audio = new Int16Array(Math.round(row.rate * callSeconds(ANSWER_TURN.has(botName))));
-    audio.set(
-      generateTone(TONE_HZ, row.rate, Math.round(row.rate * TONE_S), 0.5),
-      Math.round(row.rate * LEAD_S),
-    );
-    const arrivals: (Moment & { samples: number })[] = [];
+    const arrivals: (Moment & { samples: number; bridge: ChildThreadTimes | undefined })[] = [];
     const report = await new SyntheticCall({
       sessionId: row.sessionId?.() ?? `matrix-${provider}-${botName}`,
       customerPhone: '15550100',
       direction: 'inbound',
       dialect: provider as CallerOptions['dialect'],
       rate: row.rate,
-      audio,
+      audio: audioFor(row.rate, ANSWER_TURN.has(botName)),
       keepReceived: true,
       tailMs: 700,
       url: '',
       tap: {
         sent: () => {},
         heard: () => {},
-        arrived: (samples) => arrivals.push({ ...moment(), samples }),
+        arrived: (samples) => arrivals.push({ ...moment(), samples, bridge: bridge.process.threadTimes() }),
       },
       ...(await row.call(bridge)),
     }).run();
     const heard = await peer.heard(index);
-    cell.inSnr = snr(heard.pcm, TONE_HZ, heard.rate);
-    cell.botHeardMs = toneMs(heard.pcm, heard.rate);
-    cell.outSnr = snr(report.received, peer.answerHz, report.outputRate);
-    cell.heardMs = toneMs(report.received, report.outputRate);
-    expectBridgeElsewhere(arrivals);
-    const paced = pacing(arrivals, report.outputRate);
-    cell.p99 = paced.p99;
-    cell.worstGap = paced.worst;
-    cell.gaps = paced.n;
-    cell.breaches = report.breaches.map((b) => `${b.rule}: ${b.detail}`);
-    if (report.state !== 'ended') cell.error = `call ${report.state}: ${JSON.stringify(report.errors)}`;
+    return () => {
+      try {
+        cell.inSnr = snr(heard.pcm, TONE_HZ, heard.rate);
+        cell.botHeardMs = toneMs(heard.pcm, heard.rate);
+        cell.outSnr = snr(report.received, peer.answerHz, report.outputRate);
+        cell.heardMs = toneMs(report.received, report.outputRate);
+        expectBridgeElsewhere(arrivals);
+        cell.gaps = pacing(arrivals, report.outputRate);
+        cell.p95 = quantile(cell.gaps, 0.95);
+        cell.worstGap = quantile(cell.gaps, 1);
+        cell.slowGaps = slowGaps(arrivals, report.outputRate, bridge);
+        cell.breaches = report.breaches.map((b) => `${b.rule}: ${b.detail}`);
+        if (report.state !== 'ended') cell.error = `call ${report.state}: ${JSON.stringify(report.errors)}`;
+      } catch (err) {
+        cell.error = (err as Error).message;
+      }
+      return cell;
+    };
   } catch (err) {
     cell.error = (err as Error).message;
+    return () => cell;
   }
-  return cell;
 }
 
 /** A bot dialect's row: its bot and one bridge process for it. */
@@ -409,12 +469,13 @@ async function startRow(bot: string): Promise<Row> {
 }
 
 /** A call from each provider in turn, then the row's bridge and bot closed. */
-async function runRow(row: Row): Promise<Cell[]> {
-  const out: Cell[] = [];
+async function runRow(row: Row): Promise<(() => Cell)[]> {
+  const out: (() => Cell)[] = [];
   let index = 0;
   for (const provider of Object.keys(PROVIDERS)) {
     if (row.error !== undefined) {
-      out.push({ ...emptyCell(provider, row.bot), error: row.error });
+      const cell = { ...emptyCell(provider, row.bot), error: row.error };
+      out.push(() => cell);
       continue;
     }
     out.push(await runCell(provider, row.bot, row.bridge!, row.peer!, index++));
@@ -440,33 +501,48 @@ async function pool<T>(jobs: (() => Promise<T>)[], n: number): Promise<T[]> {
 
 const cells: Cell[] = [];
 
+/** The pooled p99 of a provider dialect's cells and of a bot dialect's, for the table and the check. */
+const pools: { name: string; p99: number; gaps: number }[] = [];
+
 afterAll(() => {
   if (cells.length === 0) return;
   const f = (x: number) => (Number.isFinite(x) ? x.toFixed(1) : '-');
   console.log(
     [
-      'provider  bot               in dB  out dB  bot heard ms  heard ms  p99 ms  worst ms  gaps',
+      'provider  bot               in dB  out dB  bot heard ms  heard ms  p95 ms  worst ms  gaps',
       ...cells.map(
         (c) =>
-          `${c.provider.padEnd(9)} ${c.bot.padEnd(16)} ${f(c.inSnr).padStart(6)} ${f(c.outSnr).padStart(7)} ${c.botHeardMs.toFixed(0).padStart(13)} ${c.heardMs.toFixed(0).padStart(9)} ${f(c.p99).padStart(7)} ${f(c.worstGap).padStart(9)} ${String(c.gaps).padStart(5)}${c.error === undefined ? '' : `  ${c.error}`}`,
+          `${c.provider.padEnd(9)} ${c.bot.padEnd(16)} ${f(c.inSnr).padStart(6)} ${f(c.outSnr).padStart(7)} ${c.botHeardMs.toFixed(0).padStart(13)} ${c.heardMs.toFixed(0).padStart(9)} ${f(c.p95).padStart(7)} ${f(c.worstGap).padStart(9)} ${String(c.gaps.length).padStart(5)}${c.error === undefined ? '' : `  ${c.error}`}${c.slowGaps.map((g) => `\n    ${g}`).join('')}`,
       ),
+      '',
+      'pooled           p99 ms  gaps',
+      ...pools.map((p) => `${p.name.padEnd(16)} ${f(p.p99).padStart(6)} ${String(p.gaps).padStart(5)}`),
     ].join('\n'),
   );
 });
 
-it(`every provider dialect x every bot dialect: a tone both ways at >= ${MIN_SNR_DB} dB and whole, no platform rule broken, paced (p99 <= ${MAX_P99_MS} ms)`, {
+it(`every provider dialect x every bot dialect: a tone both ways at >= ${MIN_SNR_DB} dB and whole, no platform rule broken, paced (p99 <= ${MAX_P99_MS} ms per dialect, p95 <= ${MAX_CELL_P95_MS} ms and worst <= ${MAX_CELL_WORST_MS} ms per cell)`, {
   timeout: 180_000,
 }, async () => {
   // Every bridge and bot up before the first call: a process starting (its modules loading, compiled)
   // takes a core for a second, which the calls of the rows started before it would feel.
   const started = await Promise.all(Object.keys(BOTS).map(startRow));
-  const rows = await pool(
+  const calls = await pool(
     started.map((r) => () => runRow(r)),
     ROWS_AT_ONCE,
   );
+  // Every call over: now read them.
+  const rows = calls.map((row) => row.map((read) => read()));
   // In the table's order: by provider, then bot.
   for (const provider of Object.keys(PROVIDERS))
     for (const row of rows) cells.push(row.find((c) => c.provider === provider)!);
+  for (const [name, of] of [
+    ...Object.keys(PROVIDERS).map((p) => [p, (c: Cell) => c.provider === p] as const),
+    ...Object.keys(BOTS).map((b) => [b, (c: Cell) => c.bot === b] as const),
+  ]) {
+    const gaps = cells.filter(of).flatMap((c) => c.gaps);
+    pools.push({ name, p99: quantile(gaps, 0.99), gaps: gaps.length });
+  }
   for (const c of cells) {
     const at = `${c.provider} x ${c.bot}`;
     expect(c.error, at).toBeUndefined();
@@ -477,6 +553,11 @@ it(`every provider dialect x every bot dialect: a tone both ways at >= ${MIN_SNR
     expect(c.botHeardMs, `${at}: the tone at the bot`).toBeGreaterThanOrEqual(TONE_S * 1000 - 20);
     // Nor on the way out: the bot's reply, whole.
     expect(c.heardMs, `${at}: heard`).toBeGreaterThanOrEqual(REPLY_MS - 20);
-    expect(c.p99, `${at}: pacing p99`).toBeLessThanOrEqual(MAX_P99_MS);
+    const slow = `${c.slowGaps.length} gaps over ${MAX_P99_MS} ms: ${c.slowGaps.slice(0, 4).join(' | ')}`;
+    expect(c.p95, `${at}: pacing p95 (${slow})`).toBeLessThanOrEqual(MAX_CELL_P95_MS);
+    expect(c.worstGap, `${at}: worst gap (${slow})`).toBeLessThanOrEqual(MAX_CELL_WORST_MS);
+  }
+  for (const p of pools) {
+    expect(p.p99, `${p.name}: pacing p99 over its cells`).toBeLessThanOrEqual(MAX_P99_MS);
   }
 });
