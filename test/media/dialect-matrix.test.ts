@@ -340,17 +340,17 @@ function quantile(values: readonly number[], q: number): number {
   return sorted[Math.ceil(sorted.length * q) - 1] ?? Number.POSITIVE_INFINITY;
 }
 
-/** The gaps over MAX_P99_MS (as pacing() reads them), each with where its time went on both sides. */
+/** The gaps over MAX_P99_MS (`gaps`, pacing()'s of `arrivals`), each with where its time went on both sides. */
 function slowGaps(
-  arrivals: readonly (Moment & { samples: number; bridge: ChildThreadTimes | undefined })[],
-  rate: number,
+  arrivals: readonly (Moment & { bridge: ChildThreadTimes | undefined })[],
+  gaps: readonly number[],
   bridge: ProcessRig,
 ): string[] {
   const out: string[] = [];
   for (let i = 1; i < arrivals.length; i++) {
     const a = arrivals[i - 1]!;
     const b = arrivals[i]!;
-    const gap = b.at - a.at - stoppedMs(a, b) - ((a.samples / rate) * 1000 - 20);
+    const gap = gaps[i - 1]!;
     if (gap <= MAX_P99_MS) continue;
     const inBridge =
       a.bridge !== undefined && b.bridge !== undefined
@@ -435,7 +435,7 @@ async function runCell(
         cell.gaps = pacing(arrivals, report.outputRate);
         cell.p95 = quantile(cell.gaps, 0.95);
         cell.worstGap = quantile(cell.gaps, 1);
-        cell.slowGaps = slowGaps(arrivals, report.outputRate, bridge);
+        cell.slowGaps = slowGaps(arrivals, cell.gaps, bridge);
         cell.breaches = report.breaches.map((b) => `${b.rule}: ${b.detail}`);
         if (report.state !== 'ended') cell.error = `call ${report.state}: ${JSON.stringify(report.errors)}`;
       } catch (err) {
