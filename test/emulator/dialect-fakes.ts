@@ -294,16 +294,6 @@ export async function startFake(
   };
 }
 
-export function joined(chunks: readonly Int16Array[]): Int16Array {
-  const out = new Int16Array(chunks.reduce((s, c) => s + c.length, 0));
-  let at = 0;
-  for (const c of chunks) {
-    out.set(c, at);
-    at += c.length;
-  }
-  return out;
-}
-
 /** A script that runs `fn` once, on the caller's first audio. */
 export function onFirstAudio(fn: (peer: Peer) => void): Script {
   return (peer) => {

@@ -9,7 +9,8 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { generateTone, steadyToneSnrDb } from '../../src/audio/tone.js';
 import { type CallerOptions, SyntheticCall } from '../../src/emulator/caller.js';
 import { type DialectName, dialectRate } from '../../src/emulator/dialects/index.js';
-import { conforming, type FakeBridge, joined, startFake } from './dialect-fakes.js';
+import { joined } from '../helpers/audio.js';
+import { conforming, type FakeBridge, startFake } from './dialect-fakes.js';
 
 // biome-ignore lint/suspicious/noExplicitAny: the tests read the provider's JSON frames field by field.
 type Json = Record<string, any>;

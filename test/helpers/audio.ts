@@ -25,3 +25,14 @@ export function rms(x: Float64Array): number {
   for (const v of x) s += v * v;
   return Math.sqrt(s / Math.max(1, x.length));
 }
+
+/** PCM16 parts back to back, as one. */
+export function joined(parts: readonly Int16Array[]): Int16Array {
+  const out = new Int16Array(parts.reduce((n, p) => n + p.length, 0));
+  let at = 0;
+  for (const p of parts) {
+    out.set(p, at);
+    at += p.length;
+  }
+  return out;
+}

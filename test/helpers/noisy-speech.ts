@@ -12,6 +12,7 @@ import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { DEFAULT_VOICE_RULE, FULL_SCALE } from '../../src/audio/level.js';
 import { decodeWav } from '../../src/audio/wav.js';
+import { joined } from './audio.js';
 
 export const SPEECH_DIR = '/usr/share/asterisk/sounds/en_US_f_Allison';
 export const SPEECH_RATE = 8000;
@@ -147,14 +148,7 @@ export const OTHER_SENTENCES: readonly (readonly [string, string])[] = [
 
 /** Prompts spoken back to back, 8 kHz. */
 export function sentence(files: readonly string[]): Int16Array {
-  const parts = files.map(prompt);
-  const out = new Int16Array(parts.reduce((t, p) => t + p.length, 0));
-  let at = 0;
-  for (const p of parts) {
-    out.set(p, at);
-    at += p.length;
-  }
-  return out;
+  return joined(files.map(prompt));
 }
 
 /** Mean square over the 20 ms frames within 30 dB of the loudest: the speech's active level. */
