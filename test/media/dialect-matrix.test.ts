@@ -541,14 +541,19 @@ it(`every provider dialect x every bot dialect: a tone both ways at >= ${MIN_SNR
   // takes a core for a second, which the calls of the rows started before it would feel.
   const started = await Promise.all(Object.keys(BOTS).map(startRow));
   const from = performance.now();
-  const calls = await pool(
-    started.map((r, nth) => () => runRow(r, nth, from)),
-    ROWS_AT_ONCE,
-  );
-  // Every call over: the bridges and bots closed (none while another row's calls run), then the calls read.
-  for (const r of started) {
-    await r.bridge?.close();
-    await r.peer?.close();
+  let calls: (() => Cell)[][];
+  try {
+    calls = await pool(
+      started.map((r, nth) => () => runRow(r, nth, from)),
+      ROWS_AT_ONCE,
+    );
+  } finally {
+    // Every call over (or the test failed): the bridges and bots closed, none while another row's
+    // calls run; then the calls are read.
+    for (const r of started) {
+      await r.bridge?.close();
+      await r.peer?.close();
+    }
   }
   const rows = calls.map((row) => row.map((read) => read()));
   // In the table's order: by provider, then bot.
